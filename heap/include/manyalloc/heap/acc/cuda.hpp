@@ -1,0 +1,112 @@
+// CUDA back end: a worker is one CUDA thread; a warp has 32 lanes. Needs nvcc
+// and compute capability 7.0 or newer (independent thread scheduling, so the
+// *_sync warp intrinsics with __activemask() are well defined).
+//
+// This is the only heap file that includes CUDA headers.
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "manyalloc/heap/acc/cuda.hpp must be compiled by nvcc"
+#endif
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "manyalloc/heap/acc/concepts.hpp"
+
+namespace manyalloc::acc {
+
+// Throws std::runtime_error naming the failed call. Used for every CUDA
+// runtime call on the host side of the library, its tests and benchmarks.
+inline void cuda_check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(err));
+  }
+}
+
+class CudaThread {
+ public:
+  static constexpr unsigned warp_size = 32;
+
+  __device__ unsigned lane_id() const { return threadIdx.x & 31u; }
+  __device__ std::uint32_t active_mask() const { return __activemask(); }
+  __device__ std::uint32_t ballot(std::uint32_t mask, bool pred) const { return __ballot_sync(mask, pred); }
+  __device__ std::uint32_t shfl(std::uint32_t mask, std::uint32_t v, unsigned lane) const {
+    return __shfl_sync(mask, v, static_cast<int>(lane));
+  }
+  __device__ void sync_lanes(std::uint32_t mask) const { __syncwarp(mask); }
+  __device__ unsigned processor_id() const {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    return sm;
+  }
+  __device__ std::uint32_t load(const std::uint32_t* p) const {
+    return *static_cast<const volatile std::uint32_t*>(p);
+  }
+  __device__ void store(std::uint32_t* p, std::uint32_t v) const {
+    *static_cast<volatile std::uint32_t*>(p) = v;
+  }
+  __device__ std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const { return atomicAdd(p, v); }
+  __device__ std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { return atomicSub(p, v); }
+  __device__ std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return atomicOr(p, v); }
+  __device__ std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return atomicAnd(p, v); }
+  __device__ std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return atomicExch(p, v); }
+  __device__ std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {
+    return atomicCAS(p, e, d);
+  }
+  __device__ void fence() const { __threadfence(); }
+};
+static_assert(Accelerator<CudaThread>);
+
+namespace detail {
+template <class F, class R>
+__global__ void map_ranges_kernel(F f, std::uint64_t n, std::uint64_t parts, R* out) {
+  const std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+  if (i < parts) out[i] = f(n * i / parts, n * (i + 1) / parts);
+}
+}  // namespace detail
+
+struct Cuda {
+  using acc_type = CudaThread;
+  static constexpr bool has_exceptions = false;  // no exceptions in device code
+
+  static void copy_to_device(void* dst, const void* src, std::size_t n) {
+    cuda_check(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+  }
+  static void copy_to_host(void* dst, const void* src, std::size_t n) {
+    cuda_check(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+  }
+  static void fill_zero(void* dst, std::size_t n) {
+    cuda_check(cudaMemset(dst, 0, n), "cudaMemset");
+    cuda_check(cudaDeviceSynchronize(), "cudaMemset (sync)");
+  }
+  static std::string name() { return "Cuda"; }
+
+  // Runs f(begin, end) over contiguous ranges of [0, n) on the GPU, one range
+  // per thread, and returns the results in range order.
+  template <class F>
+  static auto map_ranges(const F& f, std::uint64_t n)
+      -> std::vector<decltype(f(std::uint64_t{}, std::uint64_t{}))> {
+    using R = decltype(f(std::uint64_t{}, std::uint64_t{}));
+    const std::uint64_t parts = n < (1u << 16) ? (n / 64 + 1) : (1u << 16);
+    R* out = nullptr;
+    cuda_check(cudaMalloc(&out, parts * sizeof(R)), "cudaMalloc (map_ranges)");
+    const unsigned block = 256;
+    detail::map_ranges_kernel<<<static_cast<unsigned>((parts + block - 1) / block), block>>>(
+        f, n, parts, out);
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess) err = cudaDeviceSynchronize();
+    std::vector<R> host(parts);
+    if (err == cudaSuccess) err = cudaMemcpy(host.data(), out, parts * sizeof(R), cudaMemcpyDeviceToHost);
+    cudaFree(out);
+    cuda_check(err, "map_ranges kernel");
+    return host;
+  }
+};
+static_assert(Backend<Cuda>);
+
+}  // namespace manyalloc::acc

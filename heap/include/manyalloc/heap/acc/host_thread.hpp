@@ -1,0 +1,90 @@
+// Host back end: every std::thread (or OpenMP thread, ...) is a worker of
+// warp width 1. Atomics are std::atomic_ref with sequentially consistent
+// order, so ThreadSanitizer understands every access.
+#pragma once
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "manyalloc/heap/acc/concepts.hpp"
+
+namespace manyalloc::acc {
+
+class HostThread {
+ public:
+  static constexpr unsigned warp_size = 1;
+
+  unsigned lane_id() const { return 0; }
+  std::uint32_t active_mask() const { return 1u; }
+  std::uint32_t ballot(std::uint32_t, bool pred) const { return pred ? 1u : 0u; }
+  std::uint32_t shfl(std::uint32_t, std::uint32_t v, unsigned) const { return v; }
+  void sync_lanes(std::uint32_t) const {}
+  unsigned processor_id() const {
+    const int cpu = sched_getcpu();
+    return cpu < 0 ? 0u : static_cast<unsigned>(cpu);
+  }
+
+  std::uint32_t load(const std::uint32_t* p) const {
+    return std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(p))
+        .load(std::memory_order_relaxed);
+  }
+  void store(std::uint32_t* p, std::uint32_t v) const {
+    std::atomic_ref<std::uint32_t>(*p).store(v, std::memory_order_relaxed);
+  }
+  std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_add(v); }
+  std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_sub(v); }
+  std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_or(v); }
+  std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_and(v); }
+  std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return ref(p).exchange(v); }
+  std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t expected, std::uint32_t desired) const {
+    ref(p).compare_exchange_strong(expected, desired);
+    return expected;  // the old value, as CUDA's atomicCAS returns it
+  }
+  void fence() const { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+ private:
+  static std::atomic_ref<std::uint32_t> ref(std::uint32_t* p) {
+    return std::atomic_ref<std::uint32_t>(*p);
+  }
+};
+static_assert(Accelerator<HostThread>);
+
+// Host-side operations of the host back end. "Device" memory is host memory.
+struct HostThreads {
+  using acc_type = HostThread;
+  static constexpr bool has_exceptions = true;
+
+  static void copy_to_device(void* dst, const void* src, std::size_t n) { std::memcpy(dst, src, n); }
+  static void copy_to_host(void* dst, const void* src, std::size_t n) { std::memcpy(dst, src, n); }
+  static void fill_zero(void* dst, std::size_t n) { std::memset(dst, 0, n); }
+  static std::string name() { return "HostThreads"; }
+
+  // Splits [0, n) into contiguous ranges, calls f(begin, end) for each on its
+  // own thread and returns the results in range order (so callers may combine
+  // order-dependent summaries).
+  template <class F>
+  static auto map_ranges(const F& f, std::uint64_t n)
+      -> std::vector<decltype(f(std::uint64_t{}, std::uint64_t{}))> {
+    using R = decltype(f(std::uint64_t{}, std::uint64_t{}));
+    const std::uint64_t parts =
+        std::max<std::uint64_t>(1, std::min<std::uint64_t>(std::thread::hardware_concurrency(),
+                                                           n / 4096 + 1));
+    std::vector<R> out(parts);
+    std::vector<std::thread> threads;
+    for (std::uint64_t i = 0; i < parts; ++i) {
+      threads.emplace_back([&, i] { out[i] = f(n * i / parts, n * (i + 1) / parts); });
+    }
+    for (auto& t : threads) t.join();
+    return out;
+  }
+};
+static_assert(Backend<HostThreads>);
+
+}  // namespace manyalloc::acc

@@ -1,0 +1,40 @@
+// AlignmentPolicies::Shrink (thesis 4.3.2): moves the pool start up to the
+// next multiple of `dataAlignment` (shrinking the pool) and pads every
+// request to a multiple of it, so that chunks that start aligned stay aligned.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "manyalloc/common/math.hpp"
+#include "manyalloc/common/platform.hpp"
+
+namespace manyalloc::AlignmentPolicies {
+
+template <std::uint32_t dataAlignment = 16>
+struct Shrink {
+  static_assert(is_power_of_two(dataAlignment), "Shrink: dataAlignment must be a power of two");
+  static constexpr std::uint32_t alignment = dataAlignment;
+
+  static std::pair<void*, std::size_t> align_pool(void* pool, std::size_t bytes) {
+    const auto p = reinterpret_cast<std::uintptr_t>(pool);
+    const std::uintptr_t aligned = round_up_or_zero<std::uintptr_t>(p, dataAlignment);
+    const std::size_t cut = aligned - p;
+    if (aligned == 0 || cut >= bytes) return {nullptr, 0};
+    return {reinterpret_cast<void*>(aligned), bytes - cut};
+  }
+
+  // 0 stays 0; a size whose padding overflows becomes SIZE_MAX, which no
+  // heap can serve, so the request fails through the OOM policy.
+  MANYALLOC_FN static std::size_t apply_padding(std::size_t bytes) {
+    const std::size_t padded = round_up_or_zero<std::size_t>(bytes, dataAlignment);
+    return bytes != 0 && padded == 0 ? std::numeric_limits<std::size_t>::max() : padded;
+  }
+
+  static std::string classname() { return "Shrink[" + std::to_string(dataAlignment) + "]"; }
+};
+
+}  // namespace manyalloc::AlignmentPolicies

@@ -1,0 +1,83 @@
+// One concept per policy kind (thesis chapter 3), so that a wrong policy is
+// rejected where it is used, with the requirement it misses.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "manyalloc/heap/acc/concepts.hpp"
+
+namespace manyalloc {
+
+// 3.3: acquires the raw pool on the host, for one back end.
+template <class P>
+concept ReservePoolPolicy = requires(std::size_t n, void* p) {
+  typename P::backend;
+  requires acc::Backend<typename P::backend>;
+  { P::addressable } -> std::convertible_to<bool>;
+  { P::set_mem_pool(n) } -> std::same_as<void*>;
+  P::reset_mem_pool(p, n);
+  { P::classname() } -> std::convertible_to<std::string>;
+};
+
+// 3.4: aligns the pool (host) and pads requests (worker).
+template <class P>
+concept AlignmentPolicy = requires(std::size_t n, void* p) {
+  { P::align_pool(p, n) } -> std::same_as<std::pair<void*, std::size_t>>;
+  { P::apply_padding(n) } -> std::same_as<std::size_t>;
+  { P::classname() } -> std::convertible_to<std::string>;
+};
+
+// 3.7: decides what a failed request returns.
+template <class P>
+concept OOMPolicy = requires(void* p, std::size_t n) {
+  { P::handle_oom(p, n) } -> std::same_as<void*>;
+  { P::needs_exceptions } -> std::convertible_to<bool>;
+  { P::classname() } -> std::convertible_to<std::string>;
+};
+
+// 3.5: reshapes the requests of a group of workers; constructed per request.
+template <class P>
+concept DistributionPolicy = requires { { P::classname() } -> std::convertible_to<std::string>; };
+
+template <class P, class Acc>
+concept DistributionPolicyFor = DistributionPolicy<P> && requires(const Acc acc, std::size_t n, void* p) {
+  P(acc);
+  { std::declval<P&>().collect(acc, n) } -> std::same_as<std::size_t>;
+  { std::declval<P&>().distribute(acc, p) } -> std::same_as<void*>;
+  // Maps a pointer a worker frees to what the creation policy must free, or
+  // nullptr when nothing is to be freed yet (e.g. other parts still live).
+  { P::release(acc, p) } -> std::same_as<void*>;
+};
+
+// 3.6: manages the heap inside the pool. The policy object is the handle
+// workers receive, so it must be trivially copyable.
+template <class P>
+concept CreationPolicy = std::is_trivially_copyable_v<P> && requires(const void* p, std::size_t n) {
+  { P::providesAvailableSlots } -> std::convertible_to<bool>;
+  { P::needs_addressable_pool } -> std::convertible_to<bool>;
+  { P::is_oom(p, n) } -> std::convertible_to<bool>;
+  { P::classname() } -> std::convertible_to<std::string>;
+};
+
+template <class P, class Backend>
+concept CreationPolicyFor =
+    CreationPolicy<P> &&
+    requires(const P cp, const typename Backend::acc_type acc, void* p, std::size_t n) {
+      { P::template init_heap<Backend>(p, n) } -> std::same_as<P>;
+      P::template finalize_heap<Backend>(cp);
+      { cp.create(acc, n) } -> std::same_as<void*>;
+      cp.destroy(acc, p);
+    };
+
+// Creation policies that count available slots (3.6, providesAvailableSlots).
+template <class P, class Backend>
+concept CountsSlots = CreationPolicyFor<P, Backend> && P::providesAvailableSlots &&
+    requires(const P cp, const typename Backend::acc_type acc, std::size_t n, std::uint32_t mask) {
+      { cp.template getAvailableSlotsHost<Backend>(n) } -> std::same_as<std::size_t>;
+      { cp.getAvailableSlotsAccelerator(acc, mask, n) } -> std::same_as<std::size_t>;
+    };
+
+}  // namespace manyalloc

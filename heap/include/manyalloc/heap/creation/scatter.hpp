@@ -1,0 +1,253 @@
+// CreationPolicies::Scatter: the ScatterAlloc algorithm (Steinberger et al.
+// 2012; thesis 4.3.5) over one pool. The object is the heap handle: small,
+// trivially copyable, passed by value into kernels and threads.
+//
+// Data structures and invariants: detail/scatter/heap_layout.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "manyalloc/common/math.hpp"
+#include "manyalloc/common/report.hpp"
+#include "manyalloc/heap/creation/scatter_config.hpp"
+#include "manyalloc/heap/detail/scatter/heap_layout.hpp"
+#include "manyalloc/heap/detail/scatter/multi_page.hpp"
+#include "manyalloc/heap/detail/scatter/page_ops.hpp"
+#include "manyalloc/heap/detail/scatter/search.hpp"
+#include "manyalloc/heap/detail/scatter/slots.hpp"
+
+namespace manyalloc::CreationPolicies {
+
+// Counters of a Scatter heap (read on the host).
+struct ScatterStatistics {
+  std::uint32_t misuse_reports = 0;   // bad or double frees seen by destroy()
+  Misuse last_misuse = Misuse::none;
+  std::uint32_t page_count = 0;
+  std::uint32_t pages_in_use = 0;     // pages split into chunks or in a multi-page run
+};
+
+template <ScatterHeapConfiguration HeapConfig = ScatterHeapConfig,
+          ScatterHashConfiguration HashConfig = ScatterHashConfig>
+class Scatter {
+  using Layout = heap::detail::HeapLayout;
+  using Ops = heap::detail::PageOps<HeapConfig>;
+  using Search = heap::detail::SmallSearch<HeapConfig, HashConfig>;
+  using Multi = heap::detail::MultiPage<HeapConfig>;
+  using Slots = heap::detail::SlotCounter<HeapConfig>;
+
+ public:
+  using HeapProperties = HeapConfig;
+  using HashingProperties = HashConfig;
+  static constexpr std::uint32_t pagesize = HeapConfig::pagesize;
+  static constexpr bool providesAvailableSlots = true;
+  static constexpr bool needs_addressable_pool = true;
+
+  Scatter() = default;
+
+  // ---- host side -------------------------------------------------------------
+  // Lays the heap out in [pool, pool + bytes) and zeroes its metadata.
+  // Throws std::invalid_argument when the pool cannot hold one region.
+  template <class Backend>
+  static Scatter init_heap(void* pool, std::size_t bytes) {
+    Scatter s;
+    s.layout_ = plan(pool, bytes);
+    Backend::fill_zero(pool, s.layout_.metadata_bytes);
+    return s;
+  }
+
+  // Returns the heap to its freshly initialised state (thesis 4.3.5).
+  template <class Backend>
+  static void finalize_heap(const Scatter& s) {
+    if (s.layout_.pages != nullptr) Backend::fill_zero(s.layout_.shared, s.layout_.metadata_bytes);
+  }
+
+  template <class Backend>
+  std::size_t getAvailableSlotsHost(std::size_t slot) const {
+    if (slot == 0) return 0;
+    const auto parts = Backend::map_ranges(RangeSummary{layout_, slot}, layout_.page_count);
+    return combine(parts.data(), parts.size(), slot);
+  }
+
+  template <class Backend>
+  ScatterStatistics statistics() const {
+    heap::detail::HeapShared shared{};
+    Backend::copy_to_host(&shared, layout_.shared, sizeof shared);
+    ScatterStatistics st;
+    st.misuse_reports = shared.misuse;
+    st.last_misuse = static_cast<Misuse>(shared.last_misuse);
+    st.page_count = layout_.page_count;
+    const auto parts = Backend::map_ranges(PagesInUse{layout_}, layout_.page_count);
+    for (auto n : parts) st.pages_in_use += static_cast<std::uint32_t>(n);
+    return st;
+  }
+
+  const Layout& layout() const { return layout_; }
+
+  static std::string classname() {
+    return "Scatter[pagesize=" + std::to_string(HeapConfig::pagesize) +
+           ",accessblocks=" + std::to_string(HeapConfig::accessblocks) +
+           ",regionsize=" + std::to_string(HeapConfig::regionsize) +
+           ",wastefactor=" + std::to_string(HeapConfig::wastefactor) +
+           ",resetfreedpages=" + (HeapConfig::resetfreedpages ? "true" : "false") +
+           ",hashingK=" + std::to_string(HashConfig::hashingK) +
+           ",hashingDistMP=" + std::to_string(HashConfig::hashingDistMP) + "]";
+  }
+
+  // ---- worker side -----------------------------------------------------------
+  template <class Acc>
+  MANYALLOC_FN void* create(const Acc& acc, std::size_t bytes) const {
+    if (bytes == 0) return nullptr;
+    if (bytes <= pagesize) return Search::alloc(acc, layout_, static_cast<std::uint32_t>(bytes));
+    const std::uint64_t pages = bytes / pagesize + (bytes % pagesize != 0 ? 1 : 0);
+    const std::uint32_t start = (acc.processor_id() % layout_.block_count) * layout_.pages_per_block;
+    return Multi::alloc(acc, layout_, pages, start);
+  }
+
+  template <class Acc>
+  MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
+    if (ptr == nullptr) return;
+    Misuse m = Misuse::foreign_pointer;
+    if (layout_.contains(ptr, pagesize)) {
+      const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - layout_.data);
+      const auto page = static_cast<std::uint32_t>(offset / pagesize);
+      const std::size_t in_page = offset % pagesize;
+      const std::uint32_t chunk = acc.load(&layout_.pages[page].chunk_size);
+      if (chunk == 0u) {
+        m = Misuse::double_free;
+      } else if (chunk == heap::detail::multi_page) {
+        m = Multi::free(acc, layout_, page, in_page);
+      } else {
+        m = Ops::free_chunk(acc, layout_, page, chunk, in_page);
+        if (m == Misuse::none) Search::maybe_activate(acc, layout_, page, ptr);
+      }
+    }
+    if (m != Misuse::none) {
+      acc.atomic_add(&layout_.shared->misuse, 1u);
+      acc.store(&layout_.shared->last_misuse, static_cast<std::uint32_t>(m));
+      report_misuse("Scatter::destroy", m, ptr);
+    }
+  }
+
+  MANYALLOC_FN static bool is_oom(const void* ptr, std::size_t bytes) {
+    return bytes != 0 && ptr == nullptr;
+  }
+
+  // Called by the lanes in `acc`'s active set together (thesis 4.3.5: the
+  // lanes split the pages among themselves; warp width bounds cooperation).
+  // Every calling lane gets the same result.
+  template <class Acc>
+  MANYALLOC_FN std::size_t getAvailableSlotsAccelerator(const Acc& acc, std::uint32_t mask,
+                                                        std::size_t slot) const {
+    if (slot == 0) return 0;
+    const unsigned lanes = bits::popcount(mask);
+    const unsigned rank = bits::popcount(mask & bits::low_mask(acc.lane_id()));
+    const std::uint64_t n = layout_.page_count;
+    const RangeSummary f{layout_, slot};
+    const heap::detail::SlotSummary mine = f(n * rank / lanes, n * (rank + 1) / lanes);
+    heap::detail::SlotSummary parts[Acc::warp_size];
+    unsigned count = 0;
+    for (unsigned lane = 0; lane < Acc::warp_size; ++lane) {
+      if (((mask >> lane) & 1u) == 0u) continue;
+      parts[count].slots = shfl64(acc, mask, mine.slots, lane);
+      parts[count].length = shfl64(acc, mask, mine.length, lane);
+      parts[count].head_free = shfl64(acc, mask, mine.head_free, lane);
+      parts[count].tail_free = shfl64(acc, mask, mine.tail_free, lane);
+      ++count;
+    }
+    return combine(parts, count, slot);
+  }
+
+ private:
+  // Loads for the slot counter: coherent, and race-free for ThreadSanitizer.
+  struct CoherentLoad {
+    MANYALLOC_FN std::uint32_t operator()(const std::uint32_t* p) const {
+#if defined(__CUDA_ARCH__)
+      return *static_cast<const volatile std::uint32_t*>(p);
+#else
+      return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+    }
+  };
+
+  struct RangeSummary {
+    Layout layout;
+    std::size_t slot;
+    MANYALLOC_FN heap::detail::SlotSummary operator()(std::uint64_t begin, std::uint64_t end) const {
+      return Slots::summarize(CoherentLoad{}, layout, begin, end, slot);
+    }
+  };
+
+  struct PagesInUse {
+    Layout layout;
+    MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
+      std::uint64_t n = 0;
+      for (std::uint64_t p = begin; p < end; ++p) n += CoherentLoad{}(&layout.pages[p].chunk_size) != 0u;
+      return n;
+    }
+  };
+
+  template <class Acc>
+  MANYALLOC_FN static std::uint64_t shfl64(const Acc& acc, std::uint32_t mask, std::uint64_t v,
+                                           unsigned lane) {
+    const std::uint32_t lo = acc.shfl(mask, static_cast<std::uint32_t>(v), lane);
+    const std::uint32_t hi = acc.shfl(mask, static_cast<std::uint32_t>(v >> 32), lane);
+    return (static_cast<std::uint64_t>(hi) << 32) | lo;
+  }
+
+  MANYALLOC_FN static std::size_t combine(const heap::detail::SlotSummary* parts, std::size_t count,
+                                          std::size_t slot) {
+    if (slot <= pagesize) {
+      std::uint64_t total = 0;
+      for (std::size_t i = 0; i < count; ++i) total += parts[i].slots;
+      return total;
+    }
+    const std::uint64_t per_slot = slot / pagesize + (slot % pagesize != 0 ? 1 : 0);
+    heap::detail::SlotSummary all;
+    for (std::size_t i = 0; i < count; ++i) all = heap::detail::combine_runs(all, parts[i], per_slot);
+    return heap::detail::finish_runs(all, per_slot);
+  }
+
+  // Sizes the heap: page table entries, region words and pages share the
+  // pool; pages start at a pagesize-aligned address; each access block is a
+  // whole number of regions.
+  static Layout plan(void* pool, std::size_t bytes) {
+    using namespace heap::detail;
+    constexpr std::size_t ps = HeapConfig::pagesize;
+    constexpr std::size_t rs = HeapConfig::regionsize;
+    const auto base = reinterpret_cast<std::uintptr_t>(pool);
+    const std::size_t per_region = rs * (ps + sizeof(PageEntry)) + sizeof(std::uint32_t);
+    std::size_t regions = bytes / per_region;
+    auto fits = [&](std::size_t r) {
+      const std::size_t meta = sizeof(HeapShared) + r * rs * sizeof(PageEntry) + r * sizeof(std::uint32_t);
+      const std::uintptr_t data = round_up_or_zero<std::uintptr_t>(base + meta, ps);
+      return data != 0 && data - base + r * rs * ps <= bytes;
+    };
+    while (regions > 0 && !fits(regions)) --regions;
+    std::uint32_t blocks = HeapConfig::accessblocks;
+    if (regions < blocks) blocks = static_cast<std::uint32_t>(regions);
+    if (blocks == 0) throw std::invalid_argument("Scatter: heap too small for one region of pages");
+    std::size_t regions_per_block = regions / blocks;
+    const std::size_t max_pages = std::numeric_limits<std::uint32_t>::max() / 2;
+    if (regions_per_block * rs * blocks > max_pages) regions_per_block = max_pages / rs / blocks;
+    Layout l;
+    l.block_count = blocks;
+    l.pages_per_block = static_cast<std::uint32_t>(regions_per_block * rs);
+    l.page_count = l.pages_per_block * blocks;
+    const std::size_t region_count = l.page_count / rs;
+    l.shared = reinterpret_cast<HeapShared*>(base);
+    l.pages = reinterpret_cast<PageEntry*>(base + sizeof(HeapShared));
+    l.regions = reinterpret_cast<std::uint32_t*>(l.pages + l.page_count);
+    const std::uintptr_t meta_end = reinterpret_cast<std::uintptr_t>(l.regions + region_count);
+    l.metadata_bytes = meta_end - base;
+    l.data = reinterpret_cast<std::byte*>(round_up_or_zero<std::uintptr_t>(meta_end, ps));
+    return l;
+  }
+
+  Layout layout_{};
+};
+
+}  // namespace manyalloc::CreationPolicies

@@ -1,0 +1,53 @@
+// Configuration of CreationPolicies::Scatter (thesis 4.3.7). Defaults are the
+// thesis's; override per instantiation by deriving and shadowing a member:
+//
+//   struct MyHeap : manyalloc::CreationPolicies::ScatterHeapConfig {
+//     static constexpr std::uint32_t pagesize = 8192;
+//     static constexpr bool resetfreedpages = true;
+//   };
+//   using Creation = manyalloc::CreationPolicies::Scatter<MyHeap>;
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+
+#include "manyalloc/common/math.hpp"
+
+namespace manyalloc::CreationPolicies {
+
+struct ScatterHeapConfig {
+  // Bytes per page; every chunk lives inside one page (ScatterAlloc 5.2).
+  static constexpr std::uint32_t pagesize = 4096;
+  // Number of access blocks (super blocks, ScatterAlloc 5.1) the pool is split into.
+  static constexpr std::uint32_t accessblocks = 8;
+  // Pages per region; regions keep a full-page record for the 90% rule (5.4).
+  static constexpr std::uint32_t regionsize = 16;
+  // A request of s bytes may use a page split into chunks of up to s*wastefactor (6.1, max_frag).
+  static constexpr std::uint32_t wastefactor = 2;
+  // Reset a page's chunk size when its last chunk is freed (thesis 5.4).
+  static constexpr bool resetfreedpages = false;
+};
+
+struct ScatterHashConfig {
+  // p = (S_req * k_S + mp * k_mp) mod pages (ScatterAlloc 5.3, equation 3).
+  static constexpr std::uint32_t hashingK = 38183;
+  static constexpr std::uint32_t hashingDistMP = 17497;
+};
+
+template <class C>
+concept ScatterHeapConfiguration = requires {
+  { C::pagesize } -> std::convertible_to<std::uint32_t>;
+  { C::accessblocks } -> std::convertible_to<std::uint32_t>;
+  { C::regionsize } -> std::convertible_to<std::uint32_t>;
+  { C::wastefactor } -> std::convertible_to<std::uint32_t>;
+  { C::resetfreedpages } -> std::convertible_to<bool>;
+} && (C::pagesize >= 64) && (C::pagesize % 4 == 0) && (C::accessblocks >= 1) &&
+    (C::regionsize >= 1) && (C::regionsize <= 32) && (C::wastefactor >= 1);
+
+template <class C>
+concept ScatterHashConfiguration = requires {
+  { C::hashingK } -> std::convertible_to<std::uint32_t>;
+  { C::hashingDistMP } -> std::convertible_to<std::uint32_t>;
+};
+
+}  // namespace manyalloc::CreationPolicies

@@ -1,0 +1,94 @@
+// The data structures of the Scatter heap, and the invariants every operation
+// keeps. Everything else in detail/scatter/ is algorithms over these.
+//
+// Pool layout (one contiguous pool from the ReservePoolPolicy):
+//
+//   [ HeapShared | PageEntry x page_count | region word x region_count | pad ]
+//   [ page 0 | page 1 | ... | page page_count-1 ]          <- pagesize-aligned
+//
+// Metadata (the first line) is kept apart from the pages, except for the
+// in-page bit fields of hierarchical pages (ScatterAlloc 5.2), which by
+// design sit at the end of their page. Pages are grouped in `block_count`
+// access blocks (super blocks, ScatterAlloc 5.1) of `pages_per_block` pages,
+// and each block in regions of `regionsize` pages (5.4). Since all pages lie
+// side by side, the page of a pointer is one division away (6.2).
+//
+// PageEntry (the page usage table, 5.2) -- invariants:
+//  I1 chunk_size == 0: the page is unused. Unless locked, its mask is 0 and
+//     no chunk on it is allocated.
+//  I2 1 <= chunk_size <= pagesize: the page is split into chunks of that size
+//     (page_geometry.hpp). `fill` counts reserved chunks (0..chunks), plus
+//     short-lived +1s of workers whose reservation attempt failed and is being
+//     undone. Each allocated chunk has its bit set (in the mask for flat
+//     pages, in its in-page segment word for hierarchical pages); a set bit
+//     always belongs to a reservation counted in `fill`.
+//  I3 chunk_size == multi_page: the page belongs to an allocation of several
+//     pages (6.3). Its `fill` holds `locked` for the allocation's lifetime; the
+//     first page's mask holds the number of pages, the others' masks are 0.
+//  I4 fill >= locked: the page is locked. chunk_size and the bit fields only
+//     change while the changer holds the lock, which it took by CAS(fill, 0,
+//     locked): while locked no reservation can succeed, because any
+//     reservation needs fill < chunks <= 1024 < locked.
+//  I5 The mask of a hierarchical page has bit k set only if segment k was seen
+//     full; a worker that sets it re-reads the segment and clears the bit again
+//     if the segment has room (so the bit is a hint that is at most briefly
+//     wrong, never a lost segment).
+//
+// Region words (5.4): bit i of a region's word is set when page i of the
+// region is (believed) full. popcount(word) is the region's fill level used
+// by the 90% rule. Like I5 this is a hint: the allocator re-checks after
+// setting a bit, and a final search pass tries every region that is not
+// entirely marked full before an allocation fails.
+//
+// HeapShared: `active_block` is the access block new searches start in;
+// `misuse` counts reported misuse of the public API (bad or double frees).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "manyalloc/common/platform.hpp"
+
+namespace manyalloc::heap::detail {
+
+struct PageEntry {
+  std::uint32_t chunk_size;
+  std::uint32_t fill;
+  std::uint32_t mask;
+};
+
+struct HeapShared {
+  std::uint32_t active_block;
+  std::uint32_t misuse;
+  std::uint32_t last_misuse;
+  std::uint32_t reserved;
+};
+
+// Page lock value (I4). Far above any chunk count or number of concurrent
+// failed reservations.
+inline constexpr std::uint32_t page_locked = 1u << 31;
+// chunk_size of pages that belong to a multi-page allocation (I3).
+inline constexpr std::uint32_t multi_page = 0xffffffffu;
+
+// Immutable description of one heap, copied into every handle so that
+// workers never load it from memory.
+struct HeapLayout {
+  std::byte* data = nullptr;            // page 0
+  PageEntry* pages = nullptr;           // page usage table
+  std::uint32_t* regions = nullptr;     // one word per region
+  HeapShared* shared = nullptr;
+  std::uint32_t page_count = 0;         // block_count * pages_per_block
+  std::uint32_t pages_per_block = 0;    // a multiple of regionsize
+  std::uint32_t block_count = 0;
+  std::size_t metadata_bytes = 0;       // bytes in front of page 0 (zeroed at init)
+
+  MANYALLOC_FN std::byte* page_data(std::uint32_t page, std::uint32_t pagesize) const {
+    return data + static_cast<std::size_t>(page) * pagesize;
+  }
+  MANYALLOC_FN bool contains(const void* p, std::uint32_t pagesize) const {
+    const auto* b = static_cast<const std::byte*>(p);
+    return b >= data && b < data + static_cast<std::size_t>(page_count) * pagesize;
+  }
+};
+
+}  // namespace manyalloc::heap::detail

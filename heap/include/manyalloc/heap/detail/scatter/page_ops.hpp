@@ -1,0 +1,203 @@
+// Operations on one page: claiming an unused page for a chunk size,
+// reserving and taking a chunk (ScatterAlloc 6.1, tryUsePage), freeing a
+// chunk (6.2) and resetting an emptied page. Invariants: heap_layout.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "manyalloc/common/bits.hpp"
+#include "manyalloc/common/report.hpp"
+#include "manyalloc/heap/detail/scatter/heap_layout.hpp"
+#include "manyalloc/heap/detail/scatter/page_geometry.hpp"
+
+namespace manyalloc::heap::detail {
+
+template <class Config>
+struct PageOps {
+  static constexpr std::uint32_t pagesize = Config::pagesize;
+  static constexpr std::uint32_t regionsize = Config::regionsize;
+
+  MANYALLOC_FN static std::uint32_t* segment_word(const HeapLayout& h, std::uint32_t page,
+                                                  std::uint32_t segment) {
+    auto* page_end = reinterpret_cast<std::uint32_t*>(h.page_data(page, pagesize) + pagesize);
+    return page_end - 1 - segment;
+  }
+
+  // --- region hints (5.4) -------------------------------------------------
+  template <class Acc>
+  MANYALLOC_FN static void mark_page_full(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                          std::uint32_t chunks) {
+    std::uint32_t* word = &h.regions[page / regionsize];
+    const std::uint32_t bit = 1u << (page % regionsize);
+    acc.atomic_or(word, bit);
+    acc.fence();
+    // A free may have slipped in before our bit became visible: re-check.
+    if (acc.load(&h.pages[page].fill) < chunks) acc.atomic_and(word, ~bit);
+  }
+  template <class Acc>
+  MANYALLOC_FN static void mark_page_not_full(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
+    acc.atomic_and(&h.regions[page / regionsize], ~(1u << (page % regionsize)));
+  }
+  MANYALLOC_FN static bool region_bit(const HeapLayout& h, std::uint32_t word, std::uint32_t page) {
+    (void)h;
+    return (word >> (page % regionsize)) & 1u;
+  }
+
+  // --- claiming an unused page (6.1, alloc lines 16-27) --------------------
+  // Sets the chunk size of an unused page to `chunk_size` under the page lock
+  // (I4) and clears its bit fields. Returns the page's chunk size afterwards:
+  // `chunk_size` when we claimed it, another size when somebody else had, 0
+  // when the page was busy (locked or being used) and nothing changed.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t claim(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                          std::uint32_t chunk_size) {
+    PageEntry& e = h.pages[page];
+    if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return 0u;
+    std::uint32_t current = acc.load(&e.chunk_size);
+    if (current == 0u) {
+      acc.store(&e.mask, 0u);
+      const PageGeometry g = page_geometry(pagesize, chunk_size);
+      // The words may hold user data of an earlier split of this page.
+      for (std::uint32_t s = 0; s < g.segments(); ++s) acc.store(segment_word(h, page, s), 0u);
+      acc.fence();
+      acc.store(&e.chunk_size, chunk_size);
+      current = chunk_size;
+    }
+    acc.fence();
+    acc.atomic_sub(&e.fill, page_locked);
+    return current;
+  }
+
+  // --- tryUsePage (6.1) ------------------------------------------------------
+  // Reserves a chunk on a page split into `chunk_size` chunks and takes it.
+  // Returns nullptr when the page is full, locked or was re-split meanwhile.
+  template <class Acc>
+  MANYALLOC_FN static void* try_use(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                    std::uint32_t chunk_size) {
+    PageEntry& e = h.pages[page];
+    const PageGeometry g = page_geometry(pagesize, chunk_size);
+    // Reserving first means that a worker that gets past here will find a
+    // free bit (I2), and that failure costs no bit-field traffic.
+    const std::uint32_t reserved = acc.atomic_add(&e.fill, 1u);
+    if (reserved >= g.chunks) {
+      acc.atomic_sub(&e.fill, 1u);
+      return nullptr;
+    }
+    acc.fence();
+    if (acc.load(&e.chunk_size) != chunk_size) {
+      // The page was emptied and re-split after we read its chunk size.
+      acc.atomic_sub(&e.fill, 1u);
+      return nullptr;
+    }
+    if (reserved + 1u == g.chunks) mark_page_full(acc, h, page, g.chunks);
+    // Start at the reservation index rather than the lane id of the paper:
+    // it is distinct for every worker on the page, so warps that share a
+    // page do not collide, and lanes of one warp still get neighbouring chunks.
+    const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved)
+                                               : take_in_mask(acc, e, g.chunks, reserved % g.chunks);
+    return h.page_data(page, pagesize) + static_cast<std::size_t>(index) * chunk_size;
+  }
+
+  // Flat page: set a free bit of the table's mask (6.1, tryUsePage 8-18).
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t take_in_mask(const Acc& acc, PageEntry& e, std::uint32_t chunks,
+                                                 std::uint32_t spot) {
+    for (;;) {
+      const std::uint32_t bit = 1u << spot;
+      const std::uint32_t old = acc.atomic_or(&e.mask, bit);
+      if ((old & bit) == 0u) return spot;
+      const std::uint32_t next = bits::next_free_spot(old, spot, chunks);
+      // All bits set although we hold a reservation: a free is between
+      // clearing its bit and our read; keep walking.
+      spot = next == chunks ? (spot + 1u) % chunks : next;
+    }
+  }
+
+  // Hierarchical page: pick a segment not marked full, then a bit in its word.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t take_in_segments(const Acc& acc, const HeapLayout& h,
+                                                     std::uint32_t page, const PageGeometry& g,
+                                                     std::uint32_t reserved) {
+    PageEntry& e = h.pages[page];
+    const std::uint32_t segments = g.segments();
+    std::uint32_t segment = (reserved / 32u) % segments;
+    for (;;) {
+      const std::uint32_t marked = acc.load(&e.mask);
+      if ((marked >> segment) & 1u) {
+        const std::uint32_t next = bits::next_free_spot(marked, segment, segments);
+        // Every segment marked full while we hold a reservation means stale
+        // marks (I5): walk the segments one by one instead.
+        if (next != segments) segment = next;
+      }
+      const std::uint32_t n = g.chunks_in_segment(segment);
+      std::uint32_t* word = segment_word(h, page, segment);
+      std::uint32_t spot = reserved % n;
+      for (;;) {
+        const std::uint32_t bit = 1u << spot;
+        const std::uint32_t old = acc.atomic_or(word, bit);
+        if ((old & bit) == 0u) {
+          if ((old | bit) == bits::low_mask(n)) mark_segment_full(acc, e, word, segment, n);
+          return segment * 32u + spot;
+        }
+        const std::uint32_t next = bits::next_free_spot(old, spot, n);
+        if (next == n) {
+          mark_segment_full(acc, e, word, segment, n);
+          break;
+        }
+        spot = next;
+      }
+      segment = (segment + 1u) % segments;
+    }
+  }
+
+  template <class Acc>
+  MANYALLOC_FN static void mark_segment_full(const Acc& acc, PageEntry& e, std::uint32_t* word,
+                                             std::uint32_t segment, std::uint32_t n) {
+    const std::uint32_t bit = 1u << segment;
+    acc.atomic_or(&e.mask, bit);
+    acc.fence();
+    if (acc.load(word) != bits::low_mask(n)) acc.atomic_and(&e.mask, ~bit);  // I5
+  }
+
+  // --- free (6.2) --------------------------------------------------------------
+  // Frees the chunk at byte `offset` of a page split into chunks. Returns
+  // Misuse::none, or what was wrong (nothing is changed then).
+  template <class Acc>
+  MANYALLOC_FN static Misuse free_chunk(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                        std::uint32_t chunk_size, std::size_t offset) {
+    PageEntry& e = h.pages[page];
+    const PageGeometry g = page_geometry(pagesize, chunk_size);
+    if (offset % chunk_size != 0u) return Misuse::not_a_chunk_start;
+    const auto index = static_cast<std::uint32_t>(offset / chunk_size);
+    if (index >= g.chunks) return Misuse::not_a_chunk_start;
+    if (!g.hierarchical) {
+      const std::uint32_t bit = 1u << index;
+      if ((acc.atomic_and(&e.mask, ~bit) & bit) == 0u) return Misuse::double_free;
+    } else {
+      const std::uint32_t segment = index / 32u;
+      const std::uint32_t bit = 1u << (index % 32u);
+      const std::uint32_t old = acc.atomic_and(segment_word(h, page, segment), ~bit);
+      if ((old & bit) == 0u) return Misuse::double_free;
+      if (old == bits::low_mask(g.chunks_in_segment(segment))) acc.atomic_and(&e.mask, ~(1u << segment));
+    }
+    // The bit must be clear before the reservation is returned (I2).
+    acc.fence();
+    const std::uint32_t before = acc.atomic_sub(&e.fill, 1u);
+    if (before >= g.chunks && before < page_locked) mark_page_not_full(acc, h, page);
+    if (Config::resetfreedpages && before == 1u) try_reset(acc, h, page);
+    return Misuse::none;
+  }
+
+  // Gives an emptied page back its unused state (6.2, free lines 10-16).
+  template <class Acc>
+  MANYALLOC_FN static void try_reset(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
+    PageEntry& e = h.pages[page];
+    if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return;  // reused meanwhile
+    acc.store(&e.chunk_size, 0u);
+    acc.store(&e.mask, 0u);
+    acc.fence();
+    acc.atomic_sub(&e.fill, page_locked);
+  }
+};
+
+}  // namespace manyalloc::heap::detail

@@ -1,0 +1,27 @@
+// ReservePoolPolicies::CudaSetLimits: sizes the heap of CUDA's built-in
+// device malloc (cudaLimitMallocHeapSize). There is no addressable pool.
+// Precondition (CUDA's): the limit can only be changed before the first
+// kernel that uses device malloc runs in the context.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "manyalloc/heap/acc/cuda.hpp"
+
+namespace manyalloc::ReservePoolPolicies {
+
+struct CudaSetLimits {
+  using backend = acc::Cuda;
+  static constexpr bool addressable = false;
+
+  static void* set_mem_pool(std::size_t bytes) {
+    acc::cuda_check(cudaDeviceSetLimit(cudaLimitMallocHeapSize, bytes), "cudaDeviceSetLimit(MallocHeapSize)");
+    return nullptr;
+  }
+  // The CUDA heap keeps its size for the context's lifetime; nothing to undo.
+  static void reset_mem_pool(void*, std::size_t) {}
+  static std::string classname() { return "CudaSetLimits"; }
+};
+
+}  // namespace manyalloc::ReservePoolPolicies

@@ -1,0 +1,77 @@
+// The generic heap suite on host threads, plus what only the host has.
+#include <gtest/gtest.h>
+
+#include <new>
+#include <string>
+
+#include "generic/heap_typed_tests.hpp"
+#include "generic/host_runner.hpp"
+
+namespace manyalloc::testing {
+
+INSTANTIATE_TYPED_TEST_SUITE_P(Host, HeapTest, HostRunner);
+
+TEST(HostHeap, BadAllocExceptionThrowsOnExhaustion) {
+  using Heap = Allocator<CreationPolicies::Scatter<>, DistributionPolicies::NoOp, OOMPolicies::BadAllocException,
+                         ReservePoolPolicies::HostPool, AlignmentPolicies::Shrink<16>>;
+  Heap heap(1 << 20);
+  const acc::HostThread acc;
+  EXPECT_THROW(heap.handle().alloc(acc, std::size_t{1} << 30), std::bad_alloc);
+  EXPECT_EQ(heap.handle().alloc(acc, 0), nullptr) << "a zero-byte request is not out of memory";
+  void* p = heap.handle().alloc(acc, 100);
+  EXPECT_NE(p, nullptr);
+  heap.handle().dealloc(acc, p);
+}
+
+TEST(HostHeap, InfoNamesEveryPolicy) {
+  using Heap = ScatterHeap<HostRunner>;
+  const std::string info = Heap::info("\n");
+  EXPECT_NE(info.find("Scatter[pagesize=4096,accessblocks=8,regionsize=16,wastefactor=2"), std::string::npos);
+  EXPECT_NE(info.find("hashingK=38183,hashingDistMP=17497"), std::string::npos);
+  EXPECT_NE(info.find("DistributionPolicy=NoOp"), std::string::npos);
+  EXPECT_NE(info.find("OOMPolicy=ReturnNull"), std::string::npos);
+  EXPECT_NE(info.find("ReservePoolPolicy=HostPool"), std::string::npos);
+  EXPECT_NE(info.find("AlignmentPolicy=Shrink[16]"), std::string::npos);
+  EXPECT_TRUE(traits::providesAvailableSlots<Heap>);
+  using Baseline = Allocator<CreationPolicies::HostMalloc, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                             ReservePoolPolicies::HostPool, AlignmentPolicies::NoOp>;
+  EXPECT_FALSE(traits::providesAvailableSlots<Baseline>);
+}
+
+TEST(HostHeap, HeapTooSmallIsRejected) {
+  EXPECT_THROW(ScatterHeap<HostRunner>(4096), std::invalid_argument);
+}
+
+TEST(HostHeap, MovedAllocatorOwnsTheHeap) {
+  ScatterHeap<HostRunner> a(1 << 20);
+  const acc::HostThread acc;
+  void* p = a.handle().alloc(acc, 64);
+  ASSERT_NE(p, nullptr);
+  ScatterHeap<HostRunner> b(std::move(a));
+  b.handle().dealloc(acc, p);
+  EXPECT_EQ(b.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  EXPECT_EQ(b.getAvailableSlots(64), b.creation().layout().page_count * thesis_chunks_in_page(4096, 64));
+}
+
+TEST(HostHeap, ResetEmptiesTheHeap) {
+  ScatterHeap<HostRunner> heap(1 << 20);
+  const std::size_t fresh = heap.getAvailableSlots(32);
+  const acc::HostThread acc;
+  for (int i = 0; i < 100; ++i) ASSERT_NE(heap.handle().alloc(acc, 32), nullptr);
+  EXPECT_EQ(heap.getAvailableSlots(32), fresh - 100);
+  heap.reset();
+  EXPECT_EQ(heap.getAvailableSlots(32), fresh);
+}
+
+TEST(HostHeap, BaselineAllocatorWorks) {
+  using Baseline = Allocator<CreationPolicies::HostMalloc, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                             ReservePoolPolicies::HostPool, AlignmentPolicies::NoOp>;
+  Baseline heap(1 << 16);
+  const acc::HostThread acc;
+  void* p = heap.handle().alloc(acc, 1000);
+  ASSERT_NE(p, nullptr);
+  heap.handle().dealloc(acc, p);
+  EXPECT_EQ(heap.handle().alloc(acc, 0), nullptr);
+}
+
+}  // namespace manyalloc::testing

@@ -1,0 +1,138 @@
+// Unit tests of the page machinery (detail/scatter) on one host thread,
+// checking the invariants of heap_layout.hpp after each step.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "generic/test_heaps.hpp"
+#include "generic/host_runner.hpp"
+#include "manyalloc/heap/detail/scatter/multi_page.hpp"
+
+namespace manyalloc::testing {
+namespace {
+
+using heap::detail::MultiPage;
+using heap::detail::PageOps;
+using heap::detail::page_locked;
+using Config = ResetPagesConfig;
+using Ops = PageOps<Config>;
+
+class PageOpsTest : public ::testing::Test {
+ protected:
+  ScatterHeap<HostRunner, ResetPagesConfig> heap{1 << 20};
+  const heap::detail::HeapLayout& h = heap.creation().layout();
+  const acc::HostThread acc{};
+  heap::detail::PageEntry& entry(std::uint32_t page) { return h.pages[page]; }
+  std::uint32_t region_word(std::uint32_t page) { return h.regions[page / Config::regionsize]; }
+};
+
+TEST_F(PageOpsTest, ClaimSetsTheSizeOnceAndClearsBitFields) {
+  auto* words = reinterpret_cast<std::uint32_t*>(h.page_data(5, 4096));
+  for (int i = 0; i < 1024; ++i) words[i] = 0xffffffffu;  // user data of an earlier split
+  EXPECT_EQ(Ops::claim(acc, h, 5, 16), 16u);
+  EXPECT_EQ(entry(5).chunk_size, 16u);
+  EXPECT_EQ(entry(5).fill, 0u);
+  for (std::uint32_t s = 0; s < 8; ++s) EXPECT_EQ(*Ops::segment_word(h, 5, s), 0u) << s;
+  EXPECT_EQ(Ops::claim(acc, h, 5, 64), 16u) << "an already split page keeps its size";
+  entry(6).fill = page_locked;
+  EXPECT_EQ(Ops::claim(acc, h, 6, 64), 0u) << "a locked page cannot be claimed";
+  EXPECT_EQ(entry(6).chunk_size, 0u);
+  entry(6).fill = 0;
+}
+
+TEST_F(PageOpsTest, FlatPageFillsMarksRegionAndFrees) {
+  ASSERT_EQ(Ops::claim(acc, h, 3, 512), 512u);
+  std::set<void*> got;
+  for (int i = 0; i < 8; ++i) {
+    void* p = Ops::try_use(acc, h, 3, 512);
+    ASSERT_NE(p, nullptr);
+    got.insert(p);
+  }
+  EXPECT_EQ(got.size(), 8u);
+  EXPECT_EQ(entry(3).mask, 0xffu);
+  EXPECT_EQ(entry(3).fill, 8u);
+  EXPECT_EQ(Ops::try_use(acc, h, 3, 512), nullptr) << "full page";
+  EXPECT_EQ(entry(3).fill, 8u) << "a failed reservation is undone";
+  EXPECT_TRUE(region_word(3) & (1u << 3)) << "full page marked in its region";
+  EXPECT_EQ(Ops::free_chunk(acc, h, 3, 512, 3 * 512), Misuse::none);
+  EXPECT_FALSE(region_word(3) & (1u << 3));
+  EXPECT_EQ(entry(3).mask, 0xf7u);
+  EXPECT_EQ(Ops::free_chunk(acc, h, 3, 512, 3 * 512), Misuse::double_free);
+  EXPECT_EQ(Ops::free_chunk(acc, h, 3, 512, 100), Misuse::not_a_chunk_start);
+  EXPECT_EQ(Ops::free_chunk(acc, h, 3, 512, 8 * 512), Misuse::not_a_chunk_start);
+  EXPECT_EQ(entry(3).fill, 7u) << "misuse changes nothing";
+  EXPECT_NE(Ops::try_use(acc, h, 3, 512), nullptr) << "the freed chunk is found again";
+}
+
+TEST_F(PageOpsTest, HierarchicalPageUsesEveryChunkOnce) {
+  ASSERT_EQ(Ops::claim(acc, h, 7, 16), 16u);
+  std::vector<char*> chunks;
+  for (int i = 0; i < 254; ++i) {
+    auto* p = static_cast<char*>(Ops::try_use(acc, h, 7, 16));
+    ASSERT_NE(p, nullptr) << i;
+    chunks.push_back(p);
+  }
+  EXPECT_EQ(std::set<char*>(chunks.begin(), chunks.end()).size(), 254u);
+  EXPECT_EQ(Ops::try_use(acc, h, 7, 16), nullptr);
+  EXPECT_EQ(entry(7).mask, 0xffu) << "all 8 segments (7 full + 1 additional) marked full";
+  char* base = reinterpret_cast<char*>(h.page_data(7, 4096));
+  for (char* p : chunks) {
+    ASSERT_GE(p, base);
+    ASSERT_LE(p + 16, reinterpret_cast<char*>(Ops::segment_word(h, 7, 7))) << "chunk over the bit fields";
+  }
+  // Free a chunk of segment 3: its mark goes, and the next allocation finds it.
+  const std::size_t victim = 3 * 32 + 5;
+  EXPECT_EQ(Ops::free_chunk(acc, h, 7, 16, victim * 16), Misuse::none);
+  EXPECT_EQ(entry(7).mask, 0xffu & ~(1u << 3));
+  EXPECT_EQ(Ops::try_use(acc, h, 7, 16), base + victim * 16);
+}
+
+TEST_F(PageOpsTest, LastFreeResetsThePageWhenConfigured) {
+  ASSERT_EQ(Ops::claim(acc, h, 9, 48), 48u);
+  void* a = Ops::try_use(acc, h, 9, 48);
+  void* b = Ops::try_use(acc, h, 9, 48);
+  char* base = reinterpret_cast<char*>(h.page_data(9, 4096));
+  EXPECT_EQ(Ops::free_chunk(acc, h, 9, 48, static_cast<char*>(a) - base), Misuse::none);
+  EXPECT_EQ(entry(9).chunk_size, 48u);
+  EXPECT_EQ(Ops::free_chunk(acc, h, 9, 48, static_cast<char*>(b) - base), Misuse::none);
+  EXPECT_EQ(entry(9).chunk_size, 0u) << "resetfreedpages: an empty page is unused again";
+  EXPECT_EQ(entry(9).fill, 0u);
+  EXPECT_EQ(entry(9).mask, 0u);
+}
+
+TEST_F(PageOpsTest, ReservationOnARessplitPageIsUndone) {
+  ASSERT_EQ(Ops::claim(acc, h, 11, 64), 64u);
+  // A worker that read chunk size 32 before the page was re-split must fail.
+  EXPECT_EQ(Ops::try_use(acc, h, 11, 32), nullptr);
+  EXPECT_EQ(entry(11).fill, 0u);
+  entry(11).fill = page_locked;
+  EXPECT_EQ(Ops::try_use(acc, h, 11, 64), nullptr) << "locked page";
+  EXPECT_EQ(entry(11).fill, page_locked);
+  entry(11).fill = 0;
+}
+
+TEST_F(PageOpsTest, MultiPageRunsLockTheirPages) {
+  using Multi = MultiPage<ResetPagesConfig>;
+  ASSERT_EQ(Ops::claim(acc, h, 2, 64), 64u);  // page 2 is in use: a run must avoid it
+  void* run = Multi::alloc(acc, h, 3, 0);
+  ASSERT_NE(run, nullptr);
+  EXPECT_EQ(run, h.page_data(3, 4096));
+  for (std::uint32_t p = 3; p < 6; ++p) {
+    EXPECT_EQ(entry(p).chunk_size, heap::detail::multi_page);
+    EXPECT_EQ(entry(p).fill, page_locked);
+  }
+  EXPECT_EQ(entry(3).mask, 3u);
+  EXPECT_EQ(Multi::free(acc, h, 4, 0), Misuse::not_a_chunk_start) << "not the first page of the run";
+  EXPECT_EQ(Multi::free(acc, h, 3, 8), Misuse::not_a_chunk_start) << "not the start of the run";
+  EXPECT_EQ(Multi::free(acc, h, 3, 0), Misuse::none);
+  for (std::uint32_t p = 3; p < 6; ++p) {
+    EXPECT_EQ(entry(p).chunk_size, 0u);
+    EXPECT_EQ(entry(p).fill, 0u);
+    EXPECT_FALSE(region_word(p) & (1u << (p % 16)));
+  }
+  EXPECT_EQ(Multi::alloc(acc, h, std::uint64_t{h.page_count} + 1, 0), nullptr);
+}
+
+}  // namespace
+}  // namespace manyalloc::testing
