@@ -1,0 +1,283 @@
+// The C allocator interface (numa.h): malloc and friends, exported both
+// under their standard names (so that linking or LD_PRELOAD replaces the C
+// library's allocator) and as manyalloc_numa_*.
+//
+// Bad input follows glibc: sizes above PTRDIFF_MAX (which includes SIZE_MAX
+// and everything near it) fail with ENOMEM in every entry point, products
+// that overflow (calloc, reallocarray) too; posix_memalign returns EINVAL
+// for an alignment that is not a power of two multiple of sizeof(void*),
+// leaving *out untouched; aligned_alloc fails with EINVAL for a
+// non-power-of-two alignment; memalign rounds it up (as glibc does).
+// malloc(0) returns a unique minimal chunk; realloc(p, 0) with p != NULL
+// frees p and returns NULL (glibc's behaviour, documented in numa.h);
+// free(NULL) does nothing; free never changes errno.
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "heap.hpp"
+#include "large.hpp"
+#include "manyalloc/numa/numa.h"
+#include "runtime.hpp"
+#include "source.hpp"
+#include "stats.hpp"
+#include "topology.hpp"
+
+#define MA_EXPORT extern "C" __attribute__((visibility("default")))
+
+using namespace manyalloc::numa;
+using manyalloc::Misuse;
+
+namespace {
+
+constexpr std::size_t kMaxRequest = PTRDIFF_MAX;
+
+[[gnu::noinline]] void* fail(int err) {
+  errno = err;
+  return nullptr;
+}
+
+// align: a power of two; align <= 16 means "default".
+[[gnu::noinline]] void* alloc_slow(std::size_t size, std::size_t align, bool zero, int node = -1) {
+  if (size > kMaxRequest) return fail(ENOMEM);
+  Heap* h = thread_heap();
+  if (h == nullptr) return fail(ENOMEM);
+  Context& c = *h->ctx;
+  if (size <= kMaxSmall && node < 0) {
+    const unsigned cls = align <= 16     ? size_to_class(size)
+                         : align <= kPage ? class_for_aligned(size == 0 ? 1 : size, align)
+                                          : kNumClasses;
+    if (cls < kNumClasses) {
+      void* p = heap_alloc(*h, cls);
+      if (p == nullptr) return fail(ENOMEM);
+      if (zero) std::memset(p, 0, size);
+      return p;
+    }
+  }
+  Source* s = node >= 0 ? c.node_source(node) : h->source;
+  void* p = large_alloc(c, *s, size == 0 ? 1 : size, align < 16 ? 16 : align, zero, node);
+  if (p == nullptr) {
+    c.failed_allocs.fetch_add(1, std::memory_order_relaxed);
+    return fail(ENOMEM);
+  }
+  return p;
+}
+
+void* aligned_impl(std::size_t align, std::size_t size) {
+  return alloc_slow(size, align, false);
+}
+
+// Usable bytes of a live allocation, 0 (and a report) for anything else.
+std::size_t usable_of(Context& c, void* p, const char* where, Segment** out = nullptr) {
+  Segment* s = c.registry.lookup(p);
+  if (out) *out = s;
+  if (s == nullptr) {
+    misuse(c, where, Misuse::foreign_pointer, p);
+    return 0;
+  }
+  if (s->kind == SegKind::small) {
+    std::uint32_t idx;
+    Run* r = small_chunk_of(c, *static_cast<SmallSegment*>(s), p, &idx, where);
+    return r ? r->chunk_size : 0;
+  }
+  auto* l = static_cast<LargeSegment*>(s);
+  if (!large_is_start(*l, p)) {
+    misuse(c, where, Misuse::not_a_chunk_start, p);
+    return 0;
+  }
+  return l->usable;
+}
+
+}  // namespace
+
+MA_EXPORT void* manyalloc_numa_malloc(std::size_t size) noexcept {
+  Heap* h = t_heap;
+  if (size <= kMaxSmall && h != nullptr) [[likely]] {
+    if (void* p = heap_alloc(*h, size_to_class(size))) [[likely]]
+      return p;
+    return fail(ENOMEM);
+  }
+  return alloc_slow(size, 16, false);
+}
+
+MA_EXPORT void manyalloc_numa_free(void* p) noexcept {
+  if (p == nullptr) return;
+  Context& c = global();
+  Segment* s = c.registry.lookup(p);
+  if (s == nullptr) [[unlikely]] {
+    misuse(c, "free", Misuse::foreign_pointer, p);
+    return;
+  }
+  if (s->kind == SegKind::small) [[likely]] {
+    small_free(c, t_heap, *static_cast<SmallSegment*>(s), p);
+  } else {
+    const int saved = errno;
+    large_free(c, *static_cast<LargeSegment*>(s), p);
+    errno = saved;
+  }
+}
+
+MA_EXPORT void* manyalloc_numa_calloc(std::size_t n, std::size_t size) noexcept {
+  std::size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) return fail(ENOMEM);
+  return alloc_slow(total, 16, true);
+}
+
+MA_EXPORT void* manyalloc_numa_realloc(void* p, std::size_t size) noexcept {
+  if (p == nullptr) return manyalloc_numa_malloc(size);
+  if (size == 0) {
+    manyalloc_numa_free(p);
+    return nullptr;
+  }
+  if (size > kMaxRequest) return fail(ENOMEM);
+  Context& c = global();
+  Segment* s = nullptr;
+  const std::size_t old = usable_of(c, p, "realloc", &s);
+  if (old == 0) return fail(EINVAL);
+  if (s->kind == SegKind::small) {
+    // Keep the chunk when the new size still fits and wastes under half.
+    if (size <= old && (old <= 64 || size >= old / 2)) return p;
+  } else if (size > kMaxSmall) {
+    if (void* q = large_realloc(c, *static_cast<LargeSegment*>(s), size)) return q;
+    // mremap refused: fall back to copying into a new allocation.
+  }
+  void* q = alloc_slow(size, 16, false);
+  if (q == nullptr) return nullptr;  // p is left intact
+  std::memcpy(q, p, old < size ? old : size);
+  manyalloc_numa_free(p);
+  return q;
+}
+
+MA_EXPORT void* manyalloc_numa_reallocarray(void* p, std::size_t n, std::size_t size) noexcept {
+  std::size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) return fail(ENOMEM);
+  return manyalloc_numa_realloc(p, total);
+}
+
+MA_EXPORT void* manyalloc_numa_memalign(std::size_t align, std::size_t size) noexcept {
+  if (align <= 16) return alloc_slow(size, 16, false);
+  if (align > (SIZE_MAX >> 1) + 1) return fail(ENOMEM);
+  if (align & (align - 1)) align = std::size_t{1} << (64 - __builtin_clzll(align));  // glibc rounds up
+  return aligned_impl(align, size);
+}
+
+MA_EXPORT void* manyalloc_numa_aligned_alloc(std::size_t align, std::size_t size) noexcept {
+  if (align == 0 || (align & (align - 1)) != 0) return fail(EINVAL);
+  return aligned_impl(align, size);
+}
+
+MA_EXPORT int manyalloc_numa_posix_memalign(void** out, std::size_t align, std::size_t size) noexcept {
+  if (align < sizeof(void*) || (align & (align - 1)) != 0) return EINVAL;
+  const int saved = errno;
+  void* p = aligned_impl(align, size);
+  errno = saved;
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+MA_EXPORT void* manyalloc_numa_valloc(std::size_t size) noexcept {
+  return aligned_impl(kOsPage, size);
+}
+
+MA_EXPORT void* manyalloc_numa_pvalloc(std::size_t size) noexcept {
+  if (size > kMaxRequest) return fail(ENOMEM);
+  size = size == 0 ? kOsPage : (size + kOsPage - 1) & ~(kOsPage - 1);
+  return aligned_impl(kOsPage, size);
+}
+
+MA_EXPORT std::size_t manyalloc_numa_usable_size(void* p) noexcept {
+  if (p == nullptr) return 0;
+  return usable_of(global(), p, "malloc_usable_size");
+}
+
+MA_EXPORT int manyalloc_numa_owns(const void* p) noexcept {
+  Segment* s = global().registry.lookup(p);
+  if (s == nullptr) return 0;
+  if (s->kind == SegKind::large) return large_is_start(*static_cast<LargeSegment*>(s), p);
+  auto& seg = *static_cast<SmallSegment*>(s);
+  if (seg.heap.load(std::memory_order_relaxed) == nullptr) return 0;
+  const std::size_t off = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - seg.base);
+  const unsigned page = static_cast<unsigned>(off >> kPageShift);
+  if (!((seg.used_pages.load(std::memory_order_relaxed) >> page) & 1u)) return 0;
+  const Run& r = seg.runs[seg.page_run[page].load(std::memory_order_relaxed)];
+  const std::size_t roff = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - r.base);
+  const std::uint32_t i = divide(roff, r.recip);
+  return i < r.nchunks && static_cast<std::size_t>(i) * r.chunk_size == roff;
+}
+
+// ---- NUMA -------------------------------------------------------------------
+
+MA_EXPORT int manyalloc_numa_node_count(void) noexcept {
+  ensure_init();
+  const int n = topology_load(global());
+  return n > 0 ? n : global().nodes.load(std::memory_order_relaxed);
+}
+
+MA_EXPORT void* manyalloc_numa_malloc_onnode(std::size_t size, int node) noexcept {
+  if (node < 0 || node >= manyalloc_numa_node_count()) return fail(EINVAL);
+  return alloc_slow(size, 16, false, node);
+}
+
+MA_EXPORT int manyalloc_numa_thread_node(void) noexcept {
+  Heap* h = thread_heap();
+  return h ? h->source->node : -1;
+}
+
+MA_EXPORT int manyalloc_numa_thread_migrate(int node) noexcept {
+  if (!thread_heap_migrate(node)) {
+    errno = EINVAL;
+    return -1;
+  }
+  return 0;
+}
+
+MA_EXPORT int manyalloc_numa_thread_rebind(void) noexcept {
+  ensure_init();
+  const int node = topology_thread_node(global());
+  thread_heap_migrate(node);
+  return node;
+}
+
+// ---- statistics -------------------------------------------------------------
+
+MA_EXPORT void manyalloc_numa_get_stats(manyalloc_numa_stats* out) noexcept {
+  if (out != nullptr) stats_gather(global(), *out);
+}
+
+MA_EXPORT void manyalloc_numa_print_stats(int fd) noexcept { stats_print(global(), fd); }
+
+MA_EXPORT void manyalloc_numa_trim(void) noexcept {
+  Context& c = global();
+  if (Heap* h = t_heap) heap_trim(*h);
+  for (Source& s : c.sources) source_release_cache(c, s);
+}
+
+// ---- the standard names -----------------------------------------------------
+
+#define MA_ALIAS(name, target) __attribute__((alias(#target), visibility("default"))) 
+MA_EXPORT void* malloc(std::size_t) noexcept MA_ALIAS(malloc, manyalloc_numa_malloc);
+MA_EXPORT void free(void*) noexcept MA_ALIAS(free, manyalloc_numa_free);
+MA_EXPORT void* calloc(std::size_t, std::size_t) noexcept MA_ALIAS(calloc, manyalloc_numa_calloc);
+MA_EXPORT void* realloc(void*, std::size_t) noexcept MA_ALIAS(realloc, manyalloc_numa_realloc);
+MA_EXPORT void* reallocarray(void*, std::size_t, std::size_t) noexcept
+    MA_ALIAS(reallocarray, manyalloc_numa_reallocarray);
+MA_EXPORT void* memalign(std::size_t, std::size_t) noexcept MA_ALIAS(memalign, manyalloc_numa_memalign);
+MA_EXPORT void* aligned_alloc(std::size_t, std::size_t) noexcept
+    MA_ALIAS(aligned_alloc, manyalloc_numa_aligned_alloc);
+MA_EXPORT int posix_memalign(void**, std::size_t, std::size_t) noexcept
+    MA_ALIAS(posix_memalign, manyalloc_numa_posix_memalign);
+MA_EXPORT void* valloc(std::size_t) noexcept MA_ALIAS(valloc, manyalloc_numa_valloc);
+MA_EXPORT void* pvalloc(std::size_t) noexcept MA_ALIAS(pvalloc, manyalloc_numa_pvalloc);
+MA_EXPORT std::size_t malloc_usable_size(void*) noexcept
+    MA_ALIAS(malloc_usable_size, manyalloc_numa_usable_size);
+
+// malloc_trim(3): returns 1 when memory was given back.
+MA_EXPORT int malloc_trim(std::size_t) noexcept {
+  manyalloc_numa_stats before;
+  stats_gather(global(), before);
+  manyalloc_numa_trim();
+  manyalloc_numa_stats after;
+  stats_gather(global(), after);
+  return after.mapped_bytes < before.mapped_bytes ? 1 : 0;
+}

@@ -1,0 +1,269 @@
+// Per-thread local heaps: runs, bins, segments, remote frees (heap.hpp).
+#include "heap.hpp"
+
+#include <bit>
+
+#include "source.hpp"
+
+namespace manyalloc::numa {
+
+namespace {
+
+// ---- intrusive lists (owner only) -----------------------------------------
+
+void bin_push(Bin& b, Run& r) {
+  r.prev = nullptr;
+  r.next = b.partial;
+  if (b.partial) b.partial->prev = &r;
+  b.partial = &r;
+}
+void bin_unlink(Bin& b, Run& r) {
+  if (r.prev) r.prev->next = r.next;
+  else b.partial = r.next;
+  if (r.next) r.next->prev = r.prev;
+  r.next = r.prev = nullptr;
+}
+void seg_push(SmallSegment*& head, SmallSegment& s) {
+  s.prev = nullptr;
+  s.next = head;
+  if (head) head->prev = &s;
+  head = &s;
+}
+void seg_unlink(SmallSegment*& head, SmallSegment& s) {
+  if (s.prev) s.prev->next = s.next;
+  else head = static_cast<SmallSegment*>(s.next);
+  if (s.next) s.next->prev = s.prev;
+  s.next = s.prev = nullptr;
+}
+
+constexpr std::uint32_t page_mask(unsigned npages, unsigned first) {
+  return (npages >= 32 ? 0xffffffffu : ((1u << npages) - 1u)) << first;
+}
+
+unsigned keep_empty(const Heap& h) { return h.ctx->opts.profile == Profile::lowmem ? 0u : 1u; }
+
+// ---- runs -------------------------------------------------------------------
+
+void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
+  r.seg = &seg;
+  r.first_page = static_cast<std::uint8_t>(first);
+  r.npages = static_cast<std::uint8_t>(run_pages(cls));
+  r.base = seg.base + static_cast<std::size_t>(first) * kPage;
+  r.cls = static_cast<std::uint16_t>(cls);
+  r.chunk_size = static_cast<std::uint32_t>(class_size(cls));
+  r.nchunks = run_chunks(cls);
+  r.nwords = (r.nchunks + 63) / 64;
+  r.recip = reciprocal(r.chunk_size);
+  for (std::uint32_t w = 0; w < r.nwords; ++w) {
+    const std::uint32_t left = r.nchunks - w * 64;
+    r.free_bits[w] = left >= 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << left) - 1);
+  }
+  r.free_count = r.nchunks;
+  r.cursor = 0;
+  r.state = RunState::unused;
+  r.next = r.prev = nullptr;
+  // remote_bits are all zero and queued is 0 (invariant of unused runs).
+}
+
+// A new run for class cls from the heap's segments, or a new segment.
+Run* run_new(Heap& h, unsigned cls) {
+  const unsigned np = run_pages(cls);
+  SmallSegment* seg = h.avail;
+  unsigned first = kPagesPerSegment;
+  for (; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
+    const std::uint32_t used = seg->used_pages.load(std::memory_order_relaxed);
+    for (unsigned p = 0; p < kPagesPerSegment; p += np)
+      if ((used & page_mask(np, p)) == 0) {
+        first = p;
+        break;
+      }
+    if (first < kPagesPerSegment) break;
+  }
+  if (seg == nullptr) {
+    seg = source_take_small(*h.ctx, *h.source);
+    if (seg == nullptr) return nullptr;
+    seg->heap.store(&h, std::memory_order_relaxed);
+    seg->used_pages.store(0, std::memory_order_relaxed);
+    seg->in_full_list = false;
+    seg_push(h.avail, *seg);
+    ++h.empty_segments;
+    first = 0;
+  }
+  std::uint32_t used = seg->used_pages.load(std::memory_order_relaxed);
+  if (used == 0) --h.empty_segments;
+  Run& r = seg->runs[first];
+  run_init(r, *seg, first, cls);
+  for (unsigned p = first; p < first + np; ++p)
+    seg->page_run[p].store(static_cast<std::uint8_t>(first), std::memory_order_relaxed);
+  used |= page_mask(np, first);
+  seg->used_pages.store(used, std::memory_order_relaxed);
+  if (used == 0xffffffffu) {
+    seg_unlink(h.avail, *seg);
+    seg_push(h.full, *seg);
+    seg->in_full_list = true;
+  }
+  return &r;
+}
+
+void segment_release(Heap& h, SmallSegment& seg) {
+  seg_unlink(seg.in_full_list ? h.full : h.avail, seg);
+  source_give_small(*h.ctx, &seg);
+}
+
+// Gives empty segments back until at most `keep` remain.
+void release_empty_segments(Heap& h, unsigned keep) {
+  for (SmallSegment* s = h.avail; s != nullptr && h.empty_segments > keep;) {
+    auto* next = static_cast<SmallSegment*>(s->next);
+    if (s->used_pages.load(std::memory_order_relaxed) == 0) {
+      --h.empty_segments;
+      segment_release(h, *s);
+    }
+    s = next;
+  }
+}
+
+// All chunks of r are free and merged: its pages go back to the segment.
+void run_release(Heap& h, Run& r) {
+  SmallSegment& seg = *r.seg;
+  r.state = RunState::unused;
+  if (h.ctx->opts.profile == Profile::lowmem)
+    h.ctx->os->decommit(r.base, static_cast<std::size_t>(r.npages) * kPage);
+  const std::uint32_t used =
+      seg.used_pages.load(std::memory_order_relaxed) & ~page_mask(r.npages, r.first_page);
+  seg.used_pages.store(used, std::memory_order_relaxed);
+  if (seg.in_full_list) {
+    seg_unlink(h.full, seg);
+    seg_push(h.avail, seg);
+    seg.in_full_list = false;
+  }
+  if (used == 0) {
+    ++h.empty_segments;
+    if (h.empty_segments > keep_empty(h)) release_empty_segments(h, keep_empty(h));
+  }
+}
+
+}  // namespace
+
+void heap_init(Heap& h, Context& c, Source& s) {
+  h.ctx = &c;
+  h.source = &s;
+}
+
+void* heap_alloc_slow(Heap& h, unsigned cls) {
+  Bin& bin = h.bins[cls];
+  if (Run* cur = bin.current) {
+    // Exhausted (free_count == 0): it becomes full and leaves the bin.
+    cur->state = RunState::full;
+    bin.current = nullptr;
+  }
+  Run* r = bin.partial;
+  if (r != nullptr) {
+    bin_unlink(bin, *r);
+  } else {
+    r = run_new(h, cls);
+    if (r == nullptr) return nullptr;
+  }
+  r->state = RunState::current;
+  bin.current = r;
+  return run_pop(h, *r);
+}
+
+void heap_after_free(Heap& h, Run& r) {
+  Bin& bin = h.bins[r.cls];
+  switch (r.state) {
+    case RunState::full:
+      if (r.free_count == r.nchunks) {
+        run_release(h, r);
+      } else {
+        r.state = RunState::partial;
+        bin_push(bin, r);
+      }
+      break;
+    case RunState::partial:
+      if (r.free_count == r.nchunks) {
+        bin_unlink(bin, r);
+        run_release(h, r);
+      }
+      break;
+    default:  // the current run is never released
+      break;
+  }
+}
+
+void heap_free_remote(Context& c, Run& r, std::uint32_t idx) {
+  const std::uint32_t w = idx >> 6;
+  const std::uint64_t bit = std::uint64_t{1} << (idx & 63);
+  // seq_cst pairs with the owner's flush (see heap_flush_remote).
+  const std::uint64_t old = r.remote_bits[w].fetch_or(bit, std::memory_order_seq_cst);
+  if (old & bit) [[unlikely]] {
+    misuse(c, "free", Misuse::double_free, r.base + static_cast<std::size_t>(idx) * r.chunk_size);
+    return;
+  }
+  if (r.queued.exchange(1, std::memory_order_seq_cst) == 0) {
+    Heap* owner = r.seg->heap.load(std::memory_order_relaxed);
+    owner->rfq.push(&r);
+  }
+}
+
+void heap_flush_remote(Heap& h) {
+  Run* list = h.rfq.take_all();
+  std::uint64_t merged_total = 0, bytes = 0;
+  while (list != nullptr) {
+    Run& r = *list;
+    list = r.qnext;
+    // Clear `queued` before draining: a remote free whose bit we miss below
+    // then sees queued == 0 and queues the run again. With seq_cst on both
+    // sides, "drain missed the bit" implies "its queued.exchange saw 0".
+    r.queued.store(0, std::memory_order_seq_cst);
+    std::uint32_t merged = 0;
+    for (std::uint32_t w = 0; w < r.nwords; ++w) {
+      if (r.remote_bits[w].load(std::memory_order_seq_cst) == 0) continue;
+      std::uint64_t bits = r.remote_bits[w].exchange(0, std::memory_order_seq_cst);
+      if (const std::uint64_t dup = bits & r.free_bits[w]) [[unlikely]] {
+        misuse(*h.ctx, "free", Misuse::double_free,
+               r.base + (static_cast<std::size_t>(w) * 64 + std::countr_zero(dup)) * r.chunk_size);
+        bits &= ~dup;
+      }
+      if (bits == 0) continue;
+      r.free_bits[w] |= bits;
+      if (w < r.cursor) r.cursor = w;
+      merged += static_cast<std::uint32_t>(std::popcount(bits));
+    }
+    if (merged == 0) continue;
+    r.free_count += merged;
+    merged_total += merged;
+    bytes += static_cast<std::uint64_t>(merged) * r.chunk_size;
+    if (r.state == RunState::full || r.free_count == r.nchunks) heap_after_free(h, r);
+  }
+  if (merged_total) {
+    h.remote_frees.store(h.remote_frees.load(std::memory_order_relaxed) + merged_total,
+                         std::memory_order_relaxed);
+    h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) - bytes,
+                         std::memory_order_relaxed);
+  }
+}
+
+void heap_abandon(Heap& h) {
+  heap_flush_remote(h);
+  for (Bin& bin : h.bins) {
+    Run* r = bin.current;
+    if (r == nullptr) continue;
+    bin.current = nullptr;
+    if (r->free_count == r->nchunks) {
+      run_release(h, *r);
+    } else if (r->free_count == 0) {
+      r->state = RunState::full;
+    } else {
+      r->state = RunState::partial;
+      bin_push(bin, *r);
+    }
+  }
+  release_empty_segments(h, 0);
+}
+
+void heap_trim(Heap& h) {
+  heap_flush_remote(h);
+  release_empty_segments(h, 0);
+}
+
+}  // namespace manyalloc::numa

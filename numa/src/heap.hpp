@@ -1,0 +1,111 @@
+// Per-thread local heaps (types.hpp, struct Heap and struct Run, for the
+// invariants). The fast paths are inline: allocation pops the lowest free bit
+// of the current run of the class; a local free sets a bit. No lock and no
+// atomic read-modify-write on either path; a free by another thread goes to
+// the owner's remote free queue (remote_free).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "context.hpp"
+
+namespace manyalloc::numa {
+
+void heap_init(Heap& h, Context& c, Source& s);
+
+// Slow path of heap_alloc: current run exhausted or missing.
+void* heap_alloc_slow(Heap& h, unsigned cls);
+
+// Merges the frees queued by other threads (owner only).
+void heap_flush_remote(Heap& h);
+
+// State change after chunks of r were freed and merged (owner only).
+void heap_after_free(Heap& h, Run& r);
+
+// Another thread (or one without a heap) frees chunk `idx` of run r.
+void heap_free_remote(Context& c, Run& r, std::uint32_t idx);
+
+// Thread exit: flush, give back empty segments, keep the rest for adoption.
+void heap_abandon(Heap& h);
+
+// Gives back every empty segment the heap keeps (malloc_trim).
+void heap_trim(Heap& h);
+
+// Finds the run and chunk index of p inside a small segment. Returns nullptr
+// (and reports the misuse as `where`) when p is not the start of a chunk of
+// a live run. The fields read here are stable while the chunk is allocated.
+inline Run* small_chunk_of(Context& c, SmallSegment& seg, const void* p, std::uint32_t* idx,
+                           const char* where) {
+  const std::size_t off = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - seg.base);
+  const unsigned page = static_cast<unsigned>(off >> kPageShift);
+  if (seg.heap.load(std::memory_order_relaxed) == nullptr ||
+      !((seg.used_pages.load(std::memory_order_relaxed) >> page) & 1u)) [[unlikely]] {
+    misuse(c, where, Misuse::not_a_chunk_start, p);
+    return nullptr;
+  }
+  Run& r = seg.runs[seg.page_run[page].load(std::memory_order_relaxed)];
+  const std::size_t roff = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - r.base);
+  const std::uint32_t i = divide(roff, r.recip);
+  if (i >= r.nchunks || static_cast<std::size_t>(i) * r.chunk_size != roff) [[unlikely]] {
+    misuse(c, where, Misuse::not_a_chunk_start, p);
+    return nullptr;
+  }
+  *idx = i;
+  return &r;
+}
+
+// Owner frees chunk `idx` of run r.
+inline void heap_free_local(Heap& h, Run& r, std::uint32_t idx) {
+  const std::uint32_t w = idx >> 6;
+  const std::uint64_t bit = std::uint64_t{1} << (idx & 63);
+  if (r.free_bits[w] & bit) [[unlikely]] {
+    misuse(*h.ctx, "free", Misuse::double_free, r.base + static_cast<std::size_t>(idx) * r.chunk_size);
+    return;
+  }
+  r.free_bits[w] |= bit;
+  if (w < r.cursor) r.cursor = w;
+  h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) - r.chunk_size,
+                       std::memory_order_relaxed);
+  if (++r.free_count == r.nchunks || r.state == RunState::full) [[unlikely]]
+    heap_after_free(h, r);
+}
+
+inline void* run_pop(Heap& h, Run& r) {
+  std::uint32_t w = r.cursor;
+  std::uint64_t bits;
+  while ((bits = r.free_bits[w]) == 0) ++w;  // free_count > 0: a bit is set at >= cursor
+  const unsigned b = static_cast<unsigned>(__builtin_ctzll(bits));
+  r.free_bits[w] = bits & (bits - 1);
+  r.cursor = w;
+  --r.free_count;
+  h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) + r.chunk_size,
+                       std::memory_order_relaxed);
+  return r.base + (static_cast<std::size_t>(w) * 64 + b) * r.chunk_size;
+}
+
+inline void* heap_alloc(Heap& h, unsigned cls) {
+  if (!h.rfq.maybe_empty()) [[unlikely]]
+    heap_flush_remote(h);
+  Run* r = h.bins[cls].current;
+  if (r != nullptr && r->free_count != 0) [[likely]]
+    return run_pop(h, *r);
+  return heap_alloc_slow(h, cls);
+}
+
+// Frees p, a pointer into small segment seg; self is the calling thread's
+// heap or nullptr.
+inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {
+  std::uint32_t idx;
+  Run* r = small_chunk_of(c, seg, p, &idx, "free");
+  if (r == nullptr) return;
+  if (self != nullptr && seg.heap.load(std::memory_order_relaxed) == self) {
+    if (!self->rfq.maybe_empty()) [[unlikely]]
+      heap_flush_remote(*self);
+    heap_free_local(*self, *r, idx);
+  } else {
+    heap_free_remote(c, *r, idx);
+  }
+}
+
+}  // namespace manyalloc::numa

@@ -1,0 +1,84 @@
+// Pools of descriptors, in memory that is never handed to users.
+//
+// Descriptors (heaps, segment descriptors) are carved from 1 MiB blocks
+// mapped for this purpose only and not registered in the registry, so a user
+// pointer can never point into metadata and a user overflow can never reach
+// it (slides: metadata apart from the split macro-blocks; issue: "metadata is
+// kept apart from user data"). Freed descriptors go to a free list and are
+// reused; blocks are never unmapped. Allocation and free take a spin lock:
+// descriptors are created on slow paths only.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+#include "manyalloc/common/spin_lock.hpp"
+#include "os.hpp"
+
+namespace manyalloc::numa {
+
+template <class T>
+class MetaPool {
+ public:
+  static constexpr std::size_t kBlock = std::size_t{1} << 20;
+  static constexpr std::size_t kSlot = (sizeof(T) + alignof(T) - 1) / alignof(T) * alignof(T);
+  static_assert(kSlot <= kBlock && alignof(T) <= 4096);
+
+  constexpr MetaPool() = default;
+
+  // A value-initialised T, or nullptr when no block could be mapped.
+  T* create(const OsOps& os) noexcept {
+    void* mem = nullptr;
+    {
+      SpinGuard g(lock_);
+      if (free_ != nullptr) {
+        mem = free_;
+        free_ = free_->next;
+      } else if (bump_ != nullptr && end_ - bump_ >= static_cast<std::ptrdiff_t>(kSlot)) {
+        mem = bump_;
+        bump_ += kSlot;
+      }
+    }
+    if (mem == nullptr) {
+      // Map outside the lock; a racing thread may map a block too, which
+      // only wastes the rest of the older block.
+      auto* block = static_cast<std::uint8_t*>(os.map(nullptr, kBlock));
+      if (block == nullptr) return nullptr;
+      mapped_.fetch_add(kBlock, std::memory_order_relaxed);
+      SpinGuard g(lock_);
+      mem = block;
+      bump_ = block + kSlot;
+      end_ = block + kBlock;
+    }
+    live_.fetch_add(1, std::memory_order_relaxed);
+    return new (mem) T();
+  }
+
+  void destroy(T* obj) noexcept {
+    obj->~T();
+    auto* f = reinterpret_cast<FreeSlot*>(obj);
+    live_.fetch_sub(1, std::memory_order_relaxed);
+    SpinGuard g(lock_);
+    f->next = free_;
+    free_ = f;
+  }
+
+  std::size_t mapped_bytes() const noexcept { return mapped_.load(std::memory_order_relaxed); }
+  std::size_t live() const noexcept { return live_.load(std::memory_order_relaxed); }
+  SpinLock& lock() noexcept { return lock_; }
+
+ private:
+  struct FreeSlot {
+    FreeSlot* next;
+  };
+  SpinLock lock_;
+  FreeSlot* free_ = nullptr;
+  std::uint8_t* bump_ = nullptr;
+  std::uint8_t* end_ = nullptr;
+  std::atomic<std::size_t> mapped_{0};
+  std::atomic<std::size_t> live_{0};
+};
+
+}  // namespace manyalloc::numa

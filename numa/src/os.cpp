@@ -1,0 +1,57 @@
+// Linux implementation of the OS interface (os.hpp).
+#include "os.hpp"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include "size_class.hpp"
+
+namespace manyalloc::numa {
+
+void* LinuxOs::map(void* hint, std::size_t bytes) {
+  void* p = ::mmap(hint, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+int LinuxOs::unmap(void* p, std::size_t bytes) { return ::munmap(p, bytes); }
+
+void* LinuxOs::remap(void* p, std::size_t old_bytes, std::size_t new_bytes, void* target) {
+  void* q = target == nullptr
+                ? ::mremap(p, old_bytes, new_bytes, 0)
+                : ::mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, target);
+  return q == MAP_FAILED ? nullptr : q;
+}
+
+int LinuxOs::decommit(void* p, std::size_t bytes) { return ::madvise(p, bytes, MADV_DONTNEED); }
+
+int LinuxOs::advise_huge(void* p, std::size_t bytes) {
+  return ::madvise(p, bytes, MADV_HUGEPAGE);
+}
+
+constinit const OsOps kLinuxOs = make_os_ops<LinuxOs>();
+
+namespace {
+bool aligned(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & (kSegment - 1)) == 0; }
+}  // namespace
+
+void* map_aligned(const OsOps& os, std::size_t bytes) {
+  void* p = os.map(nullptr, bytes);
+  if (p == nullptr) return nullptr;
+  if (aligned(p)) return p;
+  os.unmap(p, bytes);
+  if (bytes > SIZE_MAX - kSegment) return nullptr;
+  const std::size_t over = bytes + kSegment;
+  auto* raw = static_cast<std::uint8_t*>(os.map(nullptr, over));
+  if (raw == nullptr) return nullptr;
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(raw);
+  const std::size_t head = (kSegment - (a & (kSegment - 1))) & (kSegment - 1);
+  if (head) os.unmap(raw, head);
+  const std::size_t tail = over - head - bytes;
+  if (tail) os.unmap(raw + head + bytes, tail);
+  return raw + head;
+}
+
+}  // namespace manyalloc::numa

@@ -1,0 +1,67 @@
+// The registry: finds the segment descriptor of any address without locks.
+//
+// Slides (backup "Parenté des blocs"): to know, at free time, which heap a
+// block belongs to, a page-table-like register is added; unlike a tree it
+// needs no lock because (1) mmap never returns the same address twice while
+// it is mapped, (2) one 2 MiB entry is covered by at most one macro-block
+// (segments are 2 MiB aligned, types.hpp), and (3) intermediate levels are
+// never removed.
+//
+// Two levels over a 48-bit address space: a static top table of 2^14 leaf
+// pointers, each leaf (64 KiB, mapped on first use and never unmapped) maps
+// 2^13 slots of 2 MiB, i.e. 16 GiB. Readers do two acquire loads; writers
+// publish a fully initialised descriptor with a release store.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "os.hpp"
+#include "types.hpp"
+
+namespace manyalloc::numa {
+
+class Registry {
+ public:
+  static constexpr unsigned kAddressBits = 48;
+  static constexpr unsigned kLeafBits = 13;
+  static constexpr unsigned kTopBits = kAddressBits - kSegmentShift - kLeafBits;
+  static constexpr std::size_t kLeafSlots = std::size_t{1} << kLeafBits;
+  static constexpr std::size_t kTopSlots = std::size_t{1} << kTopBits;
+  using Slot = std::atomic<Segment*>;
+
+  constexpr Registry() = default;
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // The descriptor whose segment contains p, or nullptr. Wait-free.
+  Segment* lookup(const void* p) const noexcept {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if (a >> kAddressBits) return nullptr;
+    const Slot* leaf = top_[a >> (kSegmentShift + kLeafBits)].load(std::memory_order_acquire);
+    if (leaf == nullptr) return nullptr;
+    return leaf[(a >> kSegmentShift) & (kLeafSlots - 1)].load(std::memory_order_acquire);
+  }
+
+  // Makes sure the leaves covering [base, base + bytes) exist, so that a
+  // later set() cannot fail. False when a leaf could not be mapped or the
+  // range lies outside the 48-bit space.
+  bool reserve(const OsOps& os, const void* base, std::size_t bytes) noexcept;
+
+  // Maps every 2 MiB slot of the range to seg (after a successful reserve).
+  void set(const void* base, std::size_t bytes, Segment* seg) noexcept;
+  // Forgets the range (before it is unmapped).
+  void clear(const void* base, std::size_t bytes) noexcept { set(base, bytes, nullptr); }
+
+  // Bytes of leaves mapped (statistics).
+  std::size_t leaf_bytes() const noexcept {
+    return leaves_.load(std::memory_order_relaxed) * kLeafSlots * sizeof(Slot);
+  }
+
+ private:
+  std::atomic<Slot*> top_[kTopSlots]{};
+  std::atomic<std::size_t> leaves_{0};
+};
+
+}  // namespace manyalloc::numa

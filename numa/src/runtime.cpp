@@ -1,0 +1,147 @@
+// The process-wide allocator (runtime.hpp).
+#include "runtime.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "source.hpp"
+#include "topology.hpp"
+
+namespace manyalloc::numa {
+
+constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+
+constinit Context g_ctx;
+constinit std::atomic<int> g_init{0};  // 0: no, 1: in progress, 2: done
+constinit pthread_key_t g_key = 0;
+
+// pthread key destructor: the thread exits (runs again if the thread
+// allocates after it, up to PTHREAD_DESTRUCTOR_ITERATIONS times).
+void on_thread_exit(void* arg) {
+  auto* h = static_cast<Heap*>(arg);
+  if (h == nullptr) return;
+  t_heap = nullptr;
+  heap_abandon(*h);
+  heap_release(g_ctx, *h);
+}
+
+// fork: no thread may hold an allocator lock while the address space is
+// copied. Normal paths never hold two of these locks at once, so taking them
+// all in a fixed order cannot deadlock.
+void for_each_lock(void (*fn)(SpinLock&)) {
+  fn(g_ctx.heaps_lock);
+  fn(g_ctx.small_pool.lock());
+  fn(g_ctx.large_pool.lock());
+  fn(g_ctx.heap_pool.lock());
+  for (Source& s : g_ctx.sources) fn(s.lock);
+}
+void fork_prepare() { for_each_lock([](SpinLock& l) { l.lock(); }); }
+void fork_parent() { for_each_lock([](SpinLock& l) { l.unlock(); }); }
+void fork_child() {
+  // Only the forking thread exists in the child. The heaps of the other
+  // threads are not adopted (one may have been half-way through an update
+  // when fork happened); their chunks stay valid and freeing them queues the
+  // chunks on those heaps, so nothing is corrupted.
+  for_each_lock([](SpinLock& l) { l.reset_unlocked(); });
+}
+
+}  // namespace
+
+Context& global() noexcept { return g_ctx; }
+
+void ensure_init() noexcept {
+  if (g_init.load(std::memory_order_acquire) == 2) [[likely]]
+    return;
+  int expected = 0;
+  if (!g_init.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    while (g_init.load(std::memory_order_acquire) != 2) sched_yield();
+    return;
+  }
+  const int nodes = sysfs_numa_nodes();
+  context_setup(g_ctx, load_options(nodes));
+  g_ctx.nodes.store(nodes, std::memory_order_relaxed);
+  pthread_key_create(&g_key, on_thread_exit);
+  g_init.store(2, std::memory_order_release);
+  // May allocate (glibc keeps fork handlers in a growing array): only now.
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  if (g_ctx.opts.verbose) {
+    char buf[160];
+    const int len = std::snprintf(buf, sizeof buf,
+                                  "manyalloc-numa: profile %s, %d NUMA node(s) in sysfs\n",
+                                  profile_name(g_ctx.opts.profile), nodes);
+    if (len > 0) (void)!::write(2, buf, static_cast<std::size_t>(len));
+  }
+}
+
+Heap* heap_acquire(Context& c, Source& s) noexcept {
+  Heap* h = nullptr;
+  {
+    SpinGuard g(c.heaps_lock);
+    if (c.orphans != nullptr) {
+      h = c.orphans;
+      c.orphans = h->orphan_next;
+      h->orphan_next = nullptr;
+    }
+  }
+  if (h != nullptr) {
+    h->orphan.store(false, std::memory_order_relaxed);
+    h->source = &s;
+    return h;
+  }
+  h = c.heap_pool.create(*c.os);
+  if (h == nullptr) return nullptr;
+  heap_init(*h, c, s);
+  SpinGuard g(c.heaps_lock);
+  h->all_next = c.heaps;
+  c.heaps = h;
+  return h;
+}
+
+void heap_release(Context& c, Heap& h) noexcept {
+  h.orphan.store(true, std::memory_order_relaxed);
+  SpinGuard g(c.heaps_lock);
+  h.orphan_next = c.orphans;
+  c.orphans = &h;
+}
+
+Heap* thread_heap_slow() noexcept {
+  ensure_init();
+  Context& c = g_ctx;
+  Heap* h = heap_acquire(c, c.common());
+  if (h == nullptr) return nullptr;
+  t_heap = h;  // before anything that may allocate (setspecific, hwloc)
+  pthread_setspecific(g_key, h);
+  if (c.opts.profile == Profile::numa) {
+    // Slides, "NUMA strategy": a thread bound inside one node uses that
+    // node's source, a mobile thread the common one.
+    const int node = topology_thread_node(c);
+    if (node >= 0) h->source = c.node_source(node);
+  }
+  return h;
+}
+
+bool thread_heap_migrate(int node) noexcept {
+  Heap* h = thread_heap();
+  if (h == nullptr) return false;
+  Context& c = *h->ctx;
+  if (node < -1 || node >= topology_load(c) || node >= static_cast<int>(kMaxNodes)) return false;
+  Source* s = node < 0 ? &c.common() : c.node_source(node);
+  if (s == h->source) return true;
+  h->source = s;
+  for (SmallSegment* list : {h->avail, h->full}) {
+    for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
+      seg->source->mapped_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
+      s->mapped_bytes.fetch_add(seg->bytes, std::memory_order_relaxed);
+      seg->source = s;
+      if (node >= 0) topology_bind(c, seg->base, seg->bytes, node, true);
+    }
+  }
+  return true;
+}
+
+}  // namespace manyalloc::numa

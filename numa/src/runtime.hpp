@@ -1,0 +1,38 @@
+// The process-wide allocator: the global context, lazy initialisation (the
+// allocator works before main and after exit handlers: nothing here has a
+// dynamic constructor or destructor), thread heaps, thread exit, fork.
+#pragma once
+
+#include "context.hpp"
+#include "heap.hpp"
+
+namespace manyalloc::numa {
+
+Context& global() noexcept;
+
+// Initial-exec TLS: no __tls_get_addr call (which could allocate) on the
+// fast path, valid in a library loaded at start or by LD_PRELOAD.
+extern thread_local Heap* t_heap __attribute__((tls_model("initial-exec")));
+
+// The calling thread's heap, created or adopted on first use; nullptr only
+// when no metadata memory could be mapped.
+Heap* thread_heap_slow() noexcept;
+inline Heap* thread_heap() noexcept {
+  Heap* h = t_heap;
+  return h != nullptr ? h : thread_heap_slow();
+}
+
+// Initialises the global context once (options, sources, thread-exit key,
+// fork handlers). Never allocates; safe to call from any thread.
+void ensure_init() noexcept;
+
+// Moves the calling thread's heap to `node` (-1: the common source) and
+// migrates the pages of its segments there. False for a bad node.
+bool thread_heap_migrate(int node) noexcept;
+
+// Adopts an orphan heap or creates one (exposed for tests).
+Heap* heap_acquire(Context& c, Source& s) noexcept;
+// Makes h an orphan waiting for adoption.
+void heap_release(Context& c, Heap& h) noexcept;
+
+}  // namespace manyalloc::numa

@@ -1,0 +1,83 @@
+// Size classes of small chunks and the geometry of their runs.
+//
+// Classes: 16..128 bytes in steps of 16, then four classes per power of two
+// (160, 192, 224, 256, 320, ...) up to kMaxSmall = 256 KiB: the internal
+// waste of a chunk is below 25 % and the class of a size is computed with a
+// few shifts, no table. A class of size 2^k * m is a multiple of 2^(k-2), so
+// an aligned request finds a suitable class (see class_for_aligned).
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+namespace manyalloc::numa {
+
+// Geometry (see types.hpp for what lives where).
+inline constexpr std::size_t kOsPage = 4096;
+inline constexpr unsigned kSegmentShift = 21;
+inline constexpr std::size_t kSegment = std::size_t{1} << kSegmentShift;  // 2 MiB
+inline constexpr unsigned kPageShift = 16;
+inline constexpr std::size_t kPage = std::size_t{1} << kPageShift;         // 64 KiB run page
+inline constexpr unsigned kPagesPerSegment = kSegment / kPage;              // 32
+inline constexpr std::size_t kMaxSmall = 256 * 1024;  // larger requests -> large segment
+inline constexpr unsigned kMaxChunks = kPage / 16;    // 4096 chunks of 16 B in 64 KiB
+inline constexpr unsigned kBitmapWords = kMaxChunks / 64;
+inline constexpr unsigned kMaxNodes = 64;
+inline constexpr unsigned kMaxSources = kMaxNodes + 1;  // index 0: the common source
+
+
+inline constexpr unsigned kLinearClasses = 8;  // 16 .. 128
+inline constexpr unsigned kNumClasses = kLinearClasses + 4 * 11;  // up to 256 KiB
+
+constexpr std::size_t class_size(unsigned c) {
+  if (c < kLinearClasses) return (c + 1) * 16;
+  const unsigned g = (c - kLinearClasses) / 4, i = (c - kLinearClasses) % 4;
+  const std::size_t base = std::size_t{128} << g;
+  return base + (i + 1) * (base / 4);
+}
+
+// Smallest class whose size is >= size; size must be <= kMaxSmall.
+constexpr unsigned size_to_class(std::size_t size) {
+  if (size <= 128) return size == 0 ? 0 : static_cast<unsigned>((size + 15) / 16 - 1);
+  const unsigned k = static_cast<unsigned>(std::bit_width(size - 1)) - 1;  // 2^k < size <= 2^(k+1)
+  const std::size_t base = std::size_t{1} << k;
+  const unsigned i = static_cast<unsigned>((size - base - 1) >> (k - 2));
+  return kLinearClasses + (k - 7) * 4 + i;
+}
+
+// Smallest class >= size whose chunks are all aligned to `align` (a power of
+// two <= kPage; runs start on kPage boundaries). Returns kNumClasses if none.
+constexpr unsigned class_for_aligned(std::size_t size, std::size_t align) {
+  if (size > kMaxSmall) return kNumClasses;
+  for (unsigned c = size_to_class(size); c < kNumClasses; ++c)
+    if (class_size(c) % align == 0) return c;
+  return kNumClasses;
+}
+
+// Bytes of a run: about 16 chunks, at least one 64 KiB page, at most a
+// segment. Always a power of two, so runs are placed buddy-style.
+constexpr std::size_t run_bytes(unsigned c) {
+  const std::size_t want = std::bit_ceil(class_size(c) * 16);
+  return want < kPage ? kPage : (want > kSegment ? kSegment : want);
+}
+constexpr unsigned run_pages(unsigned c) { return static_cast<unsigned>(run_bytes(c) / kPage); }
+constexpr unsigned run_chunks(unsigned c) {
+  return static_cast<unsigned>(run_bytes(c) / class_size(c));
+}
+
+// Division of a byte offset inside a run (< 2 MiB) by a chunk size
+// (<= 256 KiB) as a multiply and a shift: exact because offset * size < 2^40.
+inline constexpr unsigned kRecipShift = 40;
+constexpr std::uint64_t reciprocal(std::size_t chunk_size) {
+  return ((std::uint64_t{1} << kRecipShift) / chunk_size) + 1;
+}
+constexpr std::uint32_t divide(std::size_t offset, std::uint64_t recip) {
+  return static_cast<std::uint32_t>((offset * recip) >> kRecipShift);
+}
+
+static_assert(class_size(kNumClasses - 1) == kMaxSmall);
+static_assert(run_chunks(0) == kMaxChunks);
+static_assert(size_to_class(kMaxSmall) == kNumClasses - 1);
+
+}  // namespace manyalloc::numa

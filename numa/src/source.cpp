@@ -1,0 +1,234 @@
+// Memory sources (source.hpp).
+#include "source.hpp"
+
+#include <cerrno>
+#include <cstdint>
+
+#include "topology.hpp"
+
+namespace manyalloc::numa {
+
+namespace {
+
+constexpr std::size_t kMaxCachedLarge = 64;  // bounds the best-fit scan
+
+void push(Segment*& head, Segment* s) {
+  s->prev = nullptr;
+  s->next = head;
+  if (head) head->prev = s;
+  head = s;
+}
+void unlink(Segment*& head, Segment* s) {
+  if (s->prev) s->prev->next = s->next;
+  else head = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->next = s->prev = nullptr;
+}
+
+void unmap_segment(Context& c, Segment* seg) {
+  Source& s = *seg->source;
+  c.registry.clear(seg->base, seg->bytes);
+  c.os->unmap(seg->base, seg->bytes);
+  s.mapped_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
+  s.os_unmaps.fetch_add(1, std::memory_order_relaxed);
+  if (seg->kind == SegKind::small) c.small_pool.destroy(static_cast<SmallSegment*>(seg));
+  else c.large_pool.destroy(static_cast<LargeSegment*>(seg));
+}
+
+void advise(Context& c, Source& s, void* p, std::size_t bytes) {
+  if (c.opts.huge_pages) c.os->advise_huge(p, bytes);
+  if (s.node >= 0 && c.opts.bind) topology_bind(c, p, bytes, s.node, false);
+}
+
+}  // namespace
+
+bool source_map(Context& c, Source& s, Segment* seg, std::size_t bytes) {
+  const int saved = errno;
+  auto* base = static_cast<std::uint8_t*>(map_aligned(*c.os, bytes));
+  if (base == nullptr || !c.registry.reserve(*c.os, base, bytes)) {
+    if (base) c.os->unmap(base, bytes);
+    errno = saved;
+    return false;
+  }
+  seg->base = base;
+  seg->bytes = bytes;
+  seg->source = &s;
+  advise(c, s, base, bytes);
+  s.mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  s.os_maps.fetch_add(1, std::memory_order_relaxed);
+  c.registry.set(base, bytes, seg);  // publishes the initialised descriptor
+  return true;
+}
+
+SmallSegment* source_take_small(Context& c, Source& s) {
+  SmallSegment* seg = nullptr;
+  {
+    SpinGuard g(s.lock);
+    if (s.small_cache != nullptr) {
+      seg = static_cast<SmallSegment*>(s.small_cache);
+      unlink(s.small_cache, seg);
+      --s.small_count;
+      s.cached_bytes -= kSegment;
+    }
+  }
+  if (seg != nullptr) {
+    s.cached_bytes_stat.fetch_sub(kSegment, std::memory_order_relaxed);
+    s.reuses.fetch_add(1, std::memory_order_relaxed);
+    return seg;
+  }
+  seg = c.small_pool.create(*c.os);
+  if (seg == nullptr) return nullptr;
+  seg->kind = SegKind::small;
+  if (!source_map(c, s, seg, kSegment)) {
+    c.small_pool.destroy(seg);
+    return nullptr;
+  }
+  return seg;
+}
+
+void source_give_small(Context& c, SmallSegment* seg) {
+  Source& s = *seg->source;
+  seg->heap.store(nullptr, std::memory_order_relaxed);
+  seg->used_pages.store(0, std::memory_order_relaxed);
+  {
+    SpinGuard g(s.lock);
+    if (s.cached_bytes + kSegment <= c.opts.cache_max) {
+      push(s.small_cache, seg);
+      ++s.small_count;
+      s.cached_bytes += kSegment;
+      s.cached_bytes_stat.fetch_add(kSegment, std::memory_order_relaxed);
+      return;
+    }
+  }
+  unmap_segment(c, seg);
+}
+
+LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
+  if (bytes > SIZE_MAX - kSegment) return nullptr;
+  bytes = (bytes + kSegment - 1) & ~(kSegment - 1);
+  LargeSegment* seg = nullptr;
+  {
+    SpinGuard g(s.lock);
+    LargeSegment* best = nullptr;     // smallest >= bytes
+    LargeSegment* smaller = nullptr;  // largest < bytes
+    for (Segment* it = s.large_cache; it != nullptr; it = it->next) {
+      auto* l = static_cast<LargeSegment*>(it);
+      if (l->bytes >= bytes) {
+        if (best == nullptr || l->bytes < best->bytes) best = l;
+      } else if (smaller == nullptr || l->bytes > smaller->bytes) {
+        smaller = l;
+      }
+    }
+    seg = best ? best : smaller;
+    if (seg != nullptr) {
+      unlink(s.large_cache, seg);
+      --s.large_count;
+      s.cached_bytes -= seg->bytes;
+      s.cached_bytes_stat.fetch_sub(seg->bytes, std::memory_order_relaxed);
+    }
+  }
+  if (seg != nullptr) {
+    const std::size_t reused = seg->touched < bytes ? seg->touched : bytes;
+    // A much larger segment is trimmed (its tail goes back to the OS); a
+    // smaller one is grown in place or moved by mremap: either way the
+    // touched pages are kept, which is the point of recycling.
+    const bool resize = seg->bytes < bytes || seg->bytes >= 2 * bytes + kSegment;
+    if (!resize || source_resize_large(c, seg, bytes)) {
+      s.reuses.fetch_add(1, std::memory_order_relaxed);
+      s.faults_avoided.fetch_add(reused / kOsPage, std::memory_order_relaxed);
+      return seg;
+    }
+    unmap_segment(c, seg);  // could not resize: start afresh
+  }
+  seg = c.large_pool.create(*c.os);
+  if (seg == nullptr) return nullptr;
+  seg->kind = SegKind::large;
+  seg->bound_node = -1;
+  if (!source_map(c, s, seg, bytes)) {
+    c.large_pool.destroy(seg);
+    return nullptr;
+  }
+  return seg;
+}
+
+void source_give_large(Context& c, LargeSegment* seg) {
+  Source& s = *seg->source;
+  {
+    SpinGuard g(s.lock);
+    if (s.cached_bytes + seg->bytes <= c.opts.cache_max && s.large_count < kMaxCachedLarge) {
+      push(s.large_cache, seg);
+      ++s.large_count;
+      s.cached_bytes += seg->bytes;
+      s.cached_bytes_stat.fetch_add(seg->bytes, std::memory_order_relaxed);
+      return;
+    }
+  }
+  unmap_segment(c, seg);
+}
+
+bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes) {
+  const std::size_t old_bytes = seg->bytes;
+  if (new_bytes == old_bytes) return true;
+  Source& s = *seg->source;
+  const int saved = errno;
+  if (new_bytes < old_bytes) {
+    if (c.os->unmap(seg->base + new_bytes, old_bytes - new_bytes) != 0) {
+      errno = saved;
+      return false;
+    }
+    c.registry.clear(seg->base + new_bytes, old_bytes - new_bytes);
+    seg->bytes = new_bytes;
+    if (seg->touched > new_bytes) seg->touched = new_bytes;
+    s.mapped_bytes.fetch_sub(old_bytes - new_bytes, std::memory_order_relaxed);
+    return true;
+  }
+  // Registry leaves are reserved before any page moves, so that once the
+  // kernel has moved the pages nothing can fail any more.
+  std::uint8_t* q = nullptr;
+  if (c.registry.reserve(*c.os, seg->base, new_bytes))
+    q = static_cast<std::uint8_t*>(c.os->remap(seg->base, old_bytes, new_bytes, nullptr));
+  if (q == nullptr) {
+    // Not in place: move the pages (no copy) onto a fresh aligned reservation.
+    auto* target = static_cast<std::uint8_t*>(map_aligned(*c.os, new_bytes));
+    if (target != nullptr && c.registry.reserve(*c.os, target, new_bytes))
+      q = static_cast<std::uint8_t*>(c.os->remap(seg->base, old_bytes, new_bytes, target));
+    if (q == nullptr) {
+      if (target != nullptr) c.os->unmap(target, new_bytes);
+      errno = saved;
+      return false;
+    }
+    c.registry.clear(seg->base, old_bytes);
+    advise(c, s, q, new_bytes);
+  } else {
+    advise(c, s, q + old_bytes, new_bytes - old_bytes);
+  }
+  seg->base = q;
+  seg->bytes = new_bytes;
+  c.registry.set(q, new_bytes, seg);
+  s.mapped_bytes.fetch_add(new_bytes - old_bytes, std::memory_order_relaxed);
+  s.remaps.fetch_add(1, std::memory_order_relaxed);
+  errno = saved;
+  return true;
+}
+
+void source_release_cache(Context& c, Source& s) {
+  Segment* list[2];
+  {
+    SpinGuard g(s.lock);
+    list[0] = s.small_cache;
+    list[1] = s.large_cache;
+    s.small_cache = s.large_cache = nullptr;
+    s.small_count = s.large_count = 0;
+    s.cached_bytes_stat.fetch_sub(s.cached_bytes, std::memory_order_relaxed);
+    s.cached_bytes = 0;
+  }
+  for (Segment* head : list) {
+    while (head != nullptr) {
+      Segment* next = head->next;
+      unmap_segment(c, head);
+      head = next;
+    }
+  }
+}
+
+}  // namespace manyalloc::numa

@@ -1,0 +1,37 @@
+// Memory sources: trade segments with the OS and cache them (types.hpp,
+// struct Source, for the invariants).
+#pragma once
+
+#include <cstddef>
+
+#include "context.hpp"
+
+namespace manyalloc::numa {
+
+// A 2 MiB small segment for a heap (heap field unset), cached or new;
+// nullptr when the OS refuses memory.
+SmallSegment* source_take_small(Context& c, Source& s);
+// Gives a small segment without runs back to its source.
+void source_give_small(Context& c, SmallSegment* seg);
+
+// A large segment of at least `bytes` (rounded up to 2 MiB), registered.
+// Prefers a cached one: the best fit; a much larger one is trimmed; a
+// smaller one is grown with mremap, so the pages already touched are reused
+// without new page faults (slides: "Recycle large arrays").
+LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes);
+// Gives a large segment back: cached while the source stays below its cache
+// limit, unmapped otherwise (always in the lowmem profile).
+void source_give_large(Context& c, LargeSegment* seg);
+
+// Resizes an in-use large segment to new_bytes (multiple of 2 MiB) with
+// mremap, moving it if needed; false when the OS refused (segment intact).
+bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes);
+
+// Unmaps every cached segment of the source (malloc_trim).
+void source_release_cache(Context& c, Source& s);
+
+// Maps a fresh segment of `bytes` for the source and registers `seg`;
+// applies huge pages and node binding. Exposed for tests.
+bool source_map(Context& c, Source& s, Segment* seg, std::size_t bytes);
+
+}  // namespace manyalloc::numa

@@ -1,0 +1,106 @@
+// NUMA topology through hwloc (topology.hpp).
+#include "topology.hpp"
+
+#include <hwloc.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include "context.hpp"
+
+namespace manyalloc::numa {
+
+namespace {
+
+// 0: not loaded, 1: loading, 2: loaded, 3: failed (one node assumed).
+constinit std::atomic<int> g_state{0};
+constinit hwloc_topology_t g_topo = nullptr;
+constinit bool g_this_system = false;
+constinit int g_nodes = 1;
+// Re-entry guard: hwloc allocates while loading, through this allocator.
+constinit thread_local bool t_loading = false;
+
+void say(const Context& c, const char* what, int n) {
+  if (!c.opts.verbose) return;
+  char buf[200];
+  const int len = std::snprintf(buf, sizeof buf, "manyalloc-numa: %s (%d)\n", what, n);
+  if (len > 0) (void)!::write(2, buf, static_cast<std::size_t>(len));
+}
+
+}  // namespace
+
+int topology_node_of_cpuset(hwloc_topology* topo, const hwloc_bitmap_s* cpuset) {
+  if (topo == nullptr || cpuset == nullptr || hwloc_bitmap_iszero(cpuset)) return -1;
+  const int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  for (int i = 0; i < n; ++i) {
+    hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+    if (node != nullptr && node->cpuset != nullptr && hwloc_bitmap_isincluded(cpuset, node->cpuset))
+      return static_cast<int>(node->logical_index);
+  }
+  return -1;
+}
+
+int topology_load(Context& c) {
+  int st = g_state.load(std::memory_order_acquire);
+  if (st >= 2) return g_nodes;
+  if (t_loading) return 0;
+  st = 0;
+  if (!g_state.compare_exchange_strong(st, 1, std::memory_order_acq_rel)) return 0;
+  t_loading = true;
+  hwloc_topology_t topo = nullptr;
+  bool ok = hwloc_topology_init(&topo) == 0;
+  const char* spec = c.opts.topology;
+  if (ok && spec != nullptr) {
+    if (std::strncmp(spec, "synthetic:", 10) == 0)
+      ok = hwloc_topology_set_synthetic(topo, spec + 10) == 0;
+    else if (std::strncmp(spec, "xml:", 4) == 0)
+      ok = hwloc_topology_set_xml(topo, spec + 4) == 0;
+    else
+      ok = false;
+  }
+  if (ok) ok = hwloc_topology_load(topo) == 0;
+  if (ok) {
+    int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+    if (n < 1) n = 1;
+    if (n > static_cast<int>(kMaxNodes)) n = kMaxNodes;
+    g_topo = topo;
+    g_this_system = hwloc_topology_is_thissystem(topo) != 0;
+    g_nodes = n;
+    c.nodes.store(n, std::memory_order_release);
+    say(c, g_this_system ? "topology loaded, NUMA nodes" : "foreign topology loaded, NUMA nodes", n);
+  } else {
+    if (topo != nullptr) hwloc_topology_destroy(topo);
+    say(c, "could not load the topology; using one node", 1);
+  }
+  t_loading = false;
+  g_state.store(ok ? 2 : 3, std::memory_order_release);
+  return g_nodes;
+}
+
+int topology_thread_node(Context& c) {
+  if (topology_load(c) <= 0 || g_topo == nullptr || !g_this_system) return -1;
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (set == nullptr) return -1;
+  int node = -1;
+  if (hwloc_get_cpubind(g_topo, set, HWLOC_CPUBIND_THREAD) == 0)
+    node = topology_node_of_cpuset(g_topo, set);
+  hwloc_bitmap_free(set);
+  return node;
+}
+
+bool topology_bind(Context& c, void* p, std::size_t bytes, int node, bool migrate) {
+  if (topology_load(c) <= 0 || g_topo == nullptr || !g_this_system || node < 0) return false;
+  hwloc_obj_t obj = hwloc_get_obj_by_type(g_topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(node));
+  if (obj == nullptr || obj->nodeset == nullptr) return false;
+  int flags = HWLOC_MEMBIND_BYNODESET;
+  if (migrate) flags |= HWLOC_MEMBIND_MIGRATE;
+  return hwloc_set_area_membind(g_topo, p, bytes, obj->nodeset, HWLOC_MEMBIND_BIND, flags) == 0;
+}
+
+bool topology_is_this_system() {
+  return g_state.load(std::memory_order_acquire) == 2 && g_this_system;
+}
+
+}  // namespace manyalloc::numa

@@ -1,0 +1,197 @@
+// Core data structures of the node allocator and their invariants.
+//
+// This is the one place that says what every field means and which thread may
+// touch it; the .cpp files implement the transitions. Design after the MPC
+// allocator (Valat 2014, part III "Allocator for HPC applications"):
+//
+//   OS  <-- macro-blocks (segments, >= 2 MiB) -->  memory sources (one per
+//   NUMA node + one common)  <-- segments -->  per-thread local heaps, which
+//   split segments into runs of equal-size chunks.
+//
+// Memory layout. All user memory lives in *segments*: mappings that start on
+// a 2 MiB boundary and whose length is a multiple of 2 MiB. Because of that
+// alignment, every 2 MiB "slot" of the address space belongs to at most one
+// segment, and the registry (a page table with 2 MiB leaves, see registry.hpp)
+// maps a slot to its segment descriptor without locks (slides: "Tracking
+// ownership with a lockfree register", "one macro-block can cover one entry").
+//
+// Metadata is kept apart from user data: descriptors (Segment, Run, Heap)
+// live in a separate metadata area (meta_pool.hpp) that is never handed to
+// users, free chunks are tracked in bitmaps inside the descriptors, and there
+// are no chunk headers. A user who writes one byte past the end of a chunk
+// damages at most the neighbouring chunk's data, never the allocator.
+//
+// Two kinds of segments:
+//  * small segments (exactly 2 MiB) are owned by one local heap and cut into
+//    32 pages of 64 KiB; a run is 1..32 aligned contiguous pages holding
+//    chunks of one size class (size_class.hpp);
+//  * large segments hold one allocation above kMaxSmall, placed at a varied
+//    "colour" offset (large.hpp) so that big arrays do not all share the
+//    same address modulo 4 KiB (slides part II and backup "4K aliasing").
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "manyalloc/common/mpsc_queue.hpp"
+#include "manyalloc/common/spin_lock.hpp"
+#include "size_class.hpp"
+
+namespace manyalloc::numa {
+
+struct Heap;
+struct Source;
+
+enum class SegKind : std::uint8_t { small = 1, large = 2 };
+
+// Common header of both descriptor kinds; what the registry points to.
+// Invariants: base % kSegment == 0, bytes % kSegment == 0, and the registry
+// maps every slot of [base, base + bytes) to this descriptor while the range
+// is mapped (whether in use or cached by a source). `source` is the source
+// the memory returns to. `next`/`prev` link the descriptor into exactly one
+// list at a time (a heap's segment lists or a source's cache), guarded by the
+// owner of that list.
+struct Segment {
+  SegKind kind;
+  std::uint8_t* base;
+  std::size_t bytes;
+  Source* source;
+  Segment* next;
+  Segment* prev;
+};
+
+enum class RunState : std::uint8_t { unused, current, partial, full };
+
+// A run: chunks of one class in pages [first_page, first_page + npages).
+// Owner-side fields are touched only by the thread owning the segment's heap.
+// Invariants (owner side, outside a transition):
+//  * bit i of free_bits is 1 iff chunk i is free and merged; bits >= nchunks
+//    are 0; free_count == popcount(free_bits);
+//  * every free bit is in a word >= cursor;
+//  * state == current iff the run is its bin's current run; partial iff it is
+//    in the bin's partial list (then 0 < free_count); full iff it is in no
+//    list (free_count == 0 when it became full; remote frees may since have
+//    been queued);
+//  * a run whose chunks are all free and merged is released (unused) unless
+//    it is its bin's current run.
+// Remote side: remote_bits[w] bit i is 1 iff chunk i was freed by another
+// thread and not yet merged. A bit is only ever set for a chunk that is
+// allocated, so a run with pending remote bits is never released. `queued`
+// is 1 iff the run is in the owner heap's remote-free queue (RFQ).
+struct alignas(64) Run {
+  std::uint64_t free_bits[kBitmapWords];
+  std::uint8_t* base;
+  std::uint32_t chunk_size;
+  std::uint32_t nchunks;
+  std::uint32_t free_count;
+  std::uint32_t cursor;
+  std::uint32_t nwords;
+  std::uint16_t cls;
+  std::uint8_t first_page;
+  std::uint8_t npages;
+  RunState state;
+  std::uint64_t recip;  // ceil(2^40 / chunk_size): division by multiplication
+  Run* next;            // bin's partial list
+  Run* prev;
+  struct SmallSegment* seg;
+  // Shared with remote threads, on their own cache lines.
+  alignas(64) std::atomic<std::uint64_t> remote_bits[kBitmapWords];
+  std::atomic<std::uint32_t> queued;
+  Run* qnext;  // RFQ link (owned by the queue while queued == 1)
+};
+
+// A 2 MiB segment owned by one heap. Invariants: `heap` is set when a heap
+// takes the segment from a source and cleared when it gives it back; it
+// never changes in between (an exiting thread's heap is adopted as a whole,
+// see runtime.hpp). Bit p of used_pages is 1 iff page p belongs to a run;
+// then runs[page_run[p]] is that run and its first_page == page_run[p].
+// used_pages and page_run are written by the owner and read (relaxed) by any
+// thread that frees into the segment.
+struct SmallSegment : Segment {
+  std::atomic<Heap*> heap;
+  std::atomic<std::uint32_t> used_pages;
+  std::atomic<std::uint8_t> page_run[kPagesPerSegment];
+  bool in_full_list;
+  Run runs[kPagesPerSegment];
+};
+
+// A large segment holding one allocation at base + offset. Owned by no heap:
+// any thread frees it to `source` (under the source lock).
+// Invariants while in use: offset + usable <= bytes; size <= usable;
+// `touched` bounds the bytes of the mapping that may have been written
+// (every byte past it reads as zero), so calloc clears only [0, touched).
+struct LargeSegment : Segment {
+  std::size_t offset;
+  std::size_t size;
+  std::size_t usable;
+  std::size_t touched;
+  std::atomic<std::uint32_t> in_use;  // 1 while handed to the user
+  std::int32_t bound_node;           // node the pages are bound to, or -1
+};
+
+// Per-size-class bin of a heap.
+struct Bin {
+  Run* current;
+  Run* partial;  // doubly linked through Run::next/prev
+};
+
+// A memory source: trades segments with the OS and caches them (slides:
+// "Memory source: manages requests to the OS, exchanges per macro-blocs
+// larger than 2 MB, acts as a cache"). One common source (index 0) for
+// threads that are not bound to a node and one per NUMA node ("memory sources
+// with confidence levels"); sources never exchange memory with each other.
+// Invariants: the cache lists and cached_bytes change only under `lock`;
+// cached_bytes == kSegment * small_count + sum of cached large segments'
+// bytes <= the cache limit of the options (0 in the lowmem profile); every
+// cached descriptor stays registered (a stale free finds a segment that is
+// not in use and is reported). The lock is never held across a call that can
+// allocate (hwloc, stats printing) or across a syscall that maps memory.
+struct Source {
+  SpinLock lock;
+  std::int32_t node = -1;  // -1: common source
+  Segment* small_cache = nullptr;
+  std::size_t small_count = 0;
+  Segment* large_cache = nullptr;  // LargeSegment descriptors
+  std::size_t large_count = 0;
+  std::size_t cached_bytes = 0;
+  // Statistics, updated with relaxed atomics.
+  std::atomic<std::uint64_t> mapped_bytes{0};
+  std::atomic<std::uint64_t> cached_bytes_stat{0};
+  std::atomic<std::uint64_t> large_in_use_bytes{0};
+  std::atomic<std::uint64_t> os_maps{0};
+  std::atomic<std::uint64_t> os_unmaps{0};
+  std::atomic<std::uint64_t> remaps{0};
+  std::atomic<std::uint64_t> reuses{0};
+  std::atomic<std::uint64_t> faults_avoided{0};  // 4 KiB pages reused already touched
+};
+
+// Per-thread local heap (slides: "Per thread local heap: lock free, manages
+// small chunks, splits macro-blocs"). Everything except `rfq`, the statistics
+// and the `orphan` flag is touched only by the owning thread. A heap outlives
+// its thread: at thread exit it gives its empty segments back and becomes an
+// orphan; the next new thread adopts it whole (segments, bins, queued remote
+// frees), so segment ownership never has to change piecewise.
+// Invariants: `avail` lists the owned small segments with a free page, `full`
+// the others; each owned segment is in exactly one of them; at most
+// `keep_empty` (0 or 1) segment without any run is kept.
+struct Heap {
+  Bin bins[kNumClasses];
+  SmallSegment* avail = nullptr;
+  SmallSegment* full = nullptr;
+  unsigned empty_segments = 0;
+  Source* source = nullptr;
+  struct Context* ctx = nullptr;
+  // Remote free queue (RFQ): runs that received remote frees, flushed by
+  // the owner at its next malloc or free (slides: "RFQ flush on next memory
+  // operation").
+  MpscQueue<Run, &Run::qnext> rfq;
+  // Statistics (written by the owner with relaxed stores, read by anyone).
+  std::atomic<std::uint64_t> small_in_use{0};
+  std::atomic<std::uint64_t> remote_frees{0};
+  std::atomic<bool> orphan{false};
+  Heap* all_next = nullptr;     // list of every heap (under Context::heaps_lock)
+  Heap* orphan_next = nullptr;  // orphan list (under Context::heaps_lock)
+};
+
+}  // namespace manyalloc::numa
