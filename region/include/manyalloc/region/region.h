@@ -1,0 +1,117 @@
+/* manyalloc region: hierarchical, region-based allocation in a global address
+ * space over MPI (the Myrmics allocator, ISMM 2012). C API, after Figure 1 of
+ * the paper.
+ *
+ * Program shape (every rank runs the same main):
+ *
+ *   mr_init(&argc, &argv, NULL);        // schedulers serve inside mr_init
+ *   if (mr_is_worker()) { ...application... }
+ *   mr_finalize();
+ *
+ * Ranks 0 .. mr_num_schedulers()-1 are schedulers; they return from mr_init
+ * only when every worker has called mr_finalize. Every call below except
+ * mr_init/mr_finalize/queries must be made by a worker. All calls return an
+ * mr_status; errors in arguments (bad region id, invalid pointer) come back
+ * as codes, they never crash or hang.
+ */
+#ifndef MANYALLOC_REGION_REGION_H
+#define MANYALLOC_REGION_REGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint64_t mr_rid_t;
+
+/* The default top-level region (paper: region ID 0). */
+enum { MR_ROOT_REGION = 0 };
+/* Level hint meaning "no hint": the new region goes to a leaf scheduler,
+ * the one serving the calling worker when the parent allows it (5.2). */
+enum { MR_NO_HINT = -1 };
+
+typedef enum mr_status {
+  MR_OK = 0,
+  MR_ERR_NO_REGION = 1,        /* region id that does not exist */
+  MR_ERR_INVALID_POINTER = 2,  /* not the start of a live object */
+  MR_ERR_NO_MEMORY = 3,        /* global address space exhausted */
+  MR_ERR_BAD_ARGUMENT = 4,     /* size too large, n <= 0, freeing region 0, ... */
+  MR_ERR_NOT_WORKER = 5,       /* call made on a scheduler rank */
+  MR_ERR_INIT = 6,             /* bad layout, mapping failed, not initialised */
+  MR_ERR_TRUNCATED = 7         /* mr_recv: more regions/objects than room */
+} mr_status;
+
+/* Layout and tuning; zero fields take defaults. Environment variables
+ * override the defaults (not explicit fields): MANYALLOC_REGION_LEVELS,
+ * MANYALLOC_REGION_FANOUT, MANYALLOC_REGION_GAS_MIB. */
+typedef struct mr_config {
+  int levels;          /* scheduler tree levels (default 1: one scheduler) */
+  int fanout;          /* scheduler-to-scheduler ratio (default 4) */
+  uint64_t gas_bytes;  /* global address space size (default 64 GiB) */
+  uint64_t leaf_pages_hi;  /* 1-MiB pages a leaf scheduler refills to (default 64) */
+  uint64_t region_slabs_hi;/* free slabs a new region gets (default 64) */
+  int load_threshold;  /* report subtree load upstream when it moved this much (default 4) */
+} mr_config;
+
+mr_status mr_init(int* argc, char*** argv, const mr_config* config);
+mr_status mr_finalize(void);
+
+int mr_is_worker(void);
+int mr_worker_id(void);      /* 0 .. mr_num_workers()-1, -1 on schedulers */
+int mr_num_workers(void);
+int mr_num_schedulers(void);
+int mr_scheduler_levels(void);
+const char* mr_strerror(mr_status s);
+
+/* Region management. */
+mr_status mr_ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out);
+mr_status mr_rfree(mr_rid_t region);
+
+/* Object management. */
+mr_status mr_alloc(size_t size, mr_rid_t region, void** out);
+mr_status mr_free(void* ptr);
+/* Resizes and/or moves an object to new_region; the contents (up to the
+ * smaller size) are kept. *out may equal old_ptr. */
+mr_status mr_realloc(void* old_ptr, size_t new_size, mr_rid_t new_region, void** out);
+/* n objects of `size` in one request. */
+mr_status mr_balloc(size_t size, mr_rid_t region, int n, void** objects);
+
+/* Communication (blocking). The receiver gets the data at the same
+ * addresses; regions are sent with their sub-regions. Two workers must not
+ * both mr_send to each other before receiving (order the pair). */
+mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions,
+                  void* const* objects, int num_objects);
+/* Receives what the peer sent; the region ids and object pointers are
+ * stored into regions/objects (either may be NULL with max 0) and their
+ * counts into *num_regions / *num_objects (may be NULL). */
+mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions,
+                  void** objects, int max_objects, int* num_objects);
+mr_status mr_barrier(void);
+
+/* Accounting of one scheduler (0 .. mr_num_schedulers()-1). */
+typedef struct mr_sched_stats {
+  uint64_t regions;       /* local regions (the top scheduler counts region 0) */
+  uint64_t free_slabs;    /* 4 KiB slabs free in the scheduler */
+  uint64_t pool_slabs;    /* slabs held by region pools (used + free) */
+  uint64_t used_slabs;    /* slabs in full or partial slabs */
+  uint64_t live_objects;
+  uint64_t live_bytes;    /* slot bytes of live objects */
+  uint64_t free_ids;
+  uint64_t delegated_slabs; /* handed to child schedulers */
+  uint64_t messages;      /* control messages handled */
+} mr_sched_stats;
+mr_status mr_sched_stats_get(int scheduler, mr_sched_stats* out);
+
+/* Time the calling worker spent, since the last reset, in requests to the
+ * schedulers (every call above that talks to them, packing included), in
+ * worker-to-worker data transfer, and waiting in mr_barrier. */
+void mr_times(double* sched_comm_s, double* worker_comm_s, double* barrier_s);
+void mr_times_reset(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MANYALLOC_REGION_REGION_H */

@@ -1,0 +1,101 @@
+// manyalloc region, C++ API: thin, typed wrappers over region.h.
+#pragma once
+
+#include <cstddef>
+#include <new>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "manyalloc/region/region.h"
+
+namespace manyalloc::region {
+
+using rid_t = mr_rid_t;
+inline constexpr rid_t root_region = MR_ROOT_REGION;
+inline constexpr int no_hint = MR_NO_HINT;
+
+enum class Status : int {
+  ok = MR_OK,
+  no_region = MR_ERR_NO_REGION,
+  invalid_pointer = MR_ERR_INVALID_POINTER,
+  no_memory = MR_ERR_NO_MEMORY,
+  bad_argument = MR_ERR_BAD_ARGUMENT,
+  not_worker = MR_ERR_NOT_WORKER,
+  init = MR_ERR_INIT,
+  truncated = MR_ERR_TRUNCATED,
+};
+
+inline const char* to_string(Status s) { return mr_strerror(static_cast<mr_status>(s)); }
+
+// A value or an error status.
+template <class T>
+struct Result {
+  T value{};
+  Status status = Status::ok;
+  explicit operator bool() const { return status == Status::ok; }
+};
+
+// RAII session: init in the constructor, finalize in the destructor.
+class Session {
+ public:
+  Session(int* argc, char*** argv, const mr_config* cfg = nullptr)
+      : status_(static_cast<Status>(mr_init(argc, argv, cfg))) {}
+  ~Session() { mr_finalize(); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  Status status() const { return status_; }
+  bool is_worker() const { return mr_is_worker() != 0; }
+  int worker_id() const { return mr_worker_id(); }
+  int num_workers() const { return mr_num_workers(); }
+
+ private:
+  Status status_;
+};
+
+inline Result<rid_t> ralloc(rid_t parent = root_region, int level_hint = no_hint) {
+  Result<rid_t> r;
+  r.status = static_cast<Status>(mr_ralloc(parent, level_hint, &r.value));
+  return r;
+}
+inline Status rfree(rid_t region) { return static_cast<Status>(mr_rfree(region)); }
+
+inline Result<void*> alloc(std::size_t size, rid_t region = root_region) {
+  Result<void*> r;
+  r.status = static_cast<Status>(mr_alloc(size, region, &r.value));
+  return r;
+}
+// Allocates a T in `region` and constructs it from args (nullptr on error).
+template <class T, class... Args>
+T* make(rid_t region, Args&&... args) {
+  auto r = alloc(sizeof(T), region);
+  return r ? ::new (r.value) T(std::forward<Args>(args)...) : nullptr;
+}
+inline Status free(void* p) { return static_cast<Status>(mr_free(p)); }
+inline Result<void*> realloc(void* p, std::size_t size, rid_t region) {
+  Result<void*> r;
+  r.status = static_cast<Status>(mr_realloc(p, size, region, &r.value));
+  return r;
+}
+inline Status balloc(std::size_t size, rid_t region, std::span<void*> out) {
+  return static_cast<Status>(mr_balloc(size, region, static_cast<int>(out.size()), out.data()));
+}
+
+inline Status send(int peer, std::span<const rid_t> regions, std::span<void* const> objects = {}) {
+  return static_cast<Status>(mr_send(peer, regions.data(), static_cast<int>(regions.size()), objects.data(),
+                                     static_cast<int>(objects.size())));
+}
+// Receives into the given buffers; the spans' sizes are the maxima.
+struct Received {
+  int regions = 0;
+  int objects = 0;
+};
+inline Result<Received> recv(int peer, std::span<rid_t> regions = {}, std::span<void*> objects = {}) {
+  Result<Received> r;
+  r.status = static_cast<Status>(mr_recv(peer, regions.data(), static_cast<int>(regions.size()), &r.value.regions,
+                                         objects.data(), static_cast<int>(objects.size()), &r.value.objects));
+  return r;
+}
+inline Status barrier() { return static_cast<Status>(mr_barrier()); }
+
+}  // namespace manyalloc::region

@@ -1,0 +1,70 @@
+// Constants of the cluster allocator and the invariants of its core data
+// structures, written out in one place (Myrmics, ISMM 2012, sections 3-5).
+//
+// ---------------------------------------------------------------------------
+// Quantities (section 3.2)
+//   slab  = 4 KiB: unit a scheduler gives to a region's slab pool.
+//   slot  = request size rounded up to 64 B; one slab holds 4096/slot slots
+//           when slot <= 4 KiB, else one slot spans ceil(slot/4096) slabs.
+//   page  = 1 MiB = 256 slabs: unit schedulers trade among themselves (5.2).
+// All trie keys for memory are slab indices relative to the global address
+// space (GAS) base: key = (address - base) / 4096.
+//
+// ---------------------------------------------------------------------------
+// SlabPool (slab_pool.hpp, section 3), one per region:
+//   P1  used trie: one entry per slab with >= 1 live slot, keyed by its first
+//       slab index; the slab's metadata lives in scheduler memory, never in
+//       the GAS (metadata separated from data, 3.1).
+//   P2  partial trie: key slot/64 -> head of a doubly linked list of the slabs
+//       of that slot size with 1 <= used < nslots. A full slab is in no list.
+//       Empty slabs do not exist: a slab whose last slot is freed goes back
+//       to the pool's free ranges at once.
+//   P3  free ranges: slabs owned by the pool and not in any slab; disjoint
+//       from every used slab; coalesced.
+//   P4  every slab index the pool owns is in exactly one of P1 or P3.
+//   P5  bitmap bit i of a slab is set iff slot i is allocated; used ==
+//       popcount(bitmap) and nslots <= 64.
+//
+// LocalRegions (local_regions.hpp, section 4), one per scheduler:
+//   L1  used ids: id -> Region for each region this scheduler owns.
+//   L2  used ranges: slab range -> owning local region id; the union of the
+//       ranges of region R equals the slabs owned by R's pool (P4).
+//   L3  free ranges: slabs owned by this scheduler and given to no region;
+//       disjoint from L2 and from ranges delegated to child schedulers.
+//   L4  free ids: ids owned by this scheduler and used by no region.
+//   L5  a region's parent is owned by this scheduler or by an ancestor
+//       scheduler; its children by this scheduler or by descendants.
+//       Region 0 (root) lives on the top scheduler and is never freed.
+//
+// Scheduler routing (scheduler.hpp, section 5):
+//   S1  granted ranges/ids: everything the parent ever handed down (the top
+//       scheduler: the whole GAS and all ids). granted = L2 + L3 + delegated
+//       (memory) and L1 + L4 + delegated (ids).
+//   S2  a key (address or region id) outside `granted` goes to the parent;
+//       inside `delegated` to that child; in L1/L2 it is handled here; any
+//       other key is a programmer error answered with an error code. A
+//       message therefore never travels down and then up again, so routing
+//       cannot loop.
+//   S3  memory conservation: summed over all schedulers,
+//       free slabs + slabs held by pools == GAS slabs.
+// ---------------------------------------------------------------------------
+#pragma once
+
+#include <cstdint>
+
+namespace manyalloc::region::detail {
+
+inline constexpr std::uint64_t slab_bytes = 4096;
+inline constexpr std::uint64_t slab_shift = 12;
+inline constexpr std::uint64_t slot_align = 64;
+inline constexpr std::uint64_t page_bytes = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t slabs_per_page = page_bytes / slab_bytes;
+// Slab indices: up to 2^36 slabs = 256 TiB of GAS.
+inline constexpr unsigned slab_key_bits = 36;
+// Region ids: 40 bits.
+inline constexpr unsigned id_key_bits = 40;
+inline constexpr std::uint64_t max_region_id = (std::uint64_t{1} << id_key_bits) - 1;
+// Largest single object: 1 GiB.
+inline constexpr std::uint64_t max_object_bytes = std::uint64_t{1} << 30;
+
+}  // namespace manyalloc::region::detail

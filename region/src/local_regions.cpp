@@ -1,0 +1,237 @@
+// Local regions (Myrmics section 4): one slab pool per region, slab ranges
+// traded between the scheduler and its regions under the watermarks of 4.2.
+#include "local_regions.hpp"
+
+#include <algorithm>
+
+#include "manyalloc/common/math.hpp"
+
+namespace manyalloc::region::detail {
+
+LocalRegions::~LocalRegions() {
+  used_ids_.for_each([](std::uint64_t, Region* r) { delete r; });
+}
+
+void LocalRegions::give_to_region(Region* r, std::uint64_t first, std::uint64_t n) {
+  used_ranges_.insert(first, n, r->id);
+  r->pool.add_free(first, n);
+  r->last_slab = first + n;
+}
+
+void LocalRegions::take_from_region(std::uint64_t first, std::uint64_t n) {
+  used_ranges_.erase(first, n);
+  free_slabs_.insert(first, n, {});
+}
+
+std::uint64_t LocalRegions::trim_regions(std::uint64_t want, const Region* except) {
+  std::uint64_t got = 0;
+  const std::size_t nregions = used_ids_.size();
+  auto e = used_ids_.ceil(trim_cursor_);
+  for (std::size_t visited = 0; visited < nregions && got < want; ++visited) {
+    if (!e) e = used_ids_.first();
+    if (!e) break;
+    Region* r = *e.value;
+    if (r != except)
+      got += r->pool.trim(wm_.region_lo, [&](std::uint64_t f, std::uint64_t n) { take_from_region(f, n); });
+    trim_cursor_ = e.key + 1;
+    e = used_ids_.next(e.key);
+  }
+  return got;
+}
+
+bool LocalRegions::grow(Region* r, std::uint64_t need) {
+  // 4.2: a generous grant (high watermark) while memory is plentiful, the
+  // bare need (at least the low watermark) under pressure.
+  const std::uint64_t want =
+      std::max(need, free_slabs_.total() >= wm_.pressure ? wm_.region_hi : wm_.region_lo);
+  for (std::uint64_t amount : {want, need}) {
+    const std::uint64_t first = free_slabs_.take(amount, r->last_slab);
+    if (first != decltype(free_slabs_)::npos) {
+      give_to_region(r, first, amount);
+      return true;
+    }
+  }
+  // Reclaim free slabs from other regions, then try once more.
+  trim_regions(need, r);
+  const std::uint64_t first = free_slabs_.take(need, r->last_slab);
+  if (first == decltype(free_slabs_)::npos) return false;
+  give_to_region(r, first, need);
+  return true;
+}
+
+std::uint64_t LocalRegions::take_pages(std::uint64_t pages,
+                                       std::vector<std::pair<std::uint64_t, std::uint64_t>>& out,
+                                       std::size_t max_ranges) {
+  auto gather = [&]() {
+    std::uint64_t got = 0;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> cand;
+    free_slabs_.for_each([&](std::uint64_t s, std::uint64_t n, const auto&) {
+      if (got >= pages || cand.size() + out.size() >= max_ranges) return;
+      const std::uint64_t a = (s + slabs_per_page - 1) / slabs_per_page * slabs_per_page;
+      const std::uint64_t b = (s + n) / slabs_per_page * slabs_per_page;
+      if (b <= a) return;
+      const std::uint64_t p = std::min((b - a) / slabs_per_page, pages - got);
+      cand.emplace_back(a, p * slabs_per_page);
+      got += p;
+    });
+    for (auto [a, n] : cand) {
+      free_slabs_.erase(a, n);
+      out.emplace_back(a, n);
+    }
+    return got;
+  };
+  std::uint64_t got = gather();
+  if (got < pages) {
+    trim_regions(~std::uint64_t{0}, nullptr);
+    pages -= got;
+    got += gather();
+  }
+  return got;
+}
+
+std::pair<std::uint64_t, std::uint64_t> LocalRegions::take_ids(std::uint64_t n) {
+  if (free_ids_.empty() || n == 0) return {0, 0};
+  auto first = free_ids_.take(n, 0);
+  if (first != decltype(free_ids_)::npos) return {first, n};
+  // Not one range that large: give the first range.
+  auto sp = free_ids_.pop_first();
+  return {sp.start, sp.length};
+}
+
+void LocalRegions::create_root() {
+  auto* r = new Region(0, 0, base_);
+  used_ids_.insert(0, r);
+}
+
+LocalStatus LocalRegions::create(std::uint64_t parent, std::uint64_t* out_id) {
+  if (free_ids_.empty()) return LocalStatus::no_ids;
+  if (free_slabs_.total() == 0 && trim_regions(wm_.region_lo, nullptr) == 0) return LocalStatus::no_memory;
+  // Ids rotate through the free set (next id after the last one given) so a
+  // freed id is not handed out again at once.
+  const std::uint64_t id = free_ids_.take(1, id_cursor_);
+  id_cursor_ = id + 1;
+  auto* r = new Region(id, parent, base_);
+  used_ids_.insert(id, r);
+  if (Region* p = find(parent); p != nullptr && parent != id) p->children.push_back(id);
+  // Seed the new pool near its parent's memory for locality (4.2).
+  if (Region* p = find(parent); p != nullptr) r->last_slab = p->last_slab;
+  grow(r, 1);  // cannot fail: at least one free slab was checked above
+  *out_id = id;
+  return LocalStatus::ok;
+}
+
+LocalStatus LocalRegions::destroy(std::uint64_t id, std::vector<std::pair<std::uint64_t, std::uint64_t>>& remote) {
+  Region* r = find(id);
+  if (r == nullptr) return LocalStatus::no_region;
+  if (id == 0) return LocalStatus::bad_argument;
+  if (Region* p = find(r->parent); p != nullptr) {
+    auto it = std::find(p->children.begin(), p->children.end(), id);
+    if (it != p->children.end()) {
+      *it = p->children.back();
+      p->children.pop_back();
+    }
+  }
+  // 4.3: destroy pools wholesale, cost linear in the number of regions.
+  std::vector<Region*> stack{r};
+  while (!stack.empty()) {
+    Region* x = stack.back();
+    stack.pop_back();
+    for (std::uint64_t c : x->children) {
+      if (Region* cr = find(c); cr != nullptr && cr->parent == x->id)
+        stack.push_back(cr);
+      else if (cr == nullptr)
+        remote.emplace_back(c, x->id);
+    }
+    x->pool.release_all([&](std::uint64_t f, std::uint64_t n) { take_from_region(f, n); });
+    used_ids_.erase(x->id);
+    free_ids_.insert(x->id, 1, {});
+    delete x;
+  }
+  return LocalStatus::ok;
+}
+
+LocalStatus LocalRegions::alloc(Region* r, std::uint64_t size, std::uint64_t n, std::vector<std::uint64_t>& out) {
+  const std::uint64_t slot = SlabPool::slot_size(size);
+  if (slot == 0 || n == 0) return LocalStatus::bad_argument;
+  const std::size_t mark = out.size();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::uint64_t a = r->pool.alloc(size);
+    if (a == 0) {
+      // Enough for the rest of the batch in one grant.
+      const std::uint64_t per_slab = slot <= slab_bytes ? slab_bytes / slot : 1;
+      const std::uint64_t need = SlabPool::slabs_for_slot(slot) * ceil_div(n - i, per_slab);
+      if (!grow(r, need) && !grow(r, SlabPool::slabs_for_slot(slot))) {
+        for (std::size_t j = mark; j < out.size(); ++j) r->pool.free(out[j]);
+        out.resize(mark);
+        return LocalStatus::no_memory;
+      }
+      a = r->pool.alloc(size);
+      if (a == 0) {
+        for (std::size_t j = mark; j < out.size(); ++j) r->pool.free(out[j]);
+        out.resize(mark);
+        return LocalStatus::no_memory;
+      }
+    }
+    out.push_back(a);
+  }
+  return LocalStatus::ok;
+}
+
+Region* LocalRegions::region_of(std::uint64_t addr) const {
+  if (addr < base_) return nullptr;
+  auto f = used_ranges_.find(slab_of(addr));
+  return f ? find(*f.value) : nullptr;
+}
+
+FreeStatus LocalRegions::free(std::uint64_t addr) {
+  Region* r = region_of(addr);
+  if (r == nullptr) return FreeStatus::not_found;
+  return r->pool.free(addr);
+}
+
+void LocalRegions::pack(Region* r, std::vector<Extent>& out,
+                        std::vector<std::pair<std::uint64_t, std::uint64_t>>& remote) const {
+  std::vector<const Region*> stack{r};
+  while (!stack.empty()) {
+    const Region* x = stack.back();
+    stack.pop_back();
+    x->pool.for_each_used_run([&](std::uint64_t a, std::uint64_t b) { out.push_back({a, b}); });
+    for (std::uint64_t c : x->children) {
+      if (const Region* cr = find(c); cr != nullptr)
+        stack.push_back(cr);
+      else
+        remote.emplace_back(c, x->id);
+    }
+  }
+}
+
+LocalStats LocalRegions::stats() const {
+  LocalStats s;
+  s.regions = used_ids_.size();
+  s.free_slabs = free_slabs_.total();
+  s.free_ids = free_ids_.total();
+  used_ids_.for_each([&](std::uint64_t, Region* r) {
+    s.pool_slabs += r->pool.owned_slabs();
+    s.used_slabs += r->pool.stats().used_pages;
+    s.live_objects += r->pool.stats().live_objects;
+    s.live_bytes += r->pool.stats().live_bytes;
+  });
+  return s;
+}
+
+bool LocalRegions::check_invariants() const {
+  bool ok = true;
+  std::uint64_t pool_total = 0;
+  used_ids_.for_each([&](std::uint64_t id, Region* r) {
+    if (r->id != id || !r->pool.check_invariants()) ok = false;
+    pool_total += r->pool.owned_slabs();
+  });
+  // L2: used ranges cover exactly the pools' slabs and name live regions.
+  used_ranges_.for_each([&](std::uint64_t s, std::uint64_t n, std::uint64_t id) {
+    if (!used_ids_.contains(id)) ok = false;
+    if (free_slabs_.find(s) || free_slabs_.find(s + n - 1)) ok = false;  // L3 disjoint
+  });
+  return ok && pool_total == used_ranges_.total();
+}
+
+}  // namespace manyalloc::region::detail

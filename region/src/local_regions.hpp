@@ -1,0 +1,123 @@
+// The local region layer of one scheduler (Myrmics, ISMM 2012, section 4):
+// regions as slab pools, and the four tries of section 4.2 (used/free ranges,
+// used/free region ids). Invariants L1-L5 are in invariants.hpp. No MPI here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "invariants.hpp"
+#include "manyalloc/common/radix_trie.hpp"
+#include "manyalloc/common/range_map.hpp"
+#include "slab_pool.hpp"
+
+namespace manyalloc::region::detail {
+
+// Section 4.2 watermarks, in slabs.
+struct RegionWatermarks {
+  std::uint64_t region_hi = 64;  // free slabs a new region gets when memory is plentiful
+  std::uint64_t region_lo = 4;   // free slabs a region keeps when others are trimmed
+  std::uint64_t pressure = 4096; // below this many free slabs, grants shrink to region_lo
+};
+
+struct Region {
+  Region(std::uint64_t id_, std::uint64_t parent_, std::uint64_t base) : id(id_), parent(parent_), pool(base) {}
+  std::uint64_t id;
+  std::uint64_t parent;
+  SlabPool pool;
+  std::vector<std::uint64_t> children;  // local or remote (L5)
+  std::uint64_t last_slab = 0;          // nearest-free-slabs hint (4.2)
+};
+
+struct Extent {
+  std::uint64_t addr;
+  std::uint64_t bytes;
+};
+
+enum class LocalStatus { ok, no_region, no_memory, no_ids, bad_argument };
+
+struct LocalStats {
+  std::uint64_t regions = 0;
+  std::uint64_t free_slabs = 0;    // L3
+  std::uint64_t pool_slabs = 0;    // owned by region pools (used + free)
+  std::uint64_t used_slabs = 0;    // in full or partial slabs
+  std::uint64_t live_objects = 0;
+  std::uint64_t live_bytes = 0;
+  std::uint64_t free_ids = 0;
+};
+
+class LocalRegions {
+ public:
+  LocalRegions(std::uint64_t gas_base, RegionWatermarks wm) : base_(gas_base), wm_(wm) {}
+  ~LocalRegions();
+
+  std::uint64_t base() const { return base_; }
+  std::uint64_t slab_of(std::uint64_t addr) const { return (addr - base_) >> slab_shift; }
+
+  // Resources handed to this scheduler.
+  void add_free_slabs(std::uint64_t first, std::uint64_t n) { free_slabs_.insert(first, n, {}); }
+  void add_free_ids(std::uint64_t first, std::uint64_t n) { free_ids_.insert(first, n, {}); }
+  std::uint64_t free_slab_count() const { return free_slabs_.total(); }
+  std::uint64_t free_id_count() const { return free_ids_.total(); }
+
+  // Section 5.2: whole 1-MiB pages for a child scheduler, at most `pages`,
+  // as page-aligned ranges (slab indices) appended to `out`; trims region
+  // pools first when the free ranges alone do not have them.
+  std::uint64_t take_pages(std::uint64_t pages, std::vector<std::pair<std::uint64_t, std::uint64_t>>& out,
+                           std::size_t max_ranges);
+  // A chunk of at most n contiguous ids; {first, count}, count 0 when none.
+  std::pair<std::uint64_t, std::uint64_t> take_ids(std::uint64_t n);
+
+  // Region management (4.1, 4.3).
+  Region* find(std::uint64_t id) const {
+    Region* const* r = used_ids_.find(id);
+    return r ? *r : nullptr;
+  }
+  bool owns_region(std::uint64_t id) const { return used_ids_.contains(id); }
+  // Creates a region under `parent` (local or remote). Needs one free id and
+  // some free slabs: no_ids / no_memory when missing.
+  LocalStatus create(std::uint64_t parent, std::uint64_t* out_id);
+  // Region 0 on the top scheduler.
+  void create_root();
+  // Frees region `id` and its local descendants; remote children are
+  // appended to `remote` as (child id, its parent id).
+  LocalStatus destroy(std::uint64_t id, std::vector<std::pair<std::uint64_t, std::uint64_t>>& remote);
+
+  // Objects (4.1): n objects of `size` in region r, appended to `out`.
+  // no_memory: nothing allocated; the caller gets more memory and retries.
+  LocalStatus alloc(Region* r, std::uint64_t size, std::uint64_t n, std::vector<std::uint64_t>& out);
+  // The local region holding addr (one lookup in used ranges), or nullptr.
+  Region* region_of(std::uint64_t addr) const;
+  FreeStatus free(std::uint64_t addr);
+
+  // Region packing (4.3): extents of r and its local descendants (not
+  // coalesced across regions); remote children appended to `remote`.
+  void pack(Region* r, std::vector<Extent>& out,
+            std::vector<std::pair<std::uint64_t, std::uint64_t>>& remote) const;
+
+  LocalStats stats() const;
+  std::uint64_t region_count() const { return used_ids_.size(); }
+  bool check_invariants() const;
+
+ private:
+  // Gives region r at least `need` more free slabs (watermark policy, 4.2).
+  bool grow(Region* r, std::uint64_t need);
+  // Trims other regions' free slabs down to region_lo, round robin from the
+  // last region visited (4.3). Returns slabs reclaimed.
+  std::uint64_t trim_regions(std::uint64_t want, const Region* except);
+  void give_to_region(Region* r, std::uint64_t first, std::uint64_t n);
+  void take_from_region(std::uint64_t first, std::uint64_t n);
+
+  std::uint64_t base_;
+  RegionWatermarks wm_;
+  RadixTrie<Region*, id_key_bits> used_ids_;                   // L1
+  RangeMap<std::uint64_t, slab_key_bits> used_ranges_;         // L2: value = region id
+  RangeSet<slab_key_bits> free_slabs_;                         // L3
+  RangeSet<id_key_bits> free_ids_;                             // L4
+  std::uint64_t trim_cursor_ = 0;
+  std::uint64_t id_cursor_ = 0;
+};
+
+}  // namespace manyalloc::region::detail

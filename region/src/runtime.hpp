@@ -1,0 +1,35 @@
+// Process-wide state of the library on one rank (set up by mr_init).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "gas.hpp"
+#include "mpi_transport.hpp"
+#include "protocol.hpp"
+#include "topology.hpp"
+
+namespace manyalloc::region::detail {
+
+struct Runtime {
+  bool initialized = false;
+  bool we_initialized_mpi = false;
+  int rank = -1;
+  Topology topo;
+  GasMapping gas;
+  std::unique_ptr<MpiTransport> transport;
+  // Worker side.
+  int leaf = -1;
+  std::uint64_t seq = 0;
+  double sched_s = 0, worker_s = 0, barrier_s = 0;
+
+  bool is_worker() const { return initialized && !topo.is_scheduler(rank); }
+  // One request to the leaf scheduler and its reply (blocking RPC).
+  Message rpc(Message req);
+};
+
+Runtime& runtime();
+double now_seconds();
+
+}  // namespace manyalloc::region::detail

@@ -1,0 +1,224 @@
+// Worker side of the Figure 1 API: every call becomes a request to the
+// worker's leaf scheduler (Myrmics section 2); send/recv pack regions into
+// (address, size) lists and move the bytes with one MPI message each.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "manyalloc/region/region.h"
+#include "runtime.hpp"
+#include "slab_pool.hpp"
+
+namespace manyalloc::region::detail {
+
+Runtime& runtime() {
+  static Runtime rt;
+  return rt;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Message Runtime::rpc(Message req) {
+  const double t0 = now_seconds();
+  req[w_origin] = static_cast<std::uint64_t>(rank);
+  req[w_req] = ++seq;
+  transport->send(leaf, req);
+  Message rep;
+  transport->recv_from(leaf, rep);
+  sched_s += now_seconds() - t0;
+  return rep;
+}
+
+namespace {
+mr_status status_of(const Message& m) { return static_cast<mr_status>(m[w_status]); }
+
+// Object sizes / owners for mr_send of single objects and mr_realloc.
+mr_status object_info(void* p, std::uint64_t* size, std::uint64_t* region) {
+  Message r = runtime().rpc(make_msg(op_info, 0, 0, {reinterpret_cast<std::uint64_t>(p)}));
+  if (status_of(r) != MR_OK) return status_of(r);
+  *size = r[w_a0];
+  *region = r[w_a1];
+  return MR_OK;
+}
+}  // namespace
+
+}  // namespace manyalloc::region::detail
+
+using namespace manyalloc::region::detail;
+
+extern "C" {
+
+mr_status mr_ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out) {
+  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+  if (out == nullptr) return MR_ERR_BAD_ARGUMENT;
+  Message r = runtime().rpc(
+      make_msg(op_ralloc, 0, 0, {parent, static_cast<std::uint64_t>(static_cast<std::int64_t>(level_hint))}));
+  if (status_of(r) == MR_OK) *out = r[w_a0];
+  return status_of(r);
+}
+
+mr_status mr_rfree(mr_rid_t region) {
+  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+  if (region == MR_ROOT_REGION) return MR_ERR_BAD_ARGUMENT;
+  return status_of(runtime().rpc(make_msg(op_rfree, 0, 0, {region})));
+}
+
+mr_status mr_balloc(size_t size, mr_rid_t region, int n, void** objects) {
+  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+  if (n <= 0 || objects == nullptr || SlabPool::slot_size(size) == 0) return MR_ERR_BAD_ARGUMENT;
+  Message r = runtime().rpc(make_msg(op_alloc, 0, 0, {region, size, static_cast<std::uint64_t>(n)}));
+  if (status_of(r) != MR_OK) return status_of(r);
+  for (int i = 0; i < n; ++i) objects[i] = reinterpret_cast<void*>(r[hdr_words + static_cast<std::size_t>(i)]);
+  return MR_OK;
+}
+
+mr_status mr_alloc(size_t size, mr_rid_t region, void** out) {
+  if (out == nullptr) return MR_ERR_BAD_ARGUMENT;
+  return mr_balloc(size, region, 1, out);
+}
+
+mr_status mr_free(void* ptr) {
+  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+  if (ptr == nullptr) return MR_OK;
+  return status_of(runtime().rpc(make_msg(op_free, 0, 0, {reinterpret_cast<std::uint64_t>(ptr)})));
+}
+
+mr_status mr_realloc(void* old_ptr, size_t new_size, mr_rid_t new_region, void** out) {
+  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+  if (out == nullptr) return MR_ERR_BAD_ARGUMENT;
+  if (old_ptr == nullptr) return mr_alloc(new_size, new_region, out);
+  const std::uint64_t new_slot = SlabPool::slot_size(new_size);
+  if (new_slot == 0) return MR_ERR_BAD_ARGUMENT;
+  std::uint64_t old_slot = 0, old_region = 0;
+  if (mr_status s = object_info(old_ptr, &old_slot, &old_region); s != MR_OK) return s;
+  // Same region and the slot still fits without wasting half of it: keep.
+  if (old_region == new_region && new_slot <= old_slot && new_slot * 2 > old_slot) {
+    *out = old_ptr;
+    return MR_OK;
+  }
+  void* fresh = nullptr;
+  if (mr_status s = mr_alloc(new_size, new_region, &fresh); s != MR_OK) return s;
+  std::memcpy(fresh, old_ptr, std::min<std::uint64_t>(old_slot, new_size));
+  if (mr_status s = mr_free(old_ptr); s != MR_OK) return s;
+  *out = fresh;
+  return MR_OK;
+}
+
+// Header of a transfer: [status, nregions, nobjects, nextents,
+//                        region ids..., object addresses..., (addr, bytes)...]
+mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects, int num_objects) {
+  Runtime& rt = runtime();
+  if (!rt.is_worker()) return MR_ERR_NOT_WORKER;
+  if (peer_worker < 0 || peer_worker >= rt.topo.nworkers || peer_worker == rt.topo.worker_index(rt.rank) ||
+      num_regions < 0 || num_objects < 0 || (num_regions > 0 && regions == nullptr) ||
+      (num_objects > 0 && objects == nullptr))
+    return MR_ERR_BAD_ARGUMENT;
+  mr_status status = MR_OK;
+  std::vector<Extent> extents;
+  if (num_regions > 0) {
+    // Region packing happens at the schedulers (4.3); one request for all.
+    Message req = make_msg(op_pack, 0, 0);
+    req.insert(req.end(), regions, regions + num_regions);
+    Message r = rt.rpc(std::move(req));
+    status = status_of(r);
+    for (std::size_t i = hdr_words; i + 1 < r.size(); i += 2) extents.push_back({r[i], r[i + 1]});
+  }
+  for (int i = 0; i < num_objects && status == MR_OK; ++i) {
+    std::uint64_t size = 0, region = 0;
+    status = object_info(objects[i], &size, &region);
+    extents.push_back({reinterpret_cast<std::uint64_t>(objects[i]), size});
+  }
+  if (status != MR_OK) extents.clear();
+  // Objects may lie inside the regions sent: merge overlaps.
+  std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.addr < b.addr; });
+  std::vector<Extent> merged;
+  for (const Extent& e : extents) {
+    if (!merged.empty() && merged.back().addr + merged.back().bytes >= e.addr)
+      merged.back().bytes = std::max(merged.back().bytes, e.addr + e.bytes - merged.back().addr);
+    else
+      merged.push_back(e);
+  }
+  const double t0 = now_seconds();
+  std::vector<std::uint64_t> hdr{status, static_cast<std::uint64_t>(num_regions),
+                                 static_cast<std::uint64_t>(num_objects), merged.size()};
+  hdr.insert(hdr.end(), regions, regions + num_regions);
+  for (int i = 0; i < num_objects; ++i) hdr.push_back(reinterpret_cast<std::uint64_t>(objects[i]));
+  for (const Extent& e : merged) {
+    hdr.push_back(e.addr);
+    hdr.push_back(e.bytes);
+  }
+  rt.transport->send_header(peer_worker, hdr);
+  if (status == MR_OK) rt.transport->send_extents(peer_worker, merged);
+  rt.worker_s += now_seconds() - t0;
+  return status;
+}
+
+mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions, void** objects,
+                  int max_objects, int* num_objects) {
+  Runtime& rt = runtime();
+  if (!rt.is_worker()) return MR_ERR_NOT_WORKER;
+  if (peer_worker < 0 || peer_worker >= rt.topo.nworkers || peer_worker == rt.topo.worker_index(rt.rank))
+    return MR_ERR_BAD_ARGUMENT;
+  const double t0 = now_seconds();
+  std::vector<std::uint64_t> hdr;
+  rt.transport->recv_header(peer_worker, hdr);
+  const auto status = static_cast<mr_status>(hdr[0]);
+  const std::uint64_t nr = hdr[1], no = hdr[2], ne = hdr[3];
+  std::vector<Extent> extents(ne);
+  const std::size_t er = 4 + nr + no;
+  bool in_gas = true;
+  for (std::uint64_t i = 0; i < ne; ++i) {
+    extents[i] = {hdr[er + 2 * i], hdr[er + 2 * i + 1]};
+    in_gas = in_gas && extents[i].addr >= rt.gas.base && extents[i].addr + extents[i].bytes <= rt.gas.base + rt.gas.bytes;
+  }
+  if (status == MR_OK && in_gas) rt.transport->recv_extents(peer_worker, extents);
+  rt.worker_s += now_seconds() - t0;
+  if (status != MR_OK) return status;
+  if (!in_gas) return MR_ERR_INVALID_POINTER;
+  if (num_regions != nullptr) *num_regions = static_cast<int>(nr);
+  if (num_objects != nullptr) *num_objects = static_cast<int>(no);
+  for (std::uint64_t i = 0; i < nr && i < static_cast<std::uint64_t>(std::max(max_regions, 0)); ++i)
+    if (regions != nullptr) regions[i] = hdr[4 + i];
+  for (std::uint64_t i = 0; i < no && i < static_cast<std::uint64_t>(std::max(max_objects, 0)); ++i)
+    if (objects != nullptr) objects[i] = reinterpret_cast<void*>(hdr[4 + nr + i]);
+  if (nr > static_cast<std::uint64_t>(std::max(max_regions, 0)) || no > static_cast<std::uint64_t>(std::max(max_objects, 0)))
+    return MR_ERR_TRUNCATED;
+  return MR_OK;
+}
+
+mr_status mr_barrier(void) {
+  Runtime& rt = runtime();
+  if (!rt.is_worker()) return MR_ERR_NOT_WORKER;
+  const double t0 = now_seconds();
+  rt.transport->worker_barrier();
+  rt.barrier_s += now_seconds() - t0;
+  return MR_OK;
+}
+
+mr_status mr_sched_stats_get(int scheduler, mr_sched_stats* out) {
+  Runtime& rt = runtime();
+  if (!rt.is_worker()) return MR_ERR_NOT_WORKER;
+  if (out == nullptr || scheduler < 0 || scheduler >= rt.topo.nsched) return MR_ERR_BAD_ARGUMENT;
+  Message r = rt.rpc(make_msg(op_stats, 0, 0, {static_cast<std::uint64_t>(scheduler)}));
+  if (status_of(r) != MR_OK) return status_of(r);
+  const std::uint64_t* p = r.data() + hdr_words;
+  *out = mr_sched_stats{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]};
+  return MR_OK;
+}
+
+void mr_times(double* sched_comm_s, double* worker_comm_s, double* barrier_s) {
+  const Runtime& rt = runtime();
+  if (sched_comm_s) *sched_comm_s = rt.sched_s;
+  if (worker_comm_s) *worker_comm_s = rt.worker_s;
+  if (barrier_s) *barrier_s = rt.barrier_s;
+}
+
+void mr_times_reset(void) {
+  Runtime& rt = runtime();
+  rt.sched_s = rt.worker_s = rt.barrier_s = 0;
+}
+
+}  // extern "C"
