@@ -1,1 +1,129 @@
-int main(){}
+// Unit tests of the local region layer (Myrmics section 4): ids, ranges,
+// watermarks, recursive free, packing, page trading.
+#include <gtest/gtest.h>
+
+#include "local_regions.hpp"
+#include "topology.hpp"
+
+using namespace manyalloc::region::detail;
+
+namespace {
+constexpr std::uint64_t base = 0x500000000000ull;
+}
+
+TEST(LocalRegions, CreateAllocFreeDestroyRestoresAccounting) {
+  LocalRegions lr(base, RegionWatermarks{});
+  lr.add_free_slabs(0, 4096);
+  lr.add_free_ids(1, 100);
+  lr.create_root();
+  const LocalStats start = lr.stats();
+  std::uint64_t a = 0, b = 0;
+  ASSERT_EQ(lr.create(0, &a), LocalStatus::ok);
+  ASSERT_EQ(lr.create(a, &b), LocalStatus::ok);
+  std::vector<std::uint64_t> out;
+  ASSERT_EQ(lr.alloc(lr.find(a), 256, 1000, out), LocalStatus::ok);
+  ASSERT_EQ(lr.alloc(lr.find(b), 50048, 3, out), LocalStatus::ok);
+  EXPECT_EQ(lr.region_of(out[0]), lr.find(a));
+  EXPECT_EQ(lr.region_of(out.back()), lr.find(b));
+  EXPECT_EQ(lr.free(out[5]), FreeStatus::ok);
+  EXPECT_EQ(lr.free(out[5]), FreeStatus::double_free);
+  EXPECT_EQ(lr.free(base + 4000 * slab_bytes), FreeStatus::not_found);
+  EXPECT_TRUE(lr.check_invariants());
+  // Packing: region a with sub-region b, few extents.
+  std::vector<Extent> ext;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> remote;
+  lr.pack(lr.find(a), ext, remote);
+  EXPECT_TRUE(remote.empty());
+  std::uint64_t bytes = 0;
+  for (auto& e : ext) bytes += e.bytes;
+  EXPECT_EQ(bytes, (1000 / 16 + 1) * slab_bytes + 3 * 13 * slab_bytes);
+  EXPECT_LE(ext.size(), 3u);
+  // Recursive free returns everything.
+  ASSERT_EQ(lr.destroy(a, remote), LocalStatus::ok);
+  EXPECT_EQ(lr.find(b), nullptr);
+  const LocalStats end = lr.stats();
+  EXPECT_EQ(end.regions, start.regions);
+  EXPECT_EQ(end.free_slabs + end.pool_slabs, start.free_slabs + start.pool_slabs);
+  EXPECT_EQ(end.live_objects, 0u);
+  EXPECT_EQ(end.free_ids, start.free_ids);
+  EXPECT_EQ(lr.destroy(a, remote), LocalStatus::no_region);
+  EXPECT_EQ(lr.destroy(0, remote), LocalStatus::bad_argument);
+  EXPECT_TRUE(lr.check_invariants());
+}
+
+TEST(LocalRegions, RemoteChildrenAreReported) {
+  LocalRegions lr(base, RegionWatermarks{});
+  lr.add_free_slabs(0, 1024);
+  lr.add_free_ids(1, 10);
+  std::uint64_t a = 0;
+  ASSERT_EQ(lr.create(0, &a), LocalStatus::ok);  // parent 0 is remote here
+  lr.find(a)->children.push_back(777);           // child on another scheduler
+  std::vector<Extent> ext;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> remote;
+  lr.pack(lr.find(a), ext, remote);
+  ASSERT_EQ(remote.size(), 1u);
+  EXPECT_EQ(remote[0].first, 777u);
+  remote.clear();
+  ASSERT_EQ(lr.destroy(a, remote), LocalStatus::ok);
+  ASSERT_EQ(remote.size(), 1u);
+  EXPECT_EQ(remote[0].second, a);
+}
+
+TEST(LocalRegions, WatermarksTrimAndOutOfMemory) {
+  RegionWatermarks wm;
+  wm.region_hi = 64;
+  wm.region_lo = 2;
+  wm.pressure = 100;
+  LocalRegions lr(base, wm);
+  lr.add_free_slabs(0, 200);
+  lr.add_free_ids(1, 1000);
+  std::vector<std::uint64_t> ids;
+  // Each region first gets 64 slabs, then, under pressure, 2.
+  for (int i = 0; i < 10; ++i) {
+    std::uint64_t id = 0;
+    ASSERT_EQ(lr.create(0, &id), LocalStatus::ok);
+    ids.push_back(id);
+  }
+  EXPECT_TRUE(lr.check_invariants());
+  // A big allocation needs trimming of the others' free slabs.
+  std::vector<std::uint64_t> out;
+  EXPECT_EQ(lr.alloc(lr.find(ids[0]), 4096, 150, out), LocalStatus::ok);
+  EXPECT_TRUE(lr.check_invariants());
+  out.clear();
+  EXPECT_EQ(lr.alloc(lr.find(ids[1]), 4096, 190, out), LocalStatus::no_memory);
+  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(lr.check_invariants());
+}
+
+TEST(LocalRegions, TakePagesIsPageAligned) {
+  LocalRegions lr(base, RegionWatermarks{});
+  lr.add_free_slabs(10, 3 * slabs_per_page);  // not aligned: 2 whole pages inside
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  EXPECT_EQ(lr.take_pages(5, out, 16), 2u);
+  for (auto [a, n] : out) {
+    EXPECT_EQ(a % slabs_per_page, 0u);
+    EXPECT_EQ(n % slabs_per_page, 0u);
+  }
+  EXPECT_EQ(lr.free_slab_count(), slabs_per_page);
+}
+
+TEST(Topology, TwoLevelTree) {
+  auto t = Topology::make(21, 2, 4);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->nsched, 5);
+  EXPECT_EQ(t->nworkers, 16);
+  EXPECT_EQ(t->leaf_of(5), 1);
+  EXPECT_EQ(t->leaf_of(20), 4);
+  EXPECT_EQ(t->next_hop(0, 20), 4);
+  EXPECT_EQ(t->next_hop(1, 20), 0);
+  EXPECT_EQ(t->next_hop(4, 20), 20);
+  int a = 0, b = 0;
+  t->workers_of(2, a, b);
+  EXPECT_EQ(a, 9);
+  EXPECT_EQ(b, 13);
+  EXPECT_FALSE(Topology::make(5, 2, 4));  // no room for workers
+  auto one = Topology::make(4, 1, 4);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->nworkers, 3);
+  EXPECT_EQ(one->next_hop(0, 3), 3);
+}
