@@ -203,7 +203,13 @@ MA_EXPORT int manyalloc_numa_owns(const void* p) noexcept {
   const Run& r = seg.runs[seg.page_run[page].load(std::memory_order_relaxed)];
   const std::size_t roff = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - r.base);
   const std::uint32_t i = divide(roff, r.recip);
-  return i < r.nchunks && static_cast<std::size_t>(i) * r.chunk_size == roff;
+  if (i >= r.nchunks || static_cast<std::size_t>(i) * r.chunk_size != roff) return 0;
+  // Only the owner can read the free bitmap; for other threads the answer
+  // is "p is a chunk start in a live run".
+  if (seg.heap.load(std::memory_order_relaxed) != t_heap) return 1;
+  const std::uint64_t bit = std::uint64_t{1} << (i & 63);
+  return !(r.free_bits[i >> 6] & bit) &&
+         !(r.remote_bits[i >> 6].load(std::memory_order_relaxed) & bit);
 }
 
 // ---- NUMA -------------------------------------------------------------------

@@ -185,7 +185,16 @@ void heap_after_free(Heap& h, Run& r) {
         run_release(h, r);
       }
       break;
-    default:  // the current run is never released
+    case RunState::current:
+      // A big empty current run (>= 256 KiB) is released so that a burst of
+      // large chunks does not pin its pages; small ones stay to avoid
+      // re-initialising a run on every alloc/free pair.
+      if (r.free_count == r.nchunks && r.npages >= 4) {
+        bin.current = nullptr;
+        run_release(h, r);
+      }
+      break;
+    default:
       break;
   }
 }

@@ -41,7 +41,9 @@ void* manyalloc_numa_valloc(size_t size) MANYALLOC_NUMA_NOEXCEPT;
 void* manyalloc_numa_pvalloc(size_t size) MANYALLOC_NUMA_NOEXCEPT;
 size_t manyalloc_numa_usable_size(void* p) MANYALLOC_NUMA_NOEXCEPT;
 
-/* 1 when p is the start of a live allocation of this allocator. */
+/* 1 when p is the start of a live allocation of this allocator. For a small
+ * chunk owned by another thread's heap the answer is only "p is the start of
+ * a chunk in a live run" (that heap's free bitmap is private to it). */
 int manyalloc_numa_owns(const void* p) MANYALLOC_NUMA_NOEXCEPT;
 
 /* ---- NUMA ---------------------------------------------------------------- */

@@ -1,0 +1,63 @@
+// An OS back end for unit tests: the real Linux calls, with failures that a
+// test can switch on (mmap failing after N more calls, mremap failing,
+// in-place mremap refused so that the "move" path runs).
+#pragma once
+
+#include <atomic>
+
+#include "context.hpp"
+#include "os.hpp"
+
+namespace manyalloc::numa::test {
+
+struct Faults {
+  static inline std::atomic<int> maps_left{-1};  // -1: never fail; n: fail after n maps
+  static inline std::atomic<bool> fail_remap{false};
+  static inline std::atomic<bool> refuse_in_place{false};
+  static inline std::atomic<int> maps{0}, unmaps{0}, remaps{0};
+  static void reset() {
+    maps_left = -1;
+    fail_remap = false;
+    refuse_in_place = false;
+    maps = unmaps = remaps = 0;
+  }
+};
+
+struct FaultyOs {
+  static void* map(void* hint, std::size_t n) {
+    int left = Faults::maps_left.load();
+    if (left == 0) return nullptr;
+    if (left > 0) Faults::maps_left.fetch_sub(1);
+    ++Faults::maps;
+    return LinuxOs::map(hint, n);
+  }
+  static int unmap(void* p, std::size_t n) {
+    ++Faults::unmaps;
+    return LinuxOs::unmap(p, n);
+  }
+  static void* remap(void* p, std::size_t o, std::size_t n, void* target) {
+    if (Faults::fail_remap) return nullptr;
+    if (target == nullptr && Faults::refuse_in_place) return nullptr;
+    ++Faults::remaps;
+    return LinuxOs::remap(p, o, n, target);
+  }
+  static int decommit(void* p, std::size_t n) { return LinuxOs::decommit(p, n); }
+  static int advise_huge(void* p, std::size_t n) { return LinuxOs::advise_huge(p, n); }
+};
+static_assert(OsBackend<FaultyOs>);
+inline constexpr OsOps kFaultyOs = make_os_ops<FaultyOs>();
+
+// A private allocator context on the faulty OS (not the process's malloc).
+inline std::unique_ptr<Context> make_context(Profile profile = Profile::uma,
+                                             std::size_t cache_max = std::size_t{1} << 30) {
+  Faults::reset();
+  auto c = std::make_unique<Context>();
+  Options o;
+  o.profile = profile;
+  o.cache_max = profile == Profile::lowmem ? 0 : cache_max;
+  context_setup(*c, o);
+  c->os = &kFaultyOs;
+  return c;
+}
+
+}  // namespace manyalloc::numa::test

@@ -1,0 +1,175 @@
+// Local heaps on a private context: runs, bins, segments, remote frees,
+// abandon/adopt (heap.hpp, runtime.hpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "heap.hpp"
+#include "runtime.hpp"
+#include "test_os.hpp"
+
+namespace manyalloc::numa {
+namespace {
+
+using test::Faults;
+using test::make_context;
+
+struct HeapFixture {
+  std::unique_ptr<Context> c;
+  Heap* h;
+  explicit HeapFixture(Profile p = Profile::uma) : c(make_context(p)) {
+    h = heap_acquire(*c, c->common());
+  }
+  void free(void* p, Heap* self) {
+    Segment* s = c->registry.lookup(p);
+    ASSERT_NE(s, nullptr);
+    ASSERT_EQ(s->kind, SegKind::small);
+    small_free(*c, self, *static_cast<SmallSegment*>(s), p);
+  }
+};
+
+TEST(Heap, EveryClassGivesDisjointAlignedChunks) {
+  HeapFixture f;
+  for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+    const std::size_t cs = class_size(cls);
+    const unsigned n = std::min(3 * run_chunks(cls), 600u);
+    std::vector<std::uint8_t*> v;
+    for (unsigned i = 0; i < n; ++i) {
+      auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+      ASSERT_NE(p, nullptr);
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(p) % 16, 0u);
+      if ((cs & (cs - 1)) == 0) ASSERT_EQ(reinterpret_cast<std::uintptr_t>(p) % cs, 0u);
+      std::memset(p, static_cast<int>(i), cs);
+      v.push_back(p);
+    }
+    std::vector<std::uint8_t*> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 1; i < sorted.size(); ++i) ASSERT_GE(sorted[i] - sorted[i - 1], cs);
+    for (unsigned i = 0; i < n; ++i) {
+      ASSERT_EQ(v[i][0], static_cast<std::uint8_t>(i));
+      ASSERT_EQ(v[i][cs - 1], static_cast<std::uint8_t>(i));
+      f.free(v[i], f.h);
+    }
+  }
+  EXPECT_EQ(f.h->small_in_use.load(), 0u);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+  // Everything free: only the current runs of classes below 16 KiB (runs of
+  // at most 128 KiB) and one spare segment are kept; the rest is cached.
+  EXPECT_LE(f.c->common().mapped_bytes.load() - f.c->common().cached_bytes_stat.load(),
+            4 * kSegment);
+}
+
+TEST(Heap, LowmemGivesEmptySegmentsBack) {
+  HeapFixture f(Profile::lowmem);
+  std::vector<void*> v;
+  for (int i = 0; i < 20000; ++i) v.push_back(heap_alloc(*f.h, size_to_class(1000)));
+  EXPECT_GT(f.c->common().mapped_bytes.load(), 8 * kSegment);
+  for (void* p : v) f.free(p, f.h);
+  // Only the current run's segment stays.
+  EXPECT_LE(f.c->common().mapped_bytes.load(), kSegment);
+}
+
+TEST(Heap, SegmentMapFailureGivesNull) {
+  HeapFixture f;
+  Faults::maps_left = 0;
+  EXPECT_EQ(heap_alloc(*f.h, 3), nullptr);
+  Faults::maps_left = -1;
+  EXPECT_NE(heap_alloc(*f.h, 3), nullptr);
+}
+
+TEST(Heap, LocalDoubleFreeAndInteriorPointerAreReportedNotApplied) {
+  HeapFixture f;
+  auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, size_to_class(64)));
+  auto* q = static_cast<std::uint8_t*>(heap_alloc(*f.h, size_to_class(64)));
+  f.free(p, f.h);
+  f.free(p, f.h);       // double free
+  f.free(q + 8, f.h);   // not a chunk start
+  EXPECT_EQ(f.c->misuses.load(), 2u);
+  // p is handed out once again, q is still allocated.
+  EXPECT_EQ(heap_alloc(*f.h, size_to_class(64)), p);
+  EXPECT_NE(heap_alloc(*f.h, size_to_class(64)), q);
+}
+
+TEST(Heap, RemoteFreesAreQueuedAndMergedByTheOwner) {
+  HeapFixture f;
+  constexpr int kN = 20000;
+  std::vector<void*> v;
+  for (int i = 0; i < kN; ++i) v.push_back(heap_alloc(*f.h, size_to_class(16 + (i % 7) * 48)));
+  const std::uint64_t in_use = f.h->small_in_use.load();
+  std::thread other([&] {
+    for (void* p : v) f.free(p, nullptr);  // a thread without a heap of this context
+  });
+  other.join();
+  EXPECT_EQ(f.h->small_in_use.load(), in_use);  // not merged yet
+  EXPECT_FALSE(f.h->rfq.maybe_empty());
+  heap_flush_remote(*f.h);
+  EXPECT_EQ(f.h->small_in_use.load(), 0u);
+  EXPECT_EQ(f.h->remote_frees.load(), static_cast<std::uint64_t>(kN));
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+  // Remote double free: the second one is caught at once or at merge time.
+  void* p = heap_alloc(*f.h, 2);
+  std::thread t2([&] {
+    f.free(p, nullptr);
+    f.free(p, nullptr);
+  });
+  t2.join();
+  heap_flush_remote(*f.h);
+  EXPECT_EQ(f.c->misuses.load(), 1u);
+  void* q = heap_alloc(*f.h, 2);
+  f.free(q, f.h);
+  std::thread t3([&] { f.free(q, nullptr); });  // freed locally, then remotely
+  t3.join();
+  heap_flush_remote(*f.h);
+  EXPECT_EQ(f.c->misuses.load(), 2u);
+}
+
+TEST(Heap, ConcurrentRemoteFreesWhileTheOwnerAllocates) {
+  HeapFixture f;
+  constexpr int kRounds = 50, kPer = 400;
+  std::vector<std::vector<void*>> batches(kRounds);
+  for (auto& b : batches)
+    for (int i = 0; i < kPer; ++i) b.push_back(heap_alloc(*f.h, static_cast<unsigned>(i % 12)));
+  std::atomic<int> ready{0};
+  std::thread freer([&] {
+    for (auto& b : batches) {
+      for (void* p : b) f.free(p, nullptr);
+      ready.fetch_add(1);
+    }
+  });
+  std::vector<void*> mine;
+  std::mt19937 rng(1);
+  while (ready.load() < kRounds) {
+    mine.push_back(heap_alloc(*f.h, rng() % 12));
+    if (mine.size() > 1000) {
+      for (void* p : mine) f.free(p, f.h);
+      mine.clear();
+    }
+  }
+  freer.join();
+  for (void* p : mine) f.free(p, f.h);
+  heap_flush_remote(*f.h);
+  EXPECT_EQ(f.h->small_in_use.load(), 0u);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+}
+
+TEST(Heap, AbandonedHeapIsAdoptedWithItsChunks) {
+  HeapFixture f;
+  void* live = heap_alloc(*f.h, 5);
+  for (int i = 0; i < 100; ++i) f.free(heap_alloc(*f.h, 9), f.h);
+  heap_abandon(*f.h);
+  heap_release(*f.c, *f.h);
+  EXPECT_TRUE(f.h->orphan.load());
+  f.free(live, nullptr);  // freed while orphaned: queued
+  Heap* again = heap_acquire(*f.c, f.c->common());
+  EXPECT_EQ(again, f.h);
+  EXPECT_FALSE(again->orphan.load());
+  EXPECT_NE(heap_alloc(*again, 5), nullptr);  // first operation flushes the queue
+  EXPECT_EQ(again->remote_frees.load(), 1u);
+}
+
+}  // namespace
+}  // namespace manyalloc::numa

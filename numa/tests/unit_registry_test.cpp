@@ -1,0 +1,160 @@
+// Registry (registry.hpp) and the lock-free queue and options reader from
+// common/ that the allocator builds on.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "manyalloc/common/env_options.hpp"
+#include "manyalloc/common/mpsc_queue.hpp"
+#include "registry.hpp"
+#include "test_os.hpp"
+
+namespace manyalloc::numa {
+namespace {
+
+using test::Faults;
+using test::kFaultyOs;
+
+TEST(Registry, SetLookupClearAtSegmentGranularity) {
+  Faults::reset();
+  auto reg = std::make_unique<Registry>();
+  Segment a{}, b{};
+  auto* base = reinterpret_cast<std::uint8_t*>(std::uintptr_t{0x7f1200000000});
+  EXPECT_EQ(reg->lookup(base), nullptr);
+  ASSERT_TRUE(reg->reserve(kFaultyOs, base, 3 * kSegment));
+  reg->set(base, 2 * kSegment, &a);
+  reg->set(base + 2 * kSegment, kSegment, &b);
+  EXPECT_EQ(reg->lookup(base), &a);
+  EXPECT_EQ(reg->lookup(base + kSegment + 12345), &a);
+  EXPECT_EQ(reg->lookup(base + 2 * kSegment - 1), &a);
+  EXPECT_EQ(reg->lookup(base + 2 * kSegment), &b);
+  EXPECT_EQ(reg->lookup(base + 3 * kSegment), nullptr);
+  EXPECT_EQ(reg->lookup(base - 1), nullptr);
+  reg->clear(base, 2 * kSegment);
+  EXPECT_EQ(reg->lookup(base), nullptr);
+  EXPECT_EQ(reg->lookup(base + 2 * kSegment), &b);
+  EXPECT_EQ(reg->lookup(reinterpret_cast<void*>(std::uintptr_t{1} << 50)), nullptr);
+  EXPECT_FALSE(reg->reserve(kFaultyOs, reinterpret_cast<void*>(std::uintptr_t{1} << 50), kSegment));
+  EXPECT_EQ(reg->leaf_bytes(), Registry::kLeafSlots * sizeof(void*));
+}
+
+TEST(Registry, RangeAcrossLeavesAndLeafMapFailure) {
+  Faults::reset();
+  auto reg = std::make_unique<Registry>();
+  Segment a{};
+  const std::uintptr_t leaf_span = std::uintptr_t{1} << (kSegmentShift + Registry::kLeafBits);
+  auto* base = reinterpret_cast<std::uint8_t*>(3 * leaf_span - kSegment);
+  Faults::maps_left = 1;  // the second leaf cannot be mapped
+  EXPECT_FALSE(reg->reserve(kFaultyOs, base, 2 * kSegment));
+  Faults::maps_left = -1;
+  ASSERT_TRUE(reg->reserve(kFaultyOs, base, 2 * kSegment));
+  reg->set(base, 2 * kSegment, &a);
+  EXPECT_EQ(reg->lookup(base), &a);
+  EXPECT_EQ(reg->lookup(base + kSegment), &a);
+}
+
+TEST(Registry, ConcurrentReadersSeeOnlyPublishedDescriptors) {
+  Faults::reset();
+  auto reg = std::make_unique<Registry>();
+  constexpr int kSegs = 256;
+  std::vector<Segment> segs(kSegs);
+  for (Segment& s : segs) s.bytes = kSegment;  // written before any reader starts
+  auto* base = reinterpret_cast<std::uint8_t*>(std::uintptr_t{0x7e0000000000});
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      for (int i = 0; i < kSegs; ++i) {
+        Segment* s = reg->lookup(base + i * kSegment + 100);
+        if (s != nullptr) ASSERT_EQ(s->bytes, kSegment);  // fully initialised
+      }
+    }
+  });
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < kSegs; ++i) {
+      ASSERT_TRUE(reg->reserve(kFaultyOs, base + i * kSegment, kSegment));
+      reg->set(base + i * kSegment, kSegment, &segs[i]);
+    }
+    for (int i = 0; i < kSegs; ++i) reg->clear(base + i * kSegment, kSegment);
+  }
+  stop = true;
+  reader.join();
+}
+
+struct Node {
+  int value;
+  Node* next;
+};
+
+TEST(MpscQueue, ManyProducersOneConsumerLoseNothing) {
+  MpscQueue<Node, &Node::next> q;
+  constexpr int kProducers = 4, kPer = 5000;
+  std::vector<Node> nodes(kProducers * kPer);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kProducers; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPer; ++i) {
+        nodes[t * kPer + i].value = t * kPer + i;
+        q.push(&nodes[t * kPer + i]);
+      }
+    });
+  std::vector<int> seen(nodes.size(), 0);
+  std::size_t got = 0;
+  while (got < nodes.size()) {
+    for (Node* n = q.take_all(); n != nullptr; n = n->next) {
+      ++seen[n->value];
+      ++got;
+    }
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_TRUE(q.maybe_empty());
+  for (int s : seen) EXPECT_EQ(s, 1);
+}
+
+TEST(EnvOptions, ParsesFlagsSizesChoices) {
+  long long v = 0;
+  EXPECT_TRUE(env::parse_size("16M", &v));
+  EXPECT_EQ(v, 16ll << 20);
+  EXPECT_TRUE(env::parse_size("3GiB", &v));
+  EXPECT_EQ(v, 3ll << 30);
+  EXPECT_TRUE(env::parse_size("0", &v));
+  EXPECT_EQ(v, 0);
+  EXPECT_FALSE(env::parse_size("12Q", &v));
+  EXPECT_FALSE(env::parse_size("-1", &v));
+  EXPECT_FALSE(env::parse_size("99999999999999999999", &v));
+  EXPECT_TRUE(env::parse_flag("Yes", &v));
+  EXPECT_EQ(v, 1);
+  EXPECT_TRUE(env::parse_flag("off", &v));
+  EXPECT_EQ(v, 0);
+  EXPECT_FALSE(env::parse_flag("maybe", &v));
+  const char* const choices[] = {"auto", "lowmem", "uma", nullptr};
+  EXPECT_TRUE(env::parse_choice("UMA", choices, &v));
+  EXPECT_EQ(v, 2);
+  EXPECT_FALSE(env::parse_choice("numa", choices, &v));
+}
+
+TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
+  ::setenv("MANYALLOC_NUMA_PROFILE", "lowmem", 1);
+  ::setenv("MANYALLOC_NUMA_CACHE_MAX", "64M", 1);
+  ::setenv("MANYALLOC_NUMA_HUGE_PAGES", "1", 1);
+  ::setenv("MANYALLOC_NUMA_COLOUR", "bogus", 1);
+  Options o = load_options(1);
+  EXPECT_EQ(o.profile, Profile::lowmem);
+  EXPECT_EQ(o.cache_max, 0u);  // lowmem caches nothing
+  EXPECT_TRUE(o.huge_pages);
+  EXPECT_TRUE(o.colour);  // bad value keeps the default
+  ::setenv("MANYALLOC_NUMA_PROFILE", "auto", 1);
+  o = load_options(4);
+  EXPECT_EQ(o.profile, Profile::numa);
+  EXPECT_EQ(o.cache_max, 64u << 20);
+  o = load_options(1);
+  EXPECT_EQ(o.profile, Profile::uma);
+  for (const char* n : {"MANYALLOC_NUMA_PROFILE", "MANYALLOC_NUMA_CACHE_MAX",
+                        "MANYALLOC_NUMA_HUGE_PAGES", "MANYALLOC_NUMA_COLOUR"})
+    ::unsetenv(n);
+  EXPECT_GE(sysfs_numa_nodes(), 1);
+}
+
+}  // namespace
+}  // namespace manyalloc::numa

@@ -1,0 +1,185 @@
+// Memory sources and large segments on a private context with injected OS
+// failures (source.hpp, large.hpp).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+
+#include "large.hpp"
+#include "source.hpp"
+#include "test_os.hpp"
+
+namespace manyalloc::numa {
+namespace {
+
+using test::Faults;
+using test::make_context;
+
+bool aligned(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & (kSegment - 1)) == 0; }
+
+TEST(Source, SmallSegmentsAreAlignedRegisteredAndRecycled) {
+  auto c = make_context();
+  Source& s = c->common();
+  SmallSegment* a = source_take_small(*c, s);
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(aligned(a->base));
+  EXPECT_EQ(a->bytes, kSegment);
+  EXPECT_EQ(c->registry.lookup(a->base + 777), a);
+  EXPECT_EQ(s.mapped_bytes.load(), kSegment);
+  std::uint8_t* base = a->base;
+  source_give_small(*c, a);
+  EXPECT_EQ(s.cached_bytes_stat.load(), kSegment);
+  EXPECT_EQ(c->registry.lookup(base), a);  // cached segments stay registered
+  SmallSegment* b = source_take_small(*c, s);
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(s.reuses.load(), 1u);
+  EXPECT_EQ(s.cached_bytes_stat.load(), 0u);
+  source_give_small(*c, b);
+  source_release_cache(*c, s);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+  EXPECT_EQ(c->registry.lookup(base), nullptr);
+}
+
+TEST(Source, LowmemReturnsSegmentsAtOnce) {
+  auto c = make_context(Profile::lowmem);
+  Source& s = c->common();
+  SmallSegment* a = source_take_small(*c, s);
+  ASSERT_NE(a, nullptr);
+  source_give_small(*c, a);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+  EXPECT_EQ(s.cached_bytes_stat.load(), 0u);
+  LargeSegment* l = source_take_large(*c, s, 5 * kSegment);
+  ASSERT_NE(l, nullptr);
+  source_give_large(*c, l);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+}
+
+TEST(Source, MapFailureGivesNullAndLeavesNothingBehind) {
+  auto c = make_context();
+  Source& s = c->common();
+  Faults::maps_left = 0;
+  errno = 0;
+  EXPECT_EQ(source_take_small(*c, s), nullptr);
+  EXPECT_EQ(source_take_large(*c, s, 3 * kSegment), nullptr);
+  EXPECT_EQ(errno, 0);  // the source keeps errno; the API sets ENOMEM
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+  Faults::maps_left = -1;
+  EXPECT_NE(source_take_small(*c, s), nullptr);
+}
+
+TEST(Source, LargeCacheBestFitTrimAndGrow) {
+  auto c = make_context();
+  Source& s = c->common();
+  LargeSegment* a = source_take_large(*c, s, 4 * kSegment);
+  LargeSegment* b = source_take_large(*c, s, 10 * kSegment);
+  ASSERT_TRUE(a && b);
+  a->touched = a->bytes;
+  b->touched = b->bytes;
+  source_give_large(*c, a);
+  source_give_large(*c, b);
+  // Best fit: the 4-segment one for 3 segments.
+  LargeSegment* x = source_take_large(*c, s, 3 * kSegment + 1);
+  EXPECT_EQ(x, a);
+  EXPECT_EQ(x->bytes, 4 * kSegment);
+  EXPECT_EQ(s.faults_avoided.load(), 4 * kSegment / kOsPage);
+  // Much larger than needed: trimmed.
+  LargeSegment* y = source_take_large(*c, s, 2 * kSegment);
+  EXPECT_EQ(y, b);
+  EXPECT_EQ(y->bytes, 2 * kSegment);
+  EXPECT_EQ(c->registry.lookup(y->base + 2 * kSegment), nullptr);
+  // Smaller than needed: grown (touched pages kept).
+  source_give_large(*c, y);
+  LargeSegment* z = source_take_large(*c, s, 6 * kSegment);
+  EXPECT_EQ(z, b);
+  EXPECT_EQ(z->bytes, 6 * kSegment);
+  EXPECT_EQ(c->registry.lookup(z->base + 5 * kSegment), z);
+  source_give_large(*c, x);
+  source_give_large(*c, z);
+  source_release_cache(*c, s);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+}
+
+TEST(Large, ColourOffsetsDifferModulo4KiB) {
+  std::set<std::size_t> low;
+  for (std::uint32_t k = 0; k < 64; ++k) {
+    EXPECT_EQ(colour_offset(k) % 64, 0u);
+    EXPECT_NE(colour_offset(k) % 4096, colour_offset(k + 1) % 4096);
+    low.insert(colour_offset(k) % 4096);
+  }
+  EXPECT_EQ(low.size(), 64u);
+}
+
+TEST(Large, ConsecutiveArraysAreNotAliasedAndAligned) {
+  auto c = make_context();
+  Source& s = c->common();
+  void* a = large_alloc(*c, s, 1 << 20, 16, false);
+  void* b = large_alloc(*c, s, 1 << 20, 16, false);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(reinterpret_cast<std::uintptr_t>(a) % 4096, reinterpret_cast<std::uintptr_t>(b) % 4096);
+  void* d = large_alloc(*c, s, 1 << 20, 1 << 23, false);  // 8 MiB alignment
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d) % (1 << 23), 0u);
+  for (void* p : {a, b, d})
+    large_free(*c, *static_cast<LargeSegment*>(c->registry.lookup(p)), p);
+}
+
+TEST(Large, CallocOfARecycledSegmentIsZero) {
+  auto c = make_context();
+  Source& s = c->common();
+  const std::size_t n = 3 << 20;
+  auto* p = static_cast<unsigned char*>(large_alloc(*c, s, n, 16, false));
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 0xAB, n);
+  large_free(*c, *static_cast<LargeSegment*>(c->registry.lookup(p)), p);
+  auto* q = static_cast<unsigned char*>(large_alloc(*c, s, n, 16, true));
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(s.reuses.load(), 1u);
+  for (std::size_t i = 0; i < n; i += 61) ASSERT_EQ(q[i], 0) << i;
+  EXPECT_EQ(q[n - 1], 0);
+  large_free(*c, *static_cast<LargeSegment*>(c->registry.lookup(q)), q);
+}
+
+TEST(Large, ReallocGrowsByRemapKeepingContents) {
+  auto c = make_context();
+  Source& s = c->common();
+  std::size_t n = 1 << 20;
+  auto* p = static_cast<std::uint32_t*>(large_alloc(*c, s, n, 16, false));
+  ASSERT_NE(p, nullptr);
+  for (std::size_t i = 0; i < n / 4; ++i) p[i] = static_cast<std::uint32_t>(i * 2654435761u);
+  auto* seg = static_cast<LargeSegment*>(c->registry.lookup(p));
+  for (bool move : {false, true}) {
+    Faults::refuse_in_place = move;
+    const std::size_t m = n * 5;
+    auto* q = static_cast<std::uint32_t*>(large_realloc(*c, *seg, m));
+    ASSERT_NE(q, nullptr);
+    for (std::size_t i = 0; i < n / 4; ++i) ASSERT_EQ(q[i], static_cast<std::uint32_t>(i * 2654435761u));
+    EXPECT_EQ(c->registry.lookup(q + m / 4 - 1), seg);
+    for (std::size_t i = n / 4; i < m / 4; ++i) q[i] = static_cast<std::uint32_t>(i * 2654435761u);
+    n = m;
+    p = q;
+  }
+  EXPECT_GE(s.remaps.load(), 2u);
+  // mremap failing: realloc reports failure, the block stays intact.
+  Faults::fail_remap = true;
+  Faults::refuse_in_place = false;
+  EXPECT_EQ(large_realloc(*c, *seg, n * 4), nullptr);
+  EXPECT_EQ(p[n / 4 - 1], static_cast<std::uint32_t>((n / 4 - 1) * 2654435761u));
+  // ... and the map of the move target failing too.
+  Faults::fail_remap = false;
+  Faults::refuse_in_place = true;
+  Faults::maps_left = 0;
+  EXPECT_EQ(large_realloc(*c, *seg, n * 4), nullptr);
+  Faults::maps_left = -1;
+  // Shrinking a lot gives the tail back.
+  const std::size_t before = s.mapped_bytes.load();
+  ASSERT_EQ(large_realloc(*c, *seg, 300 * 1024), p);
+  EXPECT_LT(s.mapped_bytes.load(), before);
+  EXPECT_EQ(p[1], 2654435761u);
+  large_free(*c, *seg, p);
+  EXPECT_EQ(c->misuses.load(), 0u);
+  large_free(*c, *seg, p);  // double free: reported, ignored
+  EXPECT_EQ(c->misuses.load(), 1u);
+}
+
+}  // namespace
+}  // namespace manyalloc::numa
