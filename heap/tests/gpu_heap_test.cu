@@ -2,7 +2,7 @@
 // plus the DeviceMalloc baseline. Skips itself when no GPU is present.
 #include <gtest/gtest.h>
 
-#include "generic/cuda_runner.hpp"
+#include "manyalloc_support/cuda_runner.hpp"
 #include "generic/heap_typed_tests.hpp"
 
 namespace manyalloc::testing {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "generic/heap_typed_tests.hpp"
-#include "generic/host_runner.hpp"
+#include "manyalloc_support/host_runner.hpp"
 
 namespace manyalloc::testing {
 

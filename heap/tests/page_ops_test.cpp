@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "generic/test_heaps.hpp"
-#include "generic/host_runner.hpp"
+#include "manyalloc_support/host_runner.hpp"
 #include "manyalloc/heap/detail/scatter/multi_page.hpp"
 
 namespace manyalloc::testing {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "generic/test_heaps.hpp"
-#include "generic/workers.hpp"
+#include "manyalloc_support/workers.hpp"
 #include "manyalloc/heap/heap.hpp"
 
 namespace manyalloc::testing {

@@ -44,6 +44,13 @@ class CudaThread {
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     return sm;
   }
+  // Hardware warp slot on the SM (%warpid): distinct among the warps that
+  // run on one SM at the same time, reused by later warps.
+  __device__ unsigned warp_slot() const {
+    unsigned w;
+    asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
+    return w;
+  }
   __device__ std::uint32_t load(const std::uint32_t* p) const {
     return *static_cast<const volatile std::uint32_t*>(p);
   }

@@ -26,6 +26,8 @@ class HostThread {
   std::uint32_t ballot(std::uint32_t, bool pred) const { return pred ? 1u : 0u; }
   std::uint32_t shfl(std::uint32_t, std::uint32_t v, unsigned) const { return v; }
   void sync_lanes(std::uint32_t) const {}
+  // One worker per CPU at a time: the CPU id alone separates them.
+  unsigned warp_slot() const { return 0; }
   unsigned processor_id() const {
     const int cpu = sched_getcpu();
     return cpu < 0 ? 0u : static_cast<unsigned>(cpu);

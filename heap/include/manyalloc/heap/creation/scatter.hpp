@@ -37,7 +37,6 @@ class Scatter {
   using Ops = heap::detail::PageOps<HeapConfig>;
   using Search = heap::detail::SmallSearch<HeapConfig, HashConfig>;
   using Multi = heap::detail::MultiPage<HeapConfig>;
-  using Slots = heap::detail::SlotCounter<HeapConfig>;
 
  public:
   using HeapProperties = HeapConfig;
@@ -68,7 +67,7 @@ class Scatter {
   template <class Backend>
   std::size_t getAvailableSlotsHost(std::size_t slot) const {
     if (slot == 0) return 0;
-    const auto parts = Backend::map_ranges(RangeSummary{layout_, slot}, layout_.page_count);
+    const auto parts = Backend::map_ranges(heap::detail::SlotRangeSummary<HeapConfig>{layout_, slot}, layout_.page_count);
     return combine(parts.data(), parts.size(), slot);
   }
 
@@ -80,7 +79,7 @@ class Scatter {
     st.misuse_reports = shared.misuse;
     st.last_misuse = static_cast<Misuse>(shared.last_misuse);
     st.page_count = layout_.page_count;
-    const auto parts = Backend::map_ranges(PagesInUse{layout_}, layout_.page_count);
+    const auto parts = Backend::map_ranges(heap::detail::PagesInUse{layout_}, layout_.page_count);
     for (auto n : parts) st.pages_in_use += static_cast<std::uint32_t>(n);
     return st;
   }
@@ -94,7 +93,9 @@ class Scatter {
            ",wastefactor=" + std::to_string(HeapConfig::wastefactor) +
            ",resetfreedpages=" + (HeapConfig::resetfreedpages ? "true" : "false") +
            ",hashingK=" + std::to_string(HashConfig::hashingK) +
-           ",hashingDistMP=" + std::to_string(HashConfig::hashingDistMP) + "]";
+           ",hashingDistMP=" + std::to_string(HashConfig::hashingDistMP) +
+           ",hashingDistWP=" + std::to_string(HashConfig::hashingDistWP) +
+           ",hashingDistWPRel=" + std::to_string(HashConfig::hashingDistWPRel) + "]";
   }
 
   // ---- worker side -----------------------------------------------------------
@@ -146,7 +147,7 @@ class Scatter {
     const unsigned lanes = bits::popcount(mask);
     const unsigned rank = bits::popcount(mask & bits::low_mask(acc.lane_id()));
     const std::uint64_t n = layout_.page_count;
-    const RangeSummary f{layout_, slot};
+    const heap::detail::SlotRangeSummary<HeapConfig> f{layout_, slot};
     const heap::detail::SlotSummary mine = f(n * rank / lanes, n * (rank + 1) / lanes);
     heap::detail::SlotSummary parts[Acc::warp_size];
     unsigned count = 0;
@@ -162,34 +163,6 @@ class Scatter {
   }
 
  private:
-  // Loads for the slot counter: coherent, and race-free for ThreadSanitizer.
-  struct CoherentLoad {
-    MANYALLOC_FN std::uint32_t operator()(const std::uint32_t* p) const {
-#if defined(__CUDA_ARCH__)
-      return *static_cast<const volatile std::uint32_t*>(p);
-#else
-      return __atomic_load_n(p, __ATOMIC_RELAXED);
-#endif
-    }
-  };
-
-  struct RangeSummary {
-    Layout layout;
-    std::size_t slot;
-    MANYALLOC_FN heap::detail::SlotSummary operator()(std::uint64_t begin, std::uint64_t end) const {
-      return Slots::summarize(CoherentLoad{}, layout, begin, end, slot);
-    }
-  };
-
-  struct PagesInUse {
-    Layout layout;
-    MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
-      std::uint64_t n = 0;
-      for (std::uint64_t p = begin; p < end; ++p) n += CoherentLoad{}(&layout.pages[p].chunk_size) != 0u;
-      return n;
-    }
-  };
-
   template <class Acc>
   MANYALLOC_FN static std::uint64_t shfl64(const Acc& acc, std::uint32_t mask, std::uint64_t v,
                                            unsigned lane) {

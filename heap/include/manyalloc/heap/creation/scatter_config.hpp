@@ -32,6 +32,14 @@ struct ScatterHashConfig {
   // p = (S_req * k_S + mp * k_mp) mod pages (ScatterAlloc 5.3, equation 3).
   static constexpr std::uint32_t hashingK = 38183;
   static constexpr std::uint32_t hashingDistMP = 17497;
+  // Extension of equation 3 for GPUs that keep thousands of threads per
+  // multiprocessor: warp slot w of a multiprocessor starts
+  //   w * (hashingDistWP + hashingDistWPRel * 32 * S_req / pagesize)
+  // pages further, i.e. past the pages a whole warp of such requests fills,
+  // so that warps do not all probe the same chain of pages. Set both to 0
+  // for the hash of the paper and the thesis.
+  static constexpr std::uint32_t hashingDistWP = 1;
+  static constexpr std::uint32_t hashingDistWPRel = 1;
 };
 
 template <class C>
@@ -48,6 +56,8 @@ template <class C>
 concept ScatterHashConfiguration = requires {
   { C::hashingK } -> std::convertible_to<std::uint32_t>;
   { C::hashingDistMP } -> std::convertible_to<std::uint32_t>;
+  { C::hashingDistWP } -> std::convertible_to<std::uint32_t>;
+  { C::hashingDistWPRel } -> std::convertible_to<std::uint32_t>;
 };
 
 }  // namespace manyalloc::CreationPolicies

@@ -52,7 +52,7 @@ struct PageOps {
   MANYALLOC_FN static std::uint32_t claim(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                           std::uint32_t chunk_size) {
     PageEntry& e = h.pages[page];
-    if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return 0u;
+    if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return wait_for_claim(acc, e);
     std::uint32_t current = acc.load(&e.chunk_size);
     if (current == 0u) {
       acc.store(&e.mask, 0u);
@@ -68,6 +68,20 @@ struct PageOps {
     return current;
   }
 
+  // Another worker holds the page lock, most often a lane of the same warp
+  // claiming the page for the same size. As in the paper, where the loser of
+  // the CAS uses the winner's split, wait briefly (bounded, so a page locked
+  // for longer costs nothing more) and report the chunk size it ended with.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t wait_for_claim(const Acc& acc, PageEntry& e) {
+    for (int spin = 0; spin < 64; ++spin) {
+      const std::uint32_t chunk = acc.load(&e.chunk_size);
+      if (chunk == multi_page) return 0u;
+      if (acc.load(&e.fill) < page_locked) return chunk;
+    }
+    return 0u;
+  }
+
   // --- tryUsePage (6.1) ------------------------------------------------------
   // Reserves a chunk on a page split into `chunk_size` chunks and takes it.
   // Returns nullptr when the page is full, locked or was re-split meanwhile.
@@ -78,15 +92,17 @@ struct PageOps {
     const PageGeometry g = page_geometry(pagesize, chunk_size);
     // Reserving first means that a worker that gets past here will find a
     // free bit (I2), and that failure costs no bit-field traffic.
+    // A plain read first: probing a full page then costs no atomic traffic.
+    if (acc.load(&e.fill) >= g.chunks) return nullptr;
     const std::uint32_t reserved = acc.atomic_add(&e.fill, 1u);
     if (reserved >= g.chunks) {
-      acc.atomic_sub(&e.fill, 1u);
+      release_reservation(acc, h, page);
       return nullptr;
     }
     acc.fence();
     if (acc.load(&e.chunk_size) != chunk_size) {
       // The page was emptied and re-split after we read its chunk size.
-      acc.atomic_sub(&e.fill, 1u);
+      release_reservation(acc, h, page);
       return nullptr;
     }
     if (reserved + 1u == g.chunks) mark_page_full(acc, h, page, g.chunks);
@@ -186,6 +202,15 @@ struct PageOps {
     if (before >= g.chunks && before < page_locked) mark_page_not_full(acc, h, page);
     if (Config::resetfreedpages && before == 1u) try_reset(acc, h, page);
     return Misuse::none;
+  }
+
+  // Undoes a reservation that could not be used. Whoever takes `fill` to 0
+  // tries the reset, also here: a failed reservation may have been counted
+  // when the page's last chunk was freed, so that free saw fill 2, not 1.
+  template <class Acc>
+  MANYALLOC_FN static void release_reservation(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
+    const std::uint32_t before = acc.atomic_sub(&h.pages[page].fill, 1u);
+    if (Config::resetfreedpages && before == 1u) try_reset(acc, h, page);
   }
 
   // Gives an emptied page back its unused state (6.2, free lines 10-16).

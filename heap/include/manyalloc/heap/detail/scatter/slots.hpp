@@ -106,4 +106,36 @@ struct SlotCounter {
   }
 };
 
+// Loads for counting: coherent with concurrent workers, and race-free for
+// ThreadSanitizer on the host.
+struct CoherentLoad {
+  MANYALLOC_FN std::uint32_t operator()(const std::uint32_t* p) const {
+#if defined(__CUDA_ARCH__)
+    return *static_cast<const volatile std::uint32_t*>(p);
+#else
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+  }
+};
+
+// Functors over page ranges for a back end's map_ranges (host threads or a
+// kernel). Namespace-scope types, as CUDA requires for kernel arguments.
+template <class Config>
+struct SlotRangeSummary {
+  HeapLayout layout;
+  std::uint64_t slot;
+  MANYALLOC_FN SlotSummary operator()(std::uint64_t begin, std::uint64_t end) const {
+    return SlotCounter<Config>::summarize(CoherentLoad{}, layout, begin, end, slot);
+  }
+};
+
+struct PagesInUse {
+  HeapLayout layout;
+  MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
+    std::uint64_t n = 0;
+    for (std::uint64_t p = begin; p < end; ++p) n += CoherentLoad{}(&layout.pages[p].chunk_size) != 0u;
+    return n;
+  }
+};
+
 }  // namespace manyalloc::heap::detail

@@ -1,0 +1,92 @@
+// Runner for the host-thread back end (tests and benchmarks): `workers`
+// logical workers are spread over `threads` std::threads (oversubscribed on
+// small machines, so that the scheduler interleaves them at arbitrary points).
+#pragma once
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "manyalloc/heap/heap.hpp"
+
+namespace manyalloc::testing {
+
+struct HostRunner {
+  using backend = acc::HostThreads;
+  using Pool = ReservePoolPolicies::HostPool;
+  static constexpr const char* name = "host";
+  static inline unsigned threads = 16;
+
+  static bool available() { return true; }
+  static std::uint32_t many_workers() { return 64; }
+  static std::size_t heap_bytes() { return 8u << 20; }
+
+  template <class F>
+  static void run(std::uint32_t workers, const F& f) {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const acc::HostThread acc;
+        for (std::uint32_t w = t; w < workers; w += threads) f(acc, w);
+      });
+    }
+    for (auto& th : pool) th.join();
+  }
+
+  // Like run(), timing only the workers' part (threads are started first and
+  // released together). Returns seconds.
+  template <class F>
+  static double timed_run(std::uint32_t workers, const F& f) {
+    using clock = std::chrono::steady_clock;
+    std::barrier start(threads + 1);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const acc::HostThread acc;
+        start.arrive_and_wait();
+        for (std::uint32_t w = t; w < workers; w += threads) f(acc, w);
+      });
+    }
+    start.arrive_and_wait();
+    const auto t0 = clock::now();
+    for (auto& th : pool) th.join();
+    return std::chrono::duration<double>(clock::now() - t0).count();
+  }
+
+  static std::string device_name();
+
+  // Memory the workers can use, readable from the test.
+  template <class T>
+  class Buffer {
+   public:
+    explicit Buffer(std::size_t n) : data_(n) {}
+    void zero() { std::fill(data_.begin(), data_.end(), T{}); }
+    T* data() { return data_.data(); }
+    std::vector<T> to_host() const { return data_; }
+
+   private:
+    std::vector<T> data_;
+  };
+};
+
+inline std::string HostRunner::device_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        return line.substr(colon + 2) + " (" + std::to_string(std::thread::hardware_concurrency()) + " CPUs)";
+      }
+    }
+  }
+  return "host CPU (" + std::to_string(std::thread::hardware_concurrency()) + " CPUs)";
+}
+
+}  // namespace manyalloc::testing
