@@ -19,7 +19,8 @@ status=0
 
 {
   echo "date: $(date -u +%FT%TZ)"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo '+dirty')"
+  # The device machine gets no .git: the caller passes MANYALLOC_COMMIT.
+  echo "commit: ${MANYALLOC_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   nvcc --version | tail -1
   echo "cpus: $(nproc)"
