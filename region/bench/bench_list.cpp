@@ -1,0 +1,197 @@
+// Linked-list exchange (Myrmics Fig. 4g-h, section 6.5). Every worker builds
+// a list of 256-B nodes; in stages (partner = me XOR stage) pairs exchange
+// whole lists, the receiver modifies every node, and the lists go back.
+//   allocator "myrmics-region": nodes in a region, whole-region send/recv;
+//   allocator "mpi-get":        nodes in an MPI window, fetched one by one
+//                               with MPI_Get (+flush), written back with MPI_Put.
+// Both run in the same process, alternating, for each list length.
+// Usage: mpiexec -n <1 + workers or more> region_bench_list [nodes...] [--reps R]
+// Workers must be a power of two.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_json.hpp"
+#include "manyalloc/region/mpi_interop.h"
+#include "manyalloc/region/region.hpp"
+
+namespace mr = manyalloc::region;
+
+namespace {
+
+struct Node {
+  Node* next;
+  std::uint64_t value;
+  std::uint64_t next_index;  // for the MPI_Get variant: index of the next node
+  char pad[232];
+};
+static_assert(sizeof(Node) == 256);
+
+struct Result {
+  double build = 0, exchange = 0;
+  long fails = 0;
+  bool verified = true;
+};
+
+double now() { return MPI_Wtime(); }
+
+// ---- regions -------------------------------------------------------------
+Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
+  Result res;
+  mr::barrier();
+  double t0 = now();
+  auto rid = mr::ralloc();
+  if (!rid) ++res.fails;
+  // Bulk allocation in batches: one scheduler request per 4096 nodes.
+  std::vector<void*> nodes(n);
+  for (std::uint64_t i = 0; i < n; i += 4096) {
+    const std::uint64_t k = std::min<std::uint64_t>(4096, n - i);
+    if (mr::balloc(sizeof(Node), rid.value, std::span(nodes).subspan(i, k)) != mr::Status::ok) ++res.fails;
+  }
+  Node* head = mr::make<Node>(rid.value);  // list anchor holds the head pointer
+  for (std::uint64_t i = 0; i < n; ++i) {
+    auto* x = static_cast<Node*>(nodes[i]);
+    x->next = i + 1 < n ? static_cast<Node*>(nodes[i + 1]) : nullptr;
+    x->value = static_cast<std::uint64_t>(me) << 32 | i;
+  }
+  head->next = static_cast<Node*>(nodes[0]);
+  res.build = now() - t0;
+  mr::barrier();
+  t0 = now();
+  for (int stage = 1; stage < nw; ++stage) {
+    const int peer = me ^ stage;
+    const mr::rid_t mine[] = {rid.value};
+    void* anchor[] = {head};
+    mr::rid_t got[1];
+    void* got_obj[1];
+    auto visit = [&]() {
+      auto r = mr::recv(peer, got, got_obj);
+      if (!r) ++res.fails;
+      for (Node* x = static_cast<Node*>(got_obj[0])->next; x != nullptr; x = x->next) x->value += 1;
+    };
+    // Lower id sends first; the higher one receives, modifies, returns.
+    if (me < peer) {
+      mr::send(peer, mine, anchor);
+      mr::recv(peer, got, got_obj);  // own list back
+      visit();
+      mr::send(peer, got, got_obj);
+    } else {
+      visit();
+      mr::send(peer, got, got_obj);
+      mr::send(peer, mine, anchor);
+      mr::recv(peer, got, got_obj);  // own list back
+    }
+    mr::barrier();
+  }
+  res.exchange = now() - t0;
+  std::uint64_t i = 0;
+  for (Node* x = head->next; x != nullptr; x = x->next, ++i)
+    if (x->value != ((static_cast<std::uint64_t>(me) << 32 | i) + static_cast<std::uint64_t>(nw - 1))) res.verified = false;
+  if (i != n) res.verified = false;
+  if (mr::rfree(rid.value) != mr::Status::ok) ++res.fails;
+  (void)comm;
+  return res;
+}
+
+// ---- MPI one-sided pointer chasing ------------------------------------------
+Result run_mpi_get(int me, int nw, std::uint64_t n, MPI_Comm comm) {
+  Result res;
+  MPI_Barrier(comm);
+  double t0 = now();
+  Node* base = nullptr;
+  MPI_Win win;
+  MPI_Win_allocate(static_cast<MPI_Aint>(n * sizeof(Node)), sizeof(Node), MPI_INFO_NULL, comm, &base, &win);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    base[i].next_index = i + 1 < n ? i + 1 : ~std::uint64_t{0};
+    base[i].value = static_cast<std::uint64_t>(me) << 32 | i;
+  }
+  res.build = now() - t0;
+  MPI_Barrier(comm);
+  t0 = now();
+  MPI_Win_lock_all(0, win);
+  for (int stage = 1; stage < nw; ++stage) {
+    const int peer = me ^ stage;
+    Node local;
+    for (std::uint64_t idx = 0; idx != ~std::uint64_t{0};) {
+      MPI_Get(&local, sizeof(Node), MPI_BYTE, peer, static_cast<MPI_Aint>(idx), sizeof(Node), MPI_BYTE, win);
+      MPI_Win_flush(peer, win);
+      local.value += 1;
+      MPI_Put(&local, sizeof(Node), MPI_BYTE, peer, static_cast<MPI_Aint>(idx), sizeof(Node), MPI_BYTE, win);
+      MPI_Win_flush(peer, win);  // `local` is reused for the next node
+      idx = local.next_index;
+    }
+    MPI_Barrier(comm);
+  }
+  MPI_Win_unlock_all(win);
+  res.exchange = now() - t0;
+  MPI_Barrier(comm);  // all puts into our window completed (unlock_all + barrier)
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (base[i].value != ((static_cast<std::uint64_t>(me) << 32 | i) + static_cast<std::uint64_t>(nw - 1))) res.verified = false;
+  MPI_Win_free(&win);
+  return res;
+}
+
+void report(const char* alloc, int nw, std::uint64_t n, int rep, Result r, MPI_Comm comm, int me) {
+  double build = 0, exch = 0;
+  long fails = 0;
+  int ok = r.verified ? 1 : 0, all_ok = 0;
+  MPI_Reduce(&r.build, &build, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(&r.exchange, &exch, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(&r.fails, &fails, 1, MPI_LONG, MPI_SUM, 0, comm);
+  MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, 0, comm);
+  if (me != 0) return;
+  region_bench::Record rec;
+  rec.experiment = "list_exchange";
+  rec.allocator = alloc;
+  rec.threads = nw;
+  rec.bytes = static_cast<double>(n) * sizeof(Node) * nw;
+  rec.ops = static_cast<double>(n) * nw * (nw - 1);  // node visits
+  rec.seconds = exch;
+  rec.fails = fails;
+  rec.verified = all_ok == 1;
+  rec.extra("nodes", static_cast<double>(n));
+  rec.extra("workers", nw);
+  rec.extra("schedulers", mr_num_schedulers());
+  rec.extra("scheduler_levels", mr_scheduler_levels());
+  rec.extra("build_seconds", build);
+  rec.extra("rep", rep);
+  rec.print();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mr::Session session(&argc, &argv);
+  if (session.status() != mr::Status::ok) return 1;
+  if (!session.is_worker()) return 0;
+  std::vector<std::uint64_t> sizes;
+  int reps = 3;
+  bool skip_get = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (std::string(argv[i]) == "--no-mpi-get")
+      skip_get = true;
+    else
+      sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+  }
+  if (sizes.empty()) sizes = {15000, 30000};
+  const int me = session.worker_id(), nw = session.num_workers();
+  MPI_Comm comm = mr_worker_comm();
+  if ((nw & (nw - 1)) != 0) {
+    if (me == 0) std::fprintf(stderr, "bench_list: workers (%d) must be a power of two\n", nw);
+    return 1;
+  }
+  for (std::uint64_t n : sizes) {
+    for (int rep = 0; rep < reps; ++rep) {
+      report("myrmics-region", nw, n, rep, run_region(me, nw, n, comm), comm, me);
+      if (!skip_get) report("mpi-get", nw, n, rep, run_mpi_get(me, nw, n, comm), comm, me);
+    }
+  }
+  return 0;
+}

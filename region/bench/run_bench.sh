@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs the region benchmarks and writes JSON Lines into OUTDIR/region.jsonl.
+# Usage: region/bench/run_bench.sh OUTDIR [small|device16]
+#   BIN     folder with the benchmark binaries (default build-region/region/bench)
+#   MPIRUN  mpiexec command (default: mpiexec)   OSHRUN  oshrun command (default: oshrun)
+# small:    the 2-core run (2-4 workers, <= 60K nodes)
+# device16: the 16-core run (2-16 workers, 15K-240K nodes), < 5 minutes
+set -uo pipefail
+out=${1:?usage: run_bench.sh OUTDIR [small|device16]}
+profile=${2:-small}
+here=$(cd "$(dirname "$0")" && pwd)
+BIN=${BIN:-$here/../../build-region/region/bench}
+MPIRUN=${MPIRUN:-mpiexec}
+OSHRUN=${OSHRUN:-oshrun}
+mkdir -p "$out"
+jl=$out/region.jsonl
+: > "$jl"
+log=$out/region.log
+: > "$log"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+export OMPI_MCA_osc=${OMPI_MCA_osc:-ucx} OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+export MANYALLOC_REGION_GAS_MIB=${MANYALLOC_REGION_GAS_MIB:-16384}
+
+run() {  # label, timeout, command...
+  local label=$1 to=$2; shift 2
+  echo "== $label: $*" | tee -a "$log"
+  local t0=$SECONDS
+  timeout "$to" "$@" >> "$jl" 2>> "$log"
+  local rc=$?
+  echo "   rc=$rc, $((SECONDS - t0)) s" | tee -a "$log"
+}
+# Region + MPI_Get list exchange; layout: levels fanout workers nodes...
+list() {
+  local levels=$1 fanout=$2 workers=$3; shift 3
+  local nsched=1
+  [[ $levels == 2 ]] && nsched=$((1 + fanout))
+  MANYALLOC_REGION_LEVELS=$levels MANYALLOC_REGION_FANOUT=$fanout \
+    run "list L$levels W$workers" 240 $MPIRUN -n $((nsched + workers)) "$BIN/region_bench_list" "$@"
+}
+shmem() {
+  local workers=$1; shift
+  [[ -x $BIN/region_bench_list_shmem ]] || return 0
+  run "shmem W$workers" 240 $OSHRUN -n "$workers" "$BIN/region_bench_list_shmem" "$@"
+}
+bh() {
+  local levels=$1 fanout=$2 workers=$3 bodies=$4 steps=$5
+  local nsched=1
+  [[ $levels == 2 ]] && nsched=$((1 + fanout))
+  MANYALLOC_REGION_LEVELS=$levels MANYALLOC_REGION_FANOUT=$fanout \
+    run "barnes-hut L$levels W$workers" 240 $MPIRUN -n $((nsched + workers)) "$BIN/region_bench_barnes_hut" "$bodies" "$steps"
+}
+
+run "fragmentation" 60 "$BIN/region_bench_frag" 1
+case $profile in
+  small)
+    list 1 1 4 15000 30000 60000 --reps 3
+    shmem 4 15000 30000 60000 --reps 3
+    for w in 2 4; do
+      list 1 1 $w 30000 --reps 3
+      list 2 2 $w 30000 --reps 3 --no-mpi-get
+      shmem $w 30000 --reps 3
+    done
+    bh 1 1 4 8192 3
+    bh 2 2 4 8192 3
+    bh 1 1 4 8192 3
+    bh 2 2 4 8192 3
+    ;;
+  device16)
+    list 1 1 16 15000 30000 60000 120000 240000 --reps 3
+    shmem 16 15000 30000 60000 120000 240000 --reps 3
+    for w in 2 4 8 16; do
+      list 1 1 $w 30000 --reps 3
+      list 2 4 $w 30000 --reps 3 --no-mpi-get
+      shmem $w 30000 --reps 3
+    done
+    for w in 4 8 16; do
+      bh 1 1 $w 32768 3
+      bh 2 4 $w 32768 3
+    done
+    ;;
+  *) echo "unknown profile $profile"; exit 2 ;;
+esac
+echo "records: $(wc -l < "$jl") in $jl"
