@@ -34,7 +34,12 @@ TEST_F(PageOpsTest, ClaimSetsTheSizeOnceAndClearsBitFields) {
   EXPECT_EQ(entry(5).chunk_size, 16u);
   EXPECT_EQ(entry(5).fill, 0u);
   for (std::uint32_t s = 0; s < 8; ++s) EXPECT_EQ(*Ops::segment_word(h, 5, s), 0u) << s;
-  EXPECT_EQ(Ops::claim(acc, h, 5, 64), 16u) << "an already split page keeps its size";
+  void* chunk = Ops::try_use(acc, h, 5, 16);
+  ASSERT_NE(chunk, nullptr);
+  EXPECT_EQ(Ops::claim(acc, h, 5, 64), 16u) << "a page with a live chunk keeps its size";
+  EXPECT_EQ(entry(5).fill, 1u);
+  entry(5).fill = 0;  // as if the chunk were freed while its reset lost the race to the lock
+  EXPECT_EQ(Ops::claim(acc, h, 5, 64), 64u) << "resetfreedpages: whoever locks an empty page re-splits it";
   entry(6).fill = page_locked;
   EXPECT_EQ(Ops::claim(acc, h, 6, 64), 0u) << "a locked page cannot be claimed";
   EXPECT_EQ(entry(6).chunk_size, 0u);

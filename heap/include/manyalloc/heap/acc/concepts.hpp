@@ -28,7 +28,7 @@ concept Accelerator = requires(const A a, std::uint32_t* w, const std::uint32_t*
   { a.shfl(mask, v, lane) } -> std::same_as<std::uint32_t>;  // v of `lane`
   a.sync_lanes(mask);                                        // barrier of the lanes in mask
   { a.processor_id() } -> std::same_as<unsigned>;     // SM id / CPU id, for hashing
-  { a.warp_slot() } -> std::same_as<unsigned>;        // warp's slot on its processor, for hashing
+  { a.warp_id() } -> std::same_as<unsigned>;          // index of the worker's warp, for hashing
   { a.load(cw) } -> std::same_as<std::uint32_t>;      // coherent (relaxed) load
   a.store(w, v);                                      // coherent (relaxed) store
   { a.atomic_add(w, v) } -> std::same_as<std::uint32_t>;  // all return the old value

@@ -32,7 +32,11 @@ class CudaThread {
  public:
   static constexpr unsigned warp_size = 32;
 
-  __device__ unsigned lane_id() const { return threadIdx.x & 31u; }
+  __device__ unsigned lane_id() const {
+    unsigned lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+  }
   __device__ std::uint32_t active_mask() const { return __activemask(); }
   __device__ std::uint32_t ballot(std::uint32_t mask, bool pred) const { return __ballot_sync(mask, pred); }
   __device__ std::uint32_t shfl(std::uint32_t mask, std::uint32_t v, unsigned lane) const {
@@ -44,12 +48,13 @@ class CudaThread {
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     return sm;
   }
-  // Hardware warp slot on the SM (%warpid): distinct among the warps that
-  // run on one SM at the same time, reused by later warps.
-  __device__ unsigned warp_slot() const {
-    unsigned w;
-    asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
-    return w;
+  // Index of the warp in its launch (grid-wide, block-major). Consecutive
+  // warps hash to consecutive page ranges (scatter_config.hpp).
+  __device__ unsigned warp_id() const {
+    const unsigned block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    return block * ((threads + 31u) / 32u) + tid / 32u;
   }
   __device__ std::uint32_t load(const std::uint32_t* p) const {
     return *static_cast<const volatile std::uint32_t*>(p);

@@ -27,7 +27,7 @@ class HostThread {
   std::uint32_t shfl(std::uint32_t, std::uint32_t v, unsigned) const { return v; }
   void sync_lanes(std::uint32_t) const {}
   // One worker per CPU at a time: the CPU id alone separates them.
-  unsigned warp_slot() const { return 0; }
+  unsigned warp_id() const { return 0; }
   unsigned processor_id() const {
     const int cpu = sched_getcpu();
     return cpu < 0 ? 0u : static_cast<unsigned>(cpu);

@@ -32,12 +32,12 @@ struct ScatterHashConfig {
   // p = (S_req * k_S + mp * k_mp) mod pages (ScatterAlloc 5.3, equation 3).
   static constexpr std::uint32_t hashingK = 38183;
   static constexpr std::uint32_t hashingDistMP = 17497;
-  // Extension of equation 3 for GPUs that keep thousands of threads per
-  // multiprocessor: warp slot w of a multiprocessor starts
+  // Extension of equation 3 for launches of far more threads than the
+  // paper's 15,000: warp w of a launch starts
   //   w * (hashingDistWP + hashingDistWPRel * 32 * S_req / pagesize)
   // pages further, i.e. past the pages a whole warp of such requests fills,
-  // so that warps do not all probe the same chain of pages. Set both to 0
-  // for the hash of the paper and the thesis.
+  // so that warps tile the pages instead of all probing the same chain from
+  // their multiprocessor's page. Set both to 0 for the hash of the paper.
   static constexpr std::uint32_t hashingDistWP = 1;
   static constexpr std::uint32_t hashingDistWPRel = 1;
 };

@@ -72,7 +72,10 @@ struct MultiPage {
         unlock_run(acc, h, first, k);
         return k;
       }
-      if (acc.load(&e.chunk_size) != 0u) {  // split but empty (resetfreedpages off)
+      // Split but empty. With resetfreedpages the page would have been reset
+      // had our lock not been in the way: it counts as unused (no chunk is
+      // allocated while fill is 0). Otherwise it keeps its split.
+      if (acc.load(&e.chunk_size) != 0u && !Config::resetfreedpages) {
         acc.atomic_sub(&e.fill, page_locked);
         unlock_run(acc, h, first, k);
         return k;

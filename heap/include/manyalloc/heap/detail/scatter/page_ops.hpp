@@ -54,6 +54,9 @@ struct PageOps {
     PageEntry& e = h.pages[page];
     if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return wait_for_claim(acc, e);
     std::uint32_t current = acc.load(&e.chunk_size);
+    // We hold the lock of a page without reservations: with resetfreedpages
+    // an emptied page that lost its reset to our lock is reset here.
+    if (Config::resetfreedpages && current != 0u && current != multi_page) current = 0u;
     if (current == 0u) {
       acc.store(&e.mask, 0u);
       const PageGeometry g = page_geometry(pagesize, chunk_size);

@@ -28,14 +28,14 @@ struct SmallSearch {
   }
 
   // Equation (3), p = (S_req * k_S + mp * k_mp) mod pages_per_block, plus the
-  // warp-slot spread of scatter_config.hpp.
-  MANYALLOC_FN static std::uint32_t hash(std::uint32_t request, unsigned processor, unsigned warp_slot,
+  // warp spread of scatter_config.hpp.
+  MANYALLOC_FN static std::uint32_t hash(std::uint32_t request, unsigned processor, unsigned warp,
                                          std::uint32_t pages_per_block) {
     const std::uint64_t warp_distance =
         Hash::hashingDistWP + static_cast<std::uint64_t>(Hash::hashingDistWPRel) * 32u * request / pagesize;
     const std::uint64_t h = static_cast<std::uint64_t>(request) * Hash::hashingK +
                             static_cast<std::uint64_t>(processor) * Hash::hashingDistMP +
-                            static_cast<std::uint64_t>(warp_slot) * warp_distance;
+                            static_cast<std::uint64_t>(warp) * warp_distance;
     return static_cast<std::uint32_t>(h % pages_per_block);
   }
 
@@ -79,7 +79,7 @@ struct SmallSearch {
   // request, move the active block on (5.4) and try the next one.
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request) {
-    const std::uint32_t start = hash(request, acc.processor_id(), acc.warp_slot(), h.pages_per_block);
+    const std::uint32_t start = hash(request, acc.processor_id(), acc.warp_id(), h.pages_per_block);
     const std::uint32_t first_block = acc.load(&h.shared->active_block) % h.block_count;
     for (std::uint32_t i = 0; i < h.block_count; ++i) {
       const std::uint32_t block = (first_block + i) % h.block_count;
