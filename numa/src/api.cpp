@@ -72,6 +72,7 @@ std::size_t usable_of(Context& c, void* p, const char* where, Segment** out = nu
   Segment* s = c.registry.lookup(p);
   if (out) *out = s;
   if (s == nullptr) {
+    ensure_init();
     misuse(c, where, Misuse::foreign_pointer, p);
     return 0;
   }
@@ -105,6 +106,7 @@ MA_EXPORT void manyalloc_numa_free(void* p) noexcept {
   Context& c = global();
   Segment* s = c.registry.lookup(p);
   if (s == nullptr) [[unlikely]] {
+    ensure_init();  // the options (check) may not be read yet
     misuse(c, "free", Misuse::foreign_pointer, p);
     return;
   }

@@ -52,9 +52,8 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
   r.cls = static_cast<std::uint16_t>(cls);
   r.chunk_size = static_cast<std::uint32_t>(class_size(cls));
   r.nchunks = run_chunks(cls);
-  r.nwords = (r.nchunks + 63) / 64;
   r.recip = reciprocal(r.chunk_size);
-  for (std::uint32_t w = 0; w < r.nwords; ++w) {
+  for (std::uint32_t w = 0; w < r.nwords(); ++w) {
     const std::uint32_t left = r.nchunks - w * 64;
     r.free_bits[w] = left >= 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << left) - 1);
   }
@@ -208,7 +207,11 @@ void heap_free_remote(Context& c, Run& r, std::uint32_t idx) {
     misuse(c, "free", Misuse::double_free, r.base + static_cast<std::size_t>(idx) * r.chunk_size);
     return;
   }
-  if (r.queued.exchange(1, std::memory_order_seq_cst) == 0) {
+  // Already queued: nothing to do. A seq_cst load that still sees 1 comes
+  // before the owner's reset of `queued` and therefore before its drain,
+  // which then sees our bit (see heap_flush_remote).
+  if (r.queued.load(std::memory_order_seq_cst) == 0 &&
+      r.queued.exchange(1, std::memory_order_seq_cst) == 0) {
     Heap* owner = r.seg->heap.load(std::memory_order_relaxed);
     owner->rfq.push(&r);
   }
@@ -225,7 +228,7 @@ void heap_flush_remote(Heap& h) {
     // sides, "drain missed the bit" implies "its queued.exchange saw 0".
     r.queued.store(0, std::memory_order_seq_cst);
     std::uint32_t merged = 0;
-    for (std::uint32_t w = 0; w < r.nwords; ++w) {
+    for (std::uint32_t w = 0, nw = r.nwords(); w < nw; ++w) {
       if (r.remote_bits[w].load(std::memory_order_seq_cst) == 0) continue;
       std::uint64_t bits = r.remote_bits[w].exchange(0, std::memory_order_seq_cst);
       if (const std::uint64_t dup = bits & r.free_bits[w]) [[unlikely]] {

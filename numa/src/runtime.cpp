@@ -14,9 +14,11 @@ namespace manyalloc::numa {
 
 constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 
+constinit Context g_context;
+
 namespace {
 
-constinit Context g_ctx;
+Context& g_ctx = g_context;
 constinit std::atomic<int> g_init{0};  // 0: no, 1: in progress, 2: done
 constinit pthread_key_t g_key = 0;
 
@@ -51,8 +53,6 @@ void fork_child() {
 }
 
 }  // namespace
-
-Context& global() noexcept { return g_ctx; }
 
 void ensure_init() noexcept {
   if (g_init.load(std::memory_order_acquire) == 2) [[likely]]

@@ -8,7 +8,9 @@
 
 namespace manyalloc::numa {
 
-Context& global() noexcept;
+// The process's allocator context (constant-initialised, never destroyed).
+extern Context g_context;
+inline Context& global() noexcept { return g_context; }
 
 // Initial-exec TLS: no __tls_get_addr call (which could allocate) on the
 // fast path, valid in a library loaded at start or by LD_PRELOAD.

@@ -80,25 +80,27 @@ enum class RunState : std::uint8_t { unused, current, partial, full };
 // allocated, so a run with pending remote bits is never released. `queued`
 // is 1 iff the run is in the owner heap's remote-free queue (RFQ).
 struct alignas(64) Run {
-  std::uint64_t free_bits[kBitmapWords];
+  // Header: everything the fast paths read, in the first cache line.
   std::uint8_t* base;
+  std::uint64_t recip;  // ceil(2^40 / chunk_size): division by multiplication
+  struct SmallSegment* seg;
+  Run* next;            // bin's partial list
+  Run* prev;
   std::uint32_t chunk_size;
   std::uint32_t nchunks;
   std::uint32_t free_count;
   std::uint32_t cursor;
-  std::uint32_t nwords;
   std::uint16_t cls;
   std::uint8_t first_page;
   std::uint8_t npages;
   RunState state;
-  std::uint64_t recip;  // ceil(2^40 / chunk_size): division by multiplication
-  Run* next;            // bin's partial list
-  Run* prev;
-  struct SmallSegment* seg;
+  std::uint64_t free_bits[kBitmapWords];
   // Shared with remote threads, on their own cache lines.
   alignas(64) std::atomic<std::uint64_t> remote_bits[kBitmapWords];
   std::atomic<std::uint32_t> queued;
   Run* qnext;  // RFQ link (owned by the queue while queued == 1)
+
+  std::uint32_t nwords() const { return (nchunks + 63) / 64; }
 };
 
 // A 2 MiB segment owned by one heap. Invariants: `heap` is set when a heap
