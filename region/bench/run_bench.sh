@@ -9,7 +9,7 @@ set -uo pipefail
 out=${1:?usage: run_bench.sh OUTDIR [small|device16]}
 profile=${2:-small}
 here=$(cd "$(dirname "$0")" && pwd)
-BIN=${BIN:-$here/../../build-region/region/bench}
+BIN=${BIN:-$here/../../build-region-rel/region/bench}  # release build (prepare_carry.sh makes it)
 MPIRUN=${MPIRUN:-mpiexec}
 OSHRUN=${OSHRUN:-oshrun}
 mkdir -p "$out"

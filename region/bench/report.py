@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Plots and a markdown report from the region benchmarks' JSON Lines.
+
+Usage: report.py RESULTS.jsonl OUTDIR [--title TEXT] [--command TEXT]
+Writes OUTDIR/*.png and OUTDIR/README.md (machine, commit, date, command,
+tables of medians with spread, and the ratios the issue asks about).
+"""
+import argparse
+import collections
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(path):
+    recs = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    recs.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+    return recs
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def spread(xs):
+    return (min(xs), max(xs)) if xs else (float("nan"), float("nan"))
+
+
+def commit():
+    try:
+        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True,
+                                       cwd=os.path.dirname(os.path.abspath(__file__))).strip()
+    except Exception:
+        return os.environ.get("REGION_COMMIT", "unknown")
+
+
+def frag_plots(recs, out, md):
+    frag = [r for r in recs if r["experiment"].startswith("frag_")]
+    if not frag:
+        return
+    md.append("## Fragmentation (paper Fig. 4a-c)\n")
+    md.append("| experiment | ops | final app size (KiB) | full slabs | partial slabs | used slabs (KiB) | verified |")
+    md.append("|---|---|---|---|---|---|---|")
+    fig, axes = plt.subplots(1, len(frag), figsize=(5 * len(frag), 3.6))
+    if len(frag) == 1:
+        axes = [axes]
+    for ax, r in zip(axes, frag):
+        t = r["series_op"]
+        ax2 = ax.twinx()
+        ax.plot(t, r["series_app_kb"], color="gray", linestyle=":", label="application size (KiB)")
+        ax2.plot(t, r["series_full"], label="full slabs")
+        ax2.plot(t, r["series_partial"], label="partial slabs")
+        ax2.plot(t, r["series_extents"], label="packed extents", alpha=0.6)
+        ax.set_xlabel("operation")
+        ax.set_ylabel("application size (KiB)")
+        ax2.set_ylabel("slabs / extents")
+        ax.set_title(r["experiment"])
+        ax2.legend(fontsize=7, loc="upper left")
+        md.append(f"| {r['experiment']} | {int(r['ops'])} | {r['bytes'] / 1024:.1f} | {int(r['final_full_slabs'])} | "
+                  f"{int(r['final_partial_slabs'])} | {r['final_used_bytes'] / 1024:.0f} | {r['verified']} |")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "fragmentation.png"), dpi=110)
+    plt.close(fig)
+    md.append("\n![fragmentation](fragmentation.png)\n")
+    md.append("Packed extents: how many (address, size) pairs a region send of this pool would need.\n")
+
+
+def list_plots(recs, out, md):
+    lst = [r for r in recs if r["experiment"] == "list_exchange"]
+    if not lst:
+        return
+    groups = collections.defaultdict(list)
+    for r in lst:
+        lv = r.get("scheduler_levels", 0)
+        name = r["allocator"] + (f" ({lv}-level)" if r["allocator"] == "myrmics-region" else "")
+        groups[(name, int(r["workers"]), int(r["nodes"]))].append(r["seconds"])
+    md.append("## Linked-list exchange (paper Fig. 4g-h)\n")
+    md.append("Exchange phase only (all stages, max over workers); median of repetitions, [min, max].\n")
+    md.append("| variant | workers | nodes/worker | seconds (median) | spread | verified |")
+    md.append("|---|---|---|---|---|---|")
+    ver = collections.defaultdict(lambda: True)
+    for r in lst:
+        lv = r.get("scheduler_levels", 0)
+        name = r["allocator"] + (f" ({lv}-level)" if r["allocator"] == "myrmics-region" else "")
+        ver[(name, int(r["workers"]), int(r["nodes"]))] &= bool(r["verified"]) and r["fails"] == 0
+    for key in sorted(groups):
+        lo, hi = spread(groups[key])
+        md.append(f"| {key[0]} | {key[1]} | {key[2]} | {med(groups[key]):.4f} | [{lo:.4f}, {hi:.4f}] | {ver[key]} |")
+    # Ratios at the largest worker count.
+    wmax = max(k[1] for k in groups)
+    md.append(f"\nRatios at {wmax} workers (baseline time / region time, > 1 means regions faster):\n")
+    md.append("| nodes | vs MPI_Get | vs OpenSHMEM |")
+    md.append("|---|---|---|")
+    for n in sorted({k[2] for k in groups if k[1] == wmax}):
+        reg = med(groups.get(("myrmics-region (1-level)", wmax, n), []))
+        get = med(groups.get(("mpi-get", wmax, n), []))
+        sh = med(groups.get(("openshmem-getmem", wmax, n), []))
+        md.append(f"| {n} | {get / reg:.2f} | {sh / reg:.2f} |")
+    # Plot (a): time vs nodes at wmax; (b): time vs workers at the most common node count.
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    names = sorted({k[0] for k in groups})
+    for name in names:
+        xs = sorted({k[2] for k in groups if k[0] == name and k[1] == wmax})
+        if len(xs) > 1:
+            a1.plot(xs, [med(groups[(name, wmax, x)]) for x in xs], marker="o", label=name)
+    a1.set_xscale("log")
+    a1.set_yscale("log")
+    a1.set_xlabel("nodes per worker")
+    a1.set_ylabel("exchange time (s)")
+    a1.set_title(f"{wmax} workers")
+    a1.legend(fontsize=7)
+    ncount = collections.Counter(k[2] for k in groups)
+    nfix = 30000 if 30000 in ncount else ncount.most_common(1)[0][0]
+    for name in names:
+        xs = sorted({k[1] for k in groups if k[0] == name and k[2] == nfix})
+        if len(xs) > 1:
+            a2.plot(xs, [med(groups[(name, x, nfix)]) for x in xs], marker="o", label=name)
+    a2.set_xscale("log", base=2)
+    a2.set_yscale("log")
+    a2.set_xlabel("workers")
+    a2.set_ylabel("exchange time (s)")
+    a2.set_title(f"{nfix} nodes per worker")
+    a2.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "list_exchange.png"), dpi=110)
+    plt.close(fig)
+    md.append("\n![list exchange](list_exchange.png)\n")
+
+
+def bh_plots(recs, out, md):
+    bh = [r for r in recs if r["experiment"] == "barnes_hut"]
+    if not bh:
+        return
+    groups = collections.defaultdict(list)
+    for r in bh:
+        groups[(int(r["workers"]), r["allocator"])].append(r)
+    md.append("## Barnes-Hut step (paper Fig. 4e-f)\n")
+    md.append("Per-worker average over the timed steps (step 0 is warm-up and verification); median over runs.\n")
+    md.append("| workers | layout | schedulers | bodies | compute s | worker comm s | sched comm s | barrier s | "
+              "max force error | verified |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|")
+    parts = ["compute_s", "worker_comm_s", "sched_comm_s", "barrier_s"]
+    labels, stacks = [], {p: [] for p in parts}
+    for key in sorted(groups):
+        rs = groups[key]
+        vals = {p: med([r[p] for r in rs]) for p in parts}
+        ok = all(r["verified"] and r["fails"] == 0 for r in rs)
+        md.append(f"| {key[0]} | {key[1]} | {int(rs[0]['schedulers'])} | {int(rs[0]['bodies'])} | "
+                  + " | ".join(f"{vals[p]:.4f}" for p in parts)
+                  + f" | {max(r['max_rel_force_error'] for r in rs):.3g} | {ok} |")
+        labels.append(f"{key[0]}w\n{key[1].replace('myrmics-region-', '')}")
+        for p in parts:
+            stacks[p].append(vals[p])
+    for w in sorted({k[0] for k in groups}):
+        one = groups.get((w, "myrmics-region-1sched"))
+        two = groups.get((w, "myrmics-region-2level"))
+        if one and two:
+            s1 = med([r["sched_comm_s"] for r in one])
+            s2 = med([r["sched_comm_s"] for r in two])
+            md.append(f"\n{w} workers: scheduler communication, two-level / single = {s2 / s1:.2f}")
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(labels)), 4))
+    bottom = [0.0] * len(labels)
+    for p in parts:
+        ax.bar(labels, stacks[p], bottom=bottom, label=p.replace("_s", "").replace("_", " "))
+        bottom = [b + v for b, v in zip(bottom, stacks[p])]
+    ax.set_ylabel("seconds per worker")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "barnes_hut.png"), dpi=110)
+    plt.close(fig)
+    md.append("\n![barnes-hut](barnes_hut.png)\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("jsonl")
+    ap.add_argument("outdir")
+    ap.add_argument("--title", default="Region allocator benchmarks")
+    ap.add_argument("--command", default="region/bench/run_bench.sh")
+    a = ap.parse_args()
+    os.makedirs(a.outdir, exist_ok=True)
+    recs = load(a.jsonl)
+    dev = recs[0]["device"] if recs else "unknown"
+    md = [f"# {a.title}\n",
+          f"- machine: {dev}, {os.cpu_count()} CPUs visible to the report script, {platform.platform()}",
+          f"- commit: {commit()}",
+          f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
+          f"- command: `{a.command}`",
+          f"- records: {len(recs)}, all verified: {all(r['verified'] for r in recs)}\n"]
+    frag_plots(recs, a.outdir, md)
+    list_plots(recs, a.outdir, md)
+    bh_plots(recs, a.outdir, md)
+    with open(os.path.join(a.outdir, "README.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    print(f"wrote {a.outdir}/README.md")
+
+
+if __name__ == "__main__":
+    main()
