@@ -74,12 +74,12 @@ Result hera(const Params& p) {
 }
 
 // First touch: each thread allocates a 32 MiB array, writes every page,
-// frees it, eight times. The first round always pays one page fault per
+// frees it, sixteen times. The first round always pays one page fault per
 // page; an allocator that recycles large arrays avoids them afterwards.
 // bytes = bytes touched.
 Result firsttouch(const Params& p) {
   Counters c;
-  const int rounds = static_cast<int>(8 * p.scale);
+  const int rounds = static_cast<int>(16 * p.scale);
   constexpr std::size_t kBytes = 32u << 20;
   run_threads(p.threads, [&](int t) {
     std::uint64_t fails = 0;
@@ -116,7 +116,7 @@ Result alias4k(const Params& p) {
   Counters c;
   std::atomic<int> same_offset{0};
   std::uintptr_t mod_a = 0, mod_b = 0;
-  const long reps = static_cast<long>(60000 * p.scale);
+  const long reps = static_cast<long>(200000 * p.scale);
   run_threads(p.threads, [&](int t) {
     constexpr std::size_t kN = 1u << 18;  // 1 MiB of floats
     constexpr std::size_t kWindow = 4096;  // 16 KiB

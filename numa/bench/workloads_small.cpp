@@ -28,7 +28,7 @@ std::size_t skewed(Rng& r, unsigned max_log) {
 // empty slot (malloc), resizes (realloc) or empties (free) a full one.
 Result ttest1(const Params& p) {
   Counters c;
-  const long ops = static_cast<long>(600000 * p.scale);
+  const long ops = static_cast<long>(4000000 * p.scale);
   run_threads(p.threads, [&](int t) {
     constexpr int kSlots = 4000;
     struct Slot {
@@ -79,7 +79,7 @@ Result ttest1(const Params& p) {
 Result larson(const Params& p) {
   Counters c;
   constexpr int kSlots = 1000, kGenerations = 8;
-  const long per_gen = static_cast<long>(60000 * p.scale);
+  const long per_gen = static_cast<long>(1000000 * p.scale);
   struct Table {
     void* ptr[kSlots];
     std::uint16_t n[kSlots];
@@ -133,7 +133,7 @@ Result xmalloc(const Params& p) {
   };
   std::vector<std::unique_ptr<Ring>> rings;
   for (int t = 0; t < p.threads; ++t) rings.emplace_back(new Ring);
-  const long blocks = static_cast<long>(400000 * p.scale);
+  const long blocks = static_cast<long>(3000000 * p.scale);
   std::atomic<int> producers_done{0};
   run_threads(p.threads, [&](int t) {
     Ring& out = *rings[static_cast<std::size_t>((t + 1) % p.threads)];
@@ -201,7 +201,7 @@ Result cache_scratch(const Params& p) {
   Counters c;
   std::vector<char*> initial(static_cast<std::size_t>(p.threads));
   for (auto& o : initial) o = static_cast<char*>(std::malloc(8));
-  const long rounds = static_cast<long>(100000 * p.scale), writes = 500;
+  const long rounds = static_cast<long>(1000000 * p.scale), writes = 500;
   run_threads(p.threads, [&](int t) {
     std::free(initial[static_cast<std::size_t>(t)]);
     std::uint64_t ops = 1, fails = 0;
@@ -226,7 +226,7 @@ Result cache_scratch(const Params& p) {
 // threads on one cache line make the writes ping-pong between cores.
 Result cache_thrash(const Params& p) {
   Counters c;
-  const long rounds = static_cast<long>(100000 * p.scale), writes = 500;
+  const long rounds = static_cast<long>(1000000 * p.scale), writes = 500;
   run_threads(p.threads, [&](int) {
     std::uint64_t ops = 0, fails = 0;
     for (long i = 0; i < rounds; ++i) {

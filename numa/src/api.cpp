@@ -210,8 +210,12 @@ MA_EXPORT int manyalloc_numa_owns(const void* p) noexcept {
   // is "p is a chunk start in a live run".
   if (seg.heap.load(std::memory_order_relaxed) != t_heap) return 1;
   const std::uint64_t bit = std::uint64_t{1} << (i & 63);
-  return !(r.free_bits[i >> 6] & bit) &&
-         !(r.remote_bits[i >> 6].load(std::memory_order_relaxed) & bit);
+  if ((r.free_bits[i >> 6] & bit) || (r.remote_bits[i >> 6].load(std::memory_order_relaxed) & bit))
+    return 0;
+  const FreeCache& fc = t_heap->cache[r.cls];
+  for (std::uint32_t k = 0; k < fc.count; ++k)
+    if (fc.items[k] == p) return 0;
+  return 1;
 }
 
 // ---- NUMA -------------------------------------------------------------------

@@ -92,8 +92,10 @@ Run* run_new(Heap& h, unsigned cls) {
   if (used == 0) --h.empty_segments;
   Run& r = seg->runs[first];
   run_init(r, *seg, first, cls);
-  for (unsigned p = first; p < first + np; ++p)
+  for (unsigned p = first; p < first + np; ++p) {
     seg->page_run[p].store(static_cast<std::uint8_t>(first), std::memory_order_relaxed);
+    seg->page_cls[p].store(static_cast<std::uint8_t>(cls), std::memory_order_relaxed);
+  }
   used |= page_mask(np, first);
   seg->used_pages.store(used, std::memory_order_relaxed);
   if (used == 0xffffffffu) {
@@ -146,6 +148,30 @@ void run_release(Heap& h, Run& r) {
 void heap_init(Heap& h, Context& c, Source& s) {
   h.ctx = &c;
   h.source = &s;
+  h.cache_on = !c.abort_on_misuse.load(std::memory_order_relaxed);
+}
+
+void heap_cache_flush(Heap& h, unsigned cls, bool half) {
+  FreeCache& fc = h.cache[cls];
+  const std::uint32_t n = half ? fc.count / 2 : fc.count;
+  if (n == 0) return;
+  // The oldest entries (bottom of the stack) go back to their runs.
+  for (std::uint32_t k = 0; k < n; ++k) {
+    void* p = fc.items[k];
+    auto& seg = *static_cast<SmallSegment*>(h.ctx->registry.lookup(p));
+    std::uint32_t idx;
+    Run* r = small_chunk_of(*h.ctx, seg, p, &idx, "free");
+    if (r == nullptr) continue;
+    h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) + r->chunk_size,
+                         std::memory_order_relaxed);
+    heap_free_local(h, *r, idx);  // detects a double free that reached the cache
+  }
+  for (std::uint32_t k = n; k < fc.count; ++k) fc.items[k - n] = fc.items[k];
+  fc.count -= n;
+}
+
+void heap_cache_flush_all(Heap& h) {
+  for (unsigned c = 0; c < kNumClasses; ++c) heap_cache_flush(h, c, false);
 }
 
 void* heap_alloc_slow(Heap& h, unsigned cls) {
@@ -256,6 +282,7 @@ void heap_flush_remote(Heap& h) {
 }
 
 void heap_abandon(Heap& h) {
+  heap_cache_flush_all(h);
   heap_flush_remote(h);
   for (Bin& bin : h.bins) {
     Run* r = bin.current;
@@ -274,6 +301,7 @@ void heap_abandon(Heap& h) {
 }
 
 void heap_trim(Heap& h) {
+  heap_cache_flush_all(h);
   heap_flush_remote(h);
   release_empty_segments(h, 0);
 }

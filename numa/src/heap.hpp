@@ -84,9 +84,20 @@ inline void* run_pop(Heap& h, Run& r) {
   return r.base + (static_cast<std::size_t>(w) * 64 + b) * r.chunk_size;
 }
 
+// Writes the cached chunks of class cls back to their runs (all, or the
+// older half when `half`).
+void heap_cache_flush(Heap& h, unsigned cls, bool half);
+void heap_cache_flush_all(Heap& h);
+
 inline void* heap_alloc(Heap& h, unsigned cls) {
   if (!h.rfq.maybe_empty()) [[unlikely]]
     heap_flush_remote(h);
+  FreeCache& fc = h.cache[cls];
+  if (fc.count != 0) {
+    h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) + kClasses.info[cls].size,
+                         std::memory_order_relaxed);
+    return fc.items[--fc.count];
+  }
   Run* r = h.bins[cls].current;
   if (r != nullptr && r->free_count != 0) [[likely]]
     return run_pop(h, *r);
@@ -96,6 +107,37 @@ inline void* heap_alloc(Heap& h, unsigned cls) {
 // Frees p, a pointer into small segment seg; self is the calling thread's
 // heap or nullptr.
 inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {
+  if (self != nullptr && self->cache_on && seg.heap.load(std::memory_order_relaxed) == self) {
+    // Owner's fast path: validate p with the per-page class and the class
+    // tables only, then push it on the bin's free cache.
+    const std::size_t off = static_cast<std::size_t>(static_cast<std::uint8_t*>(p) - seg.base);
+    const unsigned page = static_cast<unsigned>(off >> kPageShift);
+    if ((seg.used_pages.load(std::memory_order_relaxed) >> page) & 1u) [[likely]] {
+      const unsigned cls = seg.page_cls[page].load(std::memory_order_relaxed);
+      const ClassInfo& ci = kClasses.info[cls];
+      const std::size_t roff =
+          off - static_cast<std::size_t>(seg.page_run[page].load(std::memory_order_relaxed)) * kPage;
+      const std::uint32_t i = divide(roff, ci.recip);
+      FreeCache& fc = self->cache[cls];
+      if (fc.count != 0 && fc.items[fc.count - 1] == p) [[unlikely]] {
+        misuse(c, "free", Misuse::double_free, p);  // the most common double free
+        return;
+      }
+      if (i < ci.chunks && static_cast<std::size_t>(i) * ci.size == roff) [[likely]] {
+        if (!self->rfq.maybe_empty()) [[unlikely]]
+          heap_flush_remote(*self);
+        if (fc.count == ci.cache_cap) [[unlikely]] {
+          if (ci.cache_cap == 0) goto bitmap;
+          heap_cache_flush(*self, cls, true);
+        }
+        fc.items[fc.count++] = p;
+        self->small_in_use.store(self->small_in_use.load(std::memory_order_relaxed) - ci.size,
+                                 std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
+bitmap:
   std::uint32_t idx;
   Run* r = small_chunk_of(c, seg, p, &idx, "free");
   if (r == nullptr) return;

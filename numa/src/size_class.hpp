@@ -76,6 +76,27 @@ constexpr std::uint32_t divide(std::size_t offset, std::uint64_t recip) {
   return static_cast<std::uint32_t>((offset * recip) >> kRecipShift);
 }
 
+// Per-class tables for the free fast path (no run descriptor is read there).
+struct ClassInfo {
+  std::uint32_t size;
+  std::uint32_t chunks;
+  std::uint64_t recip;
+  std::uint32_t cache_cap;  // capacity of the heap's free cache (heap.hpp)
+};
+inline constexpr unsigned kCacheMax = 64;
+constexpr std::uint32_t cache_capacity(unsigned c) {
+  return class_size(c) <= 1024 ? kCacheMax : class_size(c) <= 16384 ? 16 : 0;
+}
+struct ClassTable {
+  ClassInfo info[kNumClasses];
+  constexpr ClassTable() : info{} {
+    for (unsigned c = 0; c < kNumClasses; ++c)
+      info[c] = ClassInfo{static_cast<std::uint32_t>(class_size(c)), run_chunks(c),
+                          reciprocal(class_size(c)), cache_capacity(c)};
+  }
+};
+inline constexpr ClassTable kClasses{};
+
 static_assert(class_size(kNumClasses - 1) == kMaxSmall);
 static_assert(run_chunks(0) == kMaxChunks);
 static_assert(size_to_class(kMaxSmall) == kNumClasses - 1);

@@ -114,6 +114,7 @@ struct SmallSegment : Segment {
   std::atomic<Heap*> heap;
   std::atomic<std::uint32_t> used_pages;
   std::atomic<std::uint8_t> page_run[kPagesPerSegment];
+  std::atomic<std::uint8_t> page_cls[kPagesPerSegment];  // class of the run of each used page
   bool in_full_list;
   Run runs[kPagesPerSegment];
 };
@@ -136,6 +137,18 @@ struct LargeSegment : Segment {
 struct Bin {
   Run* current;
   Run* partial;  // doubly linked through Run::next/prev
+};
+
+// Free cache of a bin: a stack of chunks of this heap freed by the owner and
+// not yet written back to their runs' bitmaps (like the thread caches of
+// jemalloc/tcmalloc, but outside user memory and only for the heap's own
+// chunks, so memory never moves between heaps or NUMA sources through it).
+// Disabled in the check mode, where every free goes to the bitmap and is
+// verified at once. Invariant: each cached pointer is the start of a chunk
+// whose bitmap bit is 0 (allocated from the run's point of view).
+struct FreeCache {
+  std::uint32_t count;
+  void* items[kCacheMax];
 };
 
 // A memory source: trades segments with the OS and caches them (slides:
@@ -179,6 +192,8 @@ struct Source {
 // `keep_empty` (0 or 1) segment without any run is kept.
 struct Heap {
   Bin bins[kNumClasses];
+  FreeCache cache[kNumClasses];
+  bool cache_on = false;  // !check option
   SmallSegment* avail = nullptr;
   SmallSegment* full = nullptr;
   unsigned empty_segments = 0;
