@@ -15,6 +15,7 @@
 #   NUMA_WORKLOADS   space-separated subset (default: all)
 #   NUMA_ALLOCATORS  space-separated subset of the labels below (default: all found)
 #   NUMA_TIMEOUT     seconds per run (default 120)
+#   NUMA_COMMIT      commit recorded in meta.json (default: git rev-parse)
 # Writes OUTDIR/results.jsonl (one record per run), OUTDIR/run.log and
 # OUTDIR/meta.json (machine, commit, date, command).
 set -uo pipefail
@@ -55,7 +56,7 @@ done
 extra_path=""
 [[ $libdir != /usr/lib/x86_64-linux-gnu ]] && extra_path=$libdir
 
-commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || cat "$here/COMMIT" 2>/dev/null || echo unknown)
+commit=${NUMA_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 cat >"$out/meta.json" <<META
 {"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","host":"$(hostname)","cpus":$(nproc),"numa_nodes":$nodes,
  "cpu":"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //;s/"/ /g')",
