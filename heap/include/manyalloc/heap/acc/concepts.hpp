@@ -40,6 +40,38 @@ concept Accelerator = requires(const A a, std::uint32_t* w, const std::uint32_t*
   a.fence();  // orders this worker's memory operations for all workers of the heap
 };
 
+// Optional for a worker: 16- and 64-bit words (coalescing segment headers,
+// the superblock hash map of distribution/). Same preconditions as above.
+template <class A>
+concept MixedWidthAtomics =
+    Accelerator<A> && requires(const A a, std::uint16_t* h, const std::uint16_t* ch, std::uint16_t hv,
+                               std::uint64_t* d, const std::uint64_t* cd, std::uint64_t dv) {
+      { a.load16(ch) } -> std::same_as<std::uint16_t>;
+      a.store16(h, hv);
+      { a.atomic_cas16(h, hv, hv) } -> std::same_as<std::uint16_t>;  // returns the old value
+      { a.load64(cd) } -> std::same_as<std::uint64_t>;
+      a.store64(d, dv);
+      { a.atomic_cas64(d, dv, dv) } -> std::same_as<std::uint64_t>;
+    };
+
+// Where a worker stands in its block, among the block's workers that have not
+// exited: `rank` counts those with a smaller thread index, `count` all of them.
+struct BlockRank {
+  unsigned rank;
+  unsigned count;
+};
+
+// Optional for a worker: block-wide collectives (CUDA: shared memory and
+// __syncthreads). Every member is a barrier of all workers of the caller's
+// block that have not exited, and every such worker calls the same sequence
+// of them (like __syncthreads: never from divergent code).
+template <class A>
+concept BlockAccelerator = Accelerator<A> && requires(const A a, bool b, std::uint64_t v) {
+  { a.block_rank() } -> std::same_as<BlockRank>;
+  { a.block_sync_or(b) } -> std::same_as<bool>;            // OR of b over the block
+  { a.block_broadcast(v, b) } -> std::same_as<std::uint64_t>;  // v of the one worker passing true
+};
+
 // Host side of a back end: moving bytes between host and the memory the
 // workers see, and running a function over index ranges in parallel.
 template <class B>

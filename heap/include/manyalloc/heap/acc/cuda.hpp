@@ -71,8 +71,68 @@ class CudaThread {
     return atomicCAS(p, e, d);
   }
   __device__ void fence() const { __threadfence(); }
+
+  // MixedWidthAtomics (16-bit atomicCAS needs compute capability 7.0).
+  __device__ std::uint16_t load16(const std::uint16_t* p) const {
+    return *static_cast<const volatile std::uint16_t*>(p);
+  }
+  __device__ void store16(std::uint16_t* p, std::uint16_t v) const {
+    *static_cast<volatile std::uint16_t*>(p) = v;
+  }
+  __device__ std::uint16_t atomic_cas16(std::uint16_t* p, std::uint16_t e, std::uint16_t d) const {
+    return atomicCAS(reinterpret_cast<unsigned short*>(p), static_cast<unsigned short>(e),
+                     static_cast<unsigned short>(d));
+  }
+  __device__ std::uint64_t load64(const std::uint64_t* p) const {
+    return *static_cast<const volatile std::uint64_t*>(p);
+  }
+  __device__ void store64(std::uint64_t* p, std::uint64_t v) const {
+    *static_cast<volatile std::uint64_t*>(p) = v;
+  }
+  __device__ std::uint64_t atomic_cas64(std::uint64_t* p, std::uint64_t e, std::uint64_t d) const {
+    return atomicCAS(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(e),
+                     static_cast<unsigned long long>(d));
+  }
+
+  // BlockAccelerator: __syncthreads_* and block-shared words. Threads that
+  // exited the kernel do not take part (sm_70+ barriers skip them).
+  __device__ BlockRank block_rank() const {
+    __shared__ unsigned warp_bits[32];
+    const unsigned tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    const unsigned warp = tid / 32u;
+    const unsigned lane = tid % 32u;
+    const unsigned warps = (blockDim.x * blockDim.y * blockDim.z + 31u) / 32u;
+    __syncthreads();  // an earlier call's readers are done
+    // Some live thread clears every entry (all write the same zero), so warps
+    // whose threads all exited count as empty.
+    const unsigned act = __activemask();
+    if (lane == static_cast<unsigned>(__ffs(static_cast<int>(act)) - 1)) {
+      for (unsigned w = 0; w < warps; ++w) warp_bits[w] = 0u;
+    }
+    __syncthreads();
+    atomicOr(&warp_bits[warp], 1u << lane);
+    __syncthreads();
+    unsigned rank = static_cast<unsigned>(__popc(warp_bits[warp] & ((1u << lane) - 1u)));
+    unsigned count = 0;
+    for (unsigned w = 0; w < warps; ++w) {
+      const unsigned c = static_cast<unsigned>(__popc(warp_bits[w]));
+      if (w < warp) rank += c;
+      count += c;
+    }
+    return {rank, count};
+  }
+  __device__ bool block_sync_or(bool pred) const { return __syncthreads_or(pred) != 0; }
+  __device__ std::uint64_t block_broadcast(std::uint64_t v, bool root) const {
+    __shared__ std::uint64_t slot;
+    __syncthreads();  // an earlier call's readers are done
+    if (root) slot = v;
+    __syncthreads();
+    return slot;
+  }
 };
 static_assert(Accelerator<CudaThread>);
+static_assert(MixedWidthAtomics<CudaThread>);
+static_assert(BlockAccelerator<CudaThread>);
 
 namespace detail {
 template <class F, class R>

@@ -53,12 +53,37 @@ class HostThread {
   }
   void fence() const {}
 
+  // MixedWidthAtomics (sequentially consistent, like the 32-bit words).
+  std::uint16_t load16(const std::uint16_t* p) const {
+    return std::atomic_ref<std::uint16_t>(*const_cast<std::uint16_t*>(p)).load();
+  }
+  void store16(std::uint16_t* p, std::uint16_t v) const { std::atomic_ref<std::uint16_t>(*p).store(v); }
+  std::uint16_t atomic_cas16(std::uint16_t* p, std::uint16_t expected, std::uint16_t desired) const {
+    std::atomic_ref<std::uint16_t>(*p).compare_exchange_strong(expected, desired);
+    return expected;
+  }
+  std::uint64_t load64(const std::uint64_t* p) const {
+    return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t*>(p)).load();
+  }
+  void store64(std::uint64_t* p, std::uint64_t v) const { std::atomic_ref<std::uint64_t>(*p).store(v); }
+  std::uint64_t atomic_cas64(std::uint64_t* p, std::uint64_t expected, std::uint64_t desired) const {
+    std::atomic_ref<std::uint64_t>(*p).compare_exchange_strong(expected, desired);
+    return expected;
+  }
+
+  // BlockAccelerator: a host thread is a block of one.
+  BlockRank block_rank() const { return {0, 1}; }
+  bool block_sync_or(bool pred) const { return pred; }
+  std::uint64_t block_broadcast(std::uint64_t v, bool) const { return v; }
+
  private:
   static std::atomic_ref<std::uint32_t> ref(std::uint32_t* p) {
     return std::atomic_ref<std::uint32_t>(*p);
   }
 };
 static_assert(Accelerator<HostThread>);
+static_assert(MixedWidthAtomics<HostThread>);
+static_assert(BlockAccelerator<HostThread>);
 
 // Host-side operations of the host back end. "Device" memory is host memory.
 struct HostThreads {
