@@ -1,37 +1,61 @@
-// Heap benchmark on a CUDA GPU: Scatter against CUDA's device malloc.
-#include <cstdio>
-#include <exception>
+// Heap benchmark on a CUDA GPU: Scatter (default and tuned) against CUDA's
+// device malloc. Cycles are clock64() SM cycles.
+#include <algorithm>
 
 #include "manyalloc_support/cuda_runner.hpp"
 #include "suite.hpp"
 
 namespace {
-template <class Runner>
-struct ScatterFor {
-  using type = manyalloc::Allocator<manyalloc::CreationPolicies::Scatter<>, manyalloc::DistributionPolicies::NoOp,
-                                    manyalloc::OOMPolicies::ReturnNull, manyalloc::ReservePoolPolicies::CudaMalloc,
-                                    manyalloc::AlignmentPolicies::Shrink<16>>;
+namespace ma = manyalloc;
+
+struct TunedHeap : ma::CreationPolicies::ScatterHeapConfig {
+  static constexpr bool resetfreedpages = true;
 };
-using DeviceMallocHeap =
-    manyalloc::Allocator<manyalloc::CreationPolicies::DeviceMalloc, manyalloc::DistributionPolicies::NoOp,
-                         manyalloc::OOMPolicies::ReturnNull, manyalloc::ReservePoolPolicies::CudaSetLimits,
-                         manyalloc::AlignmentPolicies::NoOp>;
+template <class Creation>
+using CudaHeap = ma::Allocator<Creation, ma::DistributionPolicies::NoOp, ma::OOMPolicies::ReturnNull,
+                               ma::ReservePoolPolicies::CudaMalloc, ma::AlignmentPolicies::Shrink<16>>;
+
+cudaDeviceProp& props() {
+  static cudaDeviceProp p = [] {
+    cudaDeviceProp q{};
+    int dev = 0;
+    ma::acc::cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    ma::acc::cuda_check(cudaGetDeviceProperties(&q, dev), "cudaGetDeviceProperties");
+    return q;
+  }();
+  return p;
+}
+
+struct CudaPlatform {
+  using Runner = ma::testing::CudaRunner;
+  using Scatter = CudaHeap<ma::CreationPolicies::Scatter<>>;
+  using ScatterTuned = CudaHeap<ma::CreationPolicies::Scatter<TunedHeap>>;
+  using Baseline = ma::Allocator<ma::CreationPolicies::DeviceMalloc, ma::DistributionPolicies::NoOp,
+                                 ma::OOMPolicies::ReturnNull, ma::ReservePoolPolicies::CudaSetLimits,
+                                 ma::AlignmentPolicies::NoOp>;
+  static constexpr bool gpu = true;
+  static constexpr bool baseline_bounded = true;
+  // Threads resident at once (H200: 132 SMs x 2048 = 270336).
+  static std::uint32_t full_occupancy() {
+    return static_cast<std::uint32_t>(props().multiProcessorCount) *
+           static_cast<std::uint32_t>(props().maxThreadsPerMultiProcessor);
+  }
+  static std::uint32_t default_threads() { return 1u << 20; }
+  // What the heaps of one experiment may take: 80% of the free memory at start.
+  static std::size_t memory_cap() {
+    static const std::size_t cap = [] {
+      std::size_t free = 0, total = 0;
+      ma::acc::cuda_check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+      return free / 10 * 8;
+    }();
+    return cap;
+  }
+  static std::size_t baseline_pool(std::size_t bytes) { return bytes; }
+  static const char* clock_name() { return "clock64"; }
+  static void prepare(const ma::bench::Options&) {}
+};
 }  // namespace
 
-int main(int argc, char** argv) try {
-  using namespace manyalloc::bench;
-  const Options o = parse(argc, argv);
-  if (o.help) {
-    std::fputs(usage(), stdout);
-    return 0;
-  }
-  const auto threads = static_cast<std::uint32_t>(o.threads ? o.threads : (1u << 20));
-  std::uint64_t largest = 0;
-  for (auto s : o.sizes) largest = std::max(largest, s);
-  // CUDA's heap: room for every chunk plus its own bookkeeping.
-  const DeviceMallocHeap baseline(std::max<std::size_t>(std::size_t{1} << 30, heap_bytes_for(largest, threads) * 2));
-  return run_suite<manyalloc::testing::CudaRunner, ScatterFor>(o, baseline, threads);
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "manyalloc_heap_bench_cuda: %s\n", e.what());
-  return 1;
+int main(int argc, char** argv) {
+  return manyalloc::bench::run_suite<CudaPlatform>(argc, argv, "manyalloc_heap_bench_cuda");
 }

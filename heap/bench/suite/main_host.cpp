@@ -1,37 +1,41 @@
-// Heap benchmark on host threads: Scatter against the C library's malloc.
-#include <cstdio>
-#include <exception>
+// Heap benchmark on host threads: Scatter (default and tuned) against the C
+// library's malloc. Cycles are rdtsc ticks (steady_clock ns off x86-64).
+#include <algorithm>
 #include <thread>
 
 #include "manyalloc_support/host_runner.hpp"
 #include "suite.hpp"
 
 namespace {
-template <class Runner>
-struct ScatterFor {
-  using type = manyalloc::Allocator<manyalloc::CreationPolicies::Scatter<>, manyalloc::DistributionPolicies::NoOp,
-                                    manyalloc::OOMPolicies::ReturnNull, manyalloc::ReservePoolPolicies::HostPool,
-                                    manyalloc::AlignmentPolicies::Shrink<16>>;
+namespace ma = manyalloc;
+
+struct TunedHeap : ma::CreationPolicies::ScatterHeapConfig {
+  static constexpr bool resetfreedpages = true;
 };
-using HostMallocHeap =
-    manyalloc::Allocator<manyalloc::CreationPolicies::HostMalloc, manyalloc::DistributionPolicies::NoOp,
-                         manyalloc::OOMPolicies::ReturnNull, manyalloc::ReservePoolPolicies::HostPool,
-                         manyalloc::AlignmentPolicies::NoOp>;
+template <class Creation>
+using HostHeap = ma::Allocator<Creation, ma::DistributionPolicies::NoOp, ma::OOMPolicies::ReturnNull,
+                               ma::ReservePoolPolicies::HostPool, ma::AlignmentPolicies::Shrink<16>>;
+
+struct HostPlatform {
+  using Runner = ma::testing::HostRunner;
+  using Scatter = HostHeap<ma::CreationPolicies::Scatter<>>;
+  using ScatterTuned = HostHeap<ma::CreationPolicies::Scatter<TunedHeap>>;
+  using Baseline = ma::Allocator<ma::CreationPolicies::HostMalloc, ma::DistributionPolicies::NoOp,
+                                 ma::OOMPolicies::ReturnNull, ma::ReservePoolPolicies::HostPool,
+                                 ma::AlignmentPolicies::NoOp>;
+  static constexpr bool gpu = false;
+  static constexpr bool baseline_bounded = false;  // malloc: no heap to fill
+  static unsigned cpus() { return std::max(1u, std::thread::hardware_concurrency()); }
+  static std::uint32_t full_occupancy() { return 64 * cpus(); }
+  static std::uint32_t default_threads() { return 65536u * cpus(); }
+  // The pools are MAP_NORESERVE mappings committed on first touch.
+  static std::size_t memory_cap() { return std::size_t{48} << 30; }
+  static std::size_t baseline_pool(std::size_t) { return std::size_t{1} << 20; }
+  static const char* clock_name() { return ma::bench::host_clock_name(); }
+  static void prepare(const ma::bench::Options&) { Runner::threads = cpus(); }
+};
 }  // namespace
 
-int main(int argc, char** argv) try {
-  using namespace manyalloc::bench;
-  const Options o = parse(argc, argv);
-  if (o.help) {
-    std::fputs(usage(), stdout);
-    return 0;
-  }
-  manyalloc::testing::HostRunner::threads = std::thread::hardware_concurrency();
-  const auto threads =
-      static_cast<std::uint32_t>(o.threads ? o.threads : 65536u * manyalloc::testing::HostRunner::threads);
-  const HostMallocHeap baseline(1 << 20);
-  return run_suite<manyalloc::testing::HostRunner, ScatterFor>(o, baseline, threads);
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "manyalloc_heap_bench_host: %s\n", e.what());
-  return 1;
+int main(int argc, char** argv) {
+  return manyalloc::bench::run_suite<HostPlatform>(argc, argv, "manyalloc_heap_bench_host");
 }

@@ -2,6 +2,7 @@
 // field names every manyalloc benchmark uses.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -20,7 +21,8 @@ struct Measurement {
   double seconds = 0;          // median over repeats
   std::uint64_t fails = 0;
   bool verified = false;
-  std::map<std::string, double> extra;  // e.g. seconds_min, cycles_per_op
+  std::map<std::string, double> extra;       // e.g. seconds_min, cycles_per_op
+  std::map<std::string, std::string> tags;   // e.g. clock, state, note
 
   double ops_per_s() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0.0; }
 };
@@ -45,7 +47,11 @@ inline void write_jsonl(std::FILE* f, const Measurement& m) {
                static_cast<unsigned long long>(m.threads), static_cast<unsigned long long>(m.bytes),
                static_cast<unsigned long long>(m.ops), m.seconds, m.ops_per_s(),
                static_cast<unsigned long long>(m.fails), m.verified ? "true" : "false");
-  for (const auto& [k, v] : m.extra) std::fprintf(f, ",\"%s\":%.9g", json_escape(k).c_str(), v);
+  for (const auto& [k, v] : m.extra) {
+    if (std::isfinite(v)) std::fprintf(f, ",\"%s\":%.9g", json_escape(k).c_str(), v);
+  }
+  for (const auto& [k, v] : m.tags)
+    std::fprintf(f, ",\"%s\":\"%s\"", json_escape(k).c_str(), json_escape(v).c_str());
   std::fprintf(f, "}\n");
   std::fflush(f);
 }

@@ -1,0 +1,118 @@
+// What every experiment gets: the options, the output, the device, and the
+// set of allocator configurations to run side by side.
+//
+// A platform P (main_cuda.cu, main_host.cpp) provides:
+//   Runner, Scatter, ScatterTuned, Baseline        types
+//   gpu, baseline_bounded                          constexpr bool
+//   full_occupancy(), default_threads()            concurrent workers
+//   memory_cap()                                   bytes the heaps may take
+//   baseline_pool(bytes)                           pool size for Baseline
+//   clock_name()                                   what cycles_per_op counts
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "records.hpp"
+
+namespace manyalloc::bench {
+
+// Heap bytes for `threads` live chunks of `bytes` (plus room for the
+// page-granular layout and hashing spread).
+inline std::size_t heap_bytes_for(std::size_t bytes, std::uint64_t threads) {
+  const std::size_t chunk = bytes < 16 ? 16 : bytes;
+  return std::max<std::size_t>(std::size_t{64} << 20, chunk * threads * 3);
+}
+
+struct Context {
+  Options opt;
+  std::string device;
+  std::string clock;
+  std::FILE* out = nullptr;
+  std::vector<Measurement> all;
+
+  void emit(Measurement m) {
+    m.device = device;
+    if (m.extra.count("cycles_per_op") != 0) m.tags["clock"] = clock;
+    write_jsonl(out, m);
+    all.push_back(std::move(m));
+  }
+};
+
+// A configuration built fresh for each use (Scatter: a new heap per size).
+template <class Heap>
+class FreshHeap {
+ public:
+  using heap_type = Heap;
+  static constexpr bool shared = false;
+  explicit FreshHeap(std::string n) : name(std::move(n)) {}
+  Heap& get(std::size_t bytes) {
+    heap_.reset();
+    heap_ = std::make_unique<Heap>(bytes);
+    bytes_ = bytes;
+    return *heap_;
+  }
+  void release() { heap_.reset(); }
+  std::size_t heap_bytes() const { return bytes_; }
+  std::string name;
+
+ private:
+  std::unique_ptr<Heap> heap_;
+  std::size_t bytes_ = 0;
+};
+
+// The baseline: one heap for the whole process (CUDA's heap limit can only be
+// set before the first kernel that calls malloc).
+template <class Heap>
+class SharedHeap {
+ public:
+  using heap_type = Heap;
+  static constexpr bool shared = true;
+  SharedHeap(std::string n, Heap& heap, std::size_t bytes) : name(std::move(n)), heap_(heap), bytes_(bytes) {}
+  Heap& get(std::size_t) { return heap_; }
+  void release() {}
+  std::size_t heap_bytes() const { return bytes_; }
+  std::string name;
+
+ private:
+  Heap& heap_;
+  std::size_t bytes_;
+};
+
+template <class P>
+class AllocatorSet {
+ public:
+  AllocatorSet(typename P::Baseline& baseline, std::size_t baseline_bytes, const std::vector<std::string>& enabled)
+      : baseline_("baseline", baseline, baseline_bytes), enabled_(enabled) {}
+
+  // f(source) for each enabled configuration: Scatter, the tuned Scatter, the baseline.
+  template <class F>
+  void for_each(F&& f) {
+    if (on(scatter_.name)) f(scatter_);
+    if (on(tuned_.name)) f(tuned_);
+    if (on(baseline_.name)) f(baseline_);
+  }
+  std::size_t count() const {
+    return static_cast<std::size_t>(on(scatter_.name)) + on(tuned_.name) + on(baseline_.name);
+  }
+
+ private:
+  bool on(const std::string& n) const {
+    return enabled_.empty() || std::find(enabled_.begin(), enabled_.end(), n) != enabled_.end();
+  }
+  FreshHeap<typename P::Scatter> scatter_{"scatter"};
+  FreshHeap<typename P::ScatterTuned> tuned_{"scatter-tuned"};
+  SharedHeap<typename P::Baseline> baseline_;
+  std::vector<std::string> enabled_;
+};
+
+// Whether a heap type is a Scatter heap (has a page table to inspect).
+template <class Heap>
+concept HasPageTable = requires(const Heap& h) { h.creation().layout(); };
+
+}  // namespace manyalloc::bench
