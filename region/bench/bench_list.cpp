@@ -160,6 +160,14 @@ void report(const char* alloc, int nw, std::uint64_t n, int rep, Result r, MPI_C
   rec.extra("scheduler_levels", mr_scheduler_levels());
   rec.extra("build_seconds", build);
   rec.extra("rep", rep);
+  if (std::string(alloc) == "myrmics-region") {
+    // As seen from worker 0: zero-copy when every peer shares this host's
+    // GAS object (a one-host run with MANYALLOC_REGION_TRANSFER=auto), copy
+    // when none does, mixed across hosts.
+    int zc = 0;
+    for (int p = 0; p < nw; ++p) zc += p != me && mr_zero_copy(p) ? 1 : 0;
+    rec.extra_str("transfer", zc == nw - 1 ? "zero-copy" : zc == 0 ? "copy" : "mixed");
+  }
   rec.print();
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace manyalloc::region::detail {
 
@@ -10,6 +11,12 @@ struct GasMapping {
   std::uint64_t base = 0;
   std::uint64_t bytes = 0;
   int attempts = 0;  // candidates tried before all ranks agreed
+  // Host sharing: `shared` is true when the ranks of this host map ONE shared
+  // memory object (memfd) at `base`, so a byte written by one of them is the
+  // same byte for all. host_of[r] is the host index of world rank r (hosts
+  // numbered by their lowest world rank), identical on every rank.
+  bool shared = false;
+  std::vector<int> host_of;
 };
 
 // Collective over MPI_COMM_WORLD. Every rank maps `bytes` (a multiple of
@@ -17,7 +24,14 @@ struct GasMapping {
 // MAP_FIXED), checks that the kernel returned that very address, and agrees
 // with an allreduce; when any rank failed, every rank unmaps and the next
 // candidate is tried. Returns base 0 when no candidate worked.
-GasMapping map_global_address_space(std::uint64_t bytes);
+//
+// want_shared: the ranks of one host (MPI_Comm_split_type SHARED) back the
+// range with one memfd that the host's lowest rank creates and the others
+// open through /proc/<pid>/fd/<fd>, mapped MAP_SHARED. When any rank of a
+// host cannot open it, that whole host falls back to private anonymous
+// memory (shared = false on all of its ranks). want_shared = false: private
+// anonymous memory everywhere (every transfer copies).
+GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared);
 void unmap_global_address_space(const GasMapping& m);
 
 }  // namespace manyalloc::region::detail

@@ -40,13 +40,27 @@ mr_status mr_init(int* argc, char*** argv, const mr_config* cfg) {
   const std::uint64_t gas_bytes =
       c.gas_bytes > 0 ? c.gas_bytes
                       : static_cast<std::uint64_t>(env_long("MANYALLOC_REGION_GAS_MIB", 64 * 1024)) << 20;
+  // Transfer mode: the explicit field, else MANYALLOC_REGION_TRANSFER
+  // (copy | auto), default auto. Decided before any collective so that a
+  // bad value fails on every rank alike.
+  int transfer = c.transfer;
+  if (transfer == 0) {
+    const char* v = std::getenv("MANYALLOC_REGION_TRANSFER");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0)
+      transfer = MR_TRANSFER_AUTO;
+    else if (std::strcmp(v, "copy") == 0)
+      transfer = MR_TRANSFER_COPY;
+    else
+      return MR_ERR_INIT;
+  }
+  if (transfer != MR_TRANSFER_AUTO && transfer != MR_TRANSFER_COPY) return MR_ERR_INIT;
   int world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   auto topo = Topology::make(world, levels, fanout);
   if (!topo || gas_bytes % page_bytes != 0 || gas_bytes == 0) return MR_ERR_INIT;
   rt.topo = *topo;
-  rt.gas = map_global_address_space(gas_bytes);
+  rt.gas = map_global_address_space(gas_bytes, transfer == MR_TRANSFER_AUTO);
   if (rt.gas.base == 0) return MR_ERR_INIT;
   const bool worker = !rt.topo.is_scheduler(rt.rank);
   rt.transport = std::make_unique<MpiTransport>(worker);

@@ -2,7 +2,9 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
+#include <vector>
 #include <deque>
 
 namespace manyalloc::region::detail {
@@ -100,43 +102,98 @@ void MpiTransport::recv_header(int peer, std::vector<std::uint64_t>& out) {
 }
 
 namespace {
-// One derived datatype over absolute addresses (MPI_BOTTOM): the data lands
-// at the same addresses on the receiver (Myrmics section 6.1 wraps
-// MPI_Send/MPI_Recv around the packed address/size list the same way).
-MPI_Datatype extents_type(std::span<const Extent> extents) {
-  std::vector<int> lens;
-  std::vector<MPI_Aint> displs;
-  lens.reserve(extents.size());
-  displs.reserve(extents.size());
+// How the bytes of a transfer travel. Both sides build the same plan from the
+// same extent list, so the messages match one to one, in order (same peer,
+// tag and communicator). Pieces of at least `big_piece` bytes are messages
+// of their own over contiguous memory: MPI can move those with one copy
+// (OpenMPI vader: CMA/XPMEM single copy; networks: RDMA rendezvous) straight
+// from the sender's region memory into the receiver's, while a
+// non-contiguous datatype is packed through bounce buffers on both sides.
+// The small rest goes in one message with a derived datatype over absolute
+// addresses (MPI_BOTTOM), as in Myrmics section 6.1.
+constexpr std::uint64_t big_piece = 64 * 1024;
+constexpr std::uint64_t max_piece = std::uint64_t{1} << 30;  // int counts
+
+struct Plan {
+  std::vector<int> small_lens;
+  std::vector<MPI_Aint> small_displs;
+  std::vector<Extent> big;
+};
+
+Plan make_plan(std::span<const Extent> extents) {
+  Plan p;
   for (const Extent& e : extents) {
     std::uint64_t a = e.addr, n = e.bytes;
     while (n > 0) {
-      const std::uint64_t chunk = n > (1u << 30) ? (1u << 30) : n;
-      lens.push_back(static_cast<int>(chunk));
-      displs.push_back(static_cast<MPI_Aint>(a));
+      const std::uint64_t chunk = n > max_piece ? max_piece : n;
+      if (chunk >= big_piece) {
+        p.big.push_back({a, chunk});
+      } else {
+        p.small_lens.push_back(static_cast<int>(chunk));
+        p.small_displs.push_back(static_cast<MPI_Aint>(a));
+      }
       a += chunk;
       n -= chunk;
     }
   }
-  MPI_Datatype t;
-  MPI_Type_create_hindexed(static_cast<int>(lens.size()), lens.data(), displs.data(), MPI_BYTE, &t);
-  MPI_Type_commit(&t);
-  return t;
+  return p;
+}
+
+// mode: 0 send, 1 receive in place, 2 receive into a scratch buffer.
+void run_plan(const Plan& p, int mode, int peer, int tag, MPI_Comm comm) {
+  std::vector<MPI_Request> reqs;
+  reqs.reserve(p.big.size() + 1);
+  MPI_Datatype small = MPI_DATATYPE_NULL;
+  std::vector<char> scratch;
+  if (mode == 2) {
+    std::uint64_t most = 0, small_total = 0;
+    for (const Extent& e : p.big) most = std::max(most, e.bytes);
+    for (int l : p.small_lens) small_total += static_cast<std::uint64_t>(l);
+    scratch.resize(std::max(most, small_total));
+  }
+  auto post = [&](void* buf, int count, MPI_Datatype t) {
+    reqs.emplace_back();
+    if (mode == 0)
+      MPI_Isend(buf, count, t, peer, tag, comm, &reqs.back());
+    else
+      MPI_Irecv(buf, count, t, peer, tag, comm, &reqs.back());
+  };
+  if (!p.small_lens.empty()) {
+    if (mode == 2) {
+      std::uint64_t total = 0;
+      for (int l : p.small_lens) total += static_cast<std::uint64_t>(l);
+      post(scratch.data(), static_cast<int>(total), MPI_BYTE);
+    } else {
+      MPI_Type_create_hindexed(static_cast<int>(p.small_lens.size()), p.small_lens.data(), p.small_displs.data(),
+                               MPI_BYTE, &small);
+      MPI_Type_commit(&small);
+      post(MPI_BOTTOM, 1, small);
+    }
+  }
+  for (const Extent& e : p.big) {
+    // Scratch pieces are received one after another into the same buffer.
+    if (mode == 2) {
+      MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+      reqs.clear();
+    }
+    post(mode == 2 ? static_cast<void*>(scratch.data()) : reinterpret_cast<void*>(e.addr), static_cast<int>(e.bytes),
+         MPI_BYTE);
+  }
+  MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+  if (small != MPI_DATATYPE_NULL) MPI_Type_free(&small);
 }
 }  // namespace
 
 void MpiTransport::send_extents(int peer, std::span<const Extent> extents) {
-  if (extents.empty()) return;
-  MPI_Datatype t = extents_type(extents);
-  MPI_Send(MPI_BOTTOM, 1, t, peer, tag_data, impl_->workers);
-  MPI_Type_free(&t);
+  if (!extents.empty()) run_plan(make_plan(extents), 0, peer, tag_data, impl_->workers);
 }
 
 void MpiTransport::recv_extents(int peer, std::span<const Extent> extents) {
-  if (extents.empty()) return;
-  MPI_Datatype t = extents_type(extents);
-  MPI_Recv(MPI_BOTTOM, 1, t, peer, tag_data, impl_->workers, MPI_STATUS_IGNORE);
-  MPI_Type_free(&t);
+  if (!extents.empty()) run_plan(make_plan(extents), 1, peer, tag_data, impl_->workers);
+}
+
+void MpiTransport::discard_extents(int peer, std::span<const Extent> extents) {
+  if (!extents.empty()) run_plan(make_plan(extents), 2, peer, tag_data, impl_->workers);
 }
 
 void MpiTransport::worker_barrier() { MPI_Barrier(impl_->workers); }

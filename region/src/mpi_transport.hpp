@@ -31,6 +31,7 @@ class MpiTransport {
   void recv_header(int peer, std::vector<std::uint64_t>& out);
   void send_extents(int peer, std::span<const Extent> extents);
   void recv_extents(int peer, std::span<const Extent> extents);
+  void discard_extents(int peer, std::span<const Extent> extents);
   void worker_barrier();
   // The workers-only communicator as an opaque handle (MPI_Comm), for
   // applications that mix in plain MPI (see mpi_interop.h).

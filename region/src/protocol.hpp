@@ -24,7 +24,8 @@ enum Op : std::uint64_t {
   op_alloc = 3,    // a0 region, a1 size, a2 count          key: region a0
   op_free = 4,     // a0 address                            key: address a0
   op_info = 5,     // a0 address -> reply a0 slot size, a1 region
-  op_pack = 6,     // payload region ids -> reply payload extents; handled at the leaf
+  op_pack = 6,     // a0 #regions, payload region ids then object addresses
+                   //   -> reply payload extents, sorted and coalesced; handled at the leaf
   op_stats = 7,    // a0 scheduler                          routed to that scheduler
   op_done = 8,     // worker / child scheduler finished (shutdown, 5.2)
   op_reply = 16,   // status, a0.., payload
@@ -35,6 +36,7 @@ enum Op : std::uint64_t {
   op_child_gone = 23,   // a0 parent, a1 child: forget a freed remote child
   op_pack_sub = 24,     // a0 region: pack for a pending event
   op_sub_done = 25,     // status, payload extents: answer to a *_sub
+  op_info_sub = 29,     // a0 address: the object's extent for a pending pack
   op_mem_req = 26,      // a0 slabs wanted, a1 ids wanted (5.2 refill)
   op_mem_grant = 27,    // a0 #slab ranges, a1 #id ranges, payload (start, length) pairs
   op_load = 28,         // a0 subtree load (regions), upstream

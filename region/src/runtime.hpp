@@ -25,6 +25,11 @@ struct Runtime {
   double sched_s = 0, worker_s = 0, barrier_s = 0;
 
   bool is_worker() const { return initialized && !topo.is_scheduler(rank); }
+  // Sends to world rank `peer` move no bytes: both map this host's shared
+  // GAS object (MANYALLOC_REGION_TRANSFER=auto and the memfd worked).
+  bool zero_copy_with(int peer) const {
+    return gas.shared && gas.host_of[static_cast<std::size_t>(peer)] == gas.host_of[static_cast<std::size_t>(rank)];
+  }
   // One request to the leaf scheduler and its reply (blocking RPC).
   Message rpc(Message req);
 };

@@ -165,6 +165,14 @@ void Scheduler::dispatch(Message& m, int src) {
       d[w_status] = m[w_op] == op_rfree_sub ? MR_OK : MR_ERR_NO_REGION;
       return send_toward(static_cast<int>(m[w_origin]), std::move(d));
     }
+    case op_info_sub: {
+      const Route r = route_addr(m[w_a0], &hop);
+      if (r == Route::forward) return t_.post(hop, std::move(m));
+      if (r == Route::local) return info_sub(m);
+      Message d = make_msg(op_sub_done, m[w_origin], m[w_req]);
+      d[w_status] = MR_ERR_INVALID_POINTER;
+      return send_toward(static_cast<int>(m[w_origin]), std::move(d));
+    }
     case op_child_gone: {
       const Route r = route_region(m[w_a0], &hop);
       if (r == Route::forward) return t_.post(hop, std::move(m));
@@ -325,12 +333,18 @@ void Scheduler::do_rfree(Message& m, bool sub) {
   finish_pending(token);
 }
 
+// One op_pack per mr_send: the regions (with their sub-regions, here or on
+// other schedulers through op_pack_sub) and the objects (their sizes, here
+// or through op_info_sub), answered once with all extents coalesced.
 void Scheduler::start_pack(Message& m, bool sub) {
-  std::vector<std::uint64_t> ids;
-  if (sub)
+  std::vector<std::uint64_t> ids, objects;
+  if (sub) {
     ids.push_back(m[w_a0]);
-  else
-    ids.assign(m.begin() + hdr_words, m.end());
+  } else {
+    const std::uint64_t nr = std::min<std::uint64_t>(m[w_a0], m.size() - hdr_words);
+    ids.assign(m.begin() + hdr_words, m.begin() + static_cast<std::ptrdiff_t>(hdr_words + nr));
+    objects.assign(m.begin() + static_cast<std::ptrdiff_t>(hdr_words + nr), m.end());
+  }
   const std::uint64_t token = new_pending(m, sub);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> remote;
   for (std::uint64_t id : ids) {
@@ -347,7 +361,37 @@ void Scheduler::start_pack(Message& m, bool sub) {
     ++pending_[token].outstanding;
     t_.post(hop, make_msg(op_pack_sub, static_cast<std::uint64_t>(self_), token, {id}));
   }
+  for (std::uint64_t addr : objects) {
+    int hop = -1;
+    switch (route_addr(addr, &hop)) {
+      case Route::local:
+        if (const std::uint64_t size = regions_.region_of(addr)->pool.object_size(addr); size != 0)
+          pending_[token].extents.push_back({addr, size});
+        else
+          pending_[token].status = MR_ERR_INVALID_POINTER;
+        break;
+      case Route::forward:
+        ++pending_[token].outstanding;
+        t_.post(hop, make_msg(op_info_sub, static_cast<std::uint64_t>(self_), token, {addr}));
+        break;
+      case Route::error: pending_[token].status = MR_ERR_INVALID_POINTER; break;
+    }
+  }
   finish_pending(token);
+}
+
+// op_info_sub at the owner of the address: the object's extent, or an error.
+void Scheduler::info_sub(Message& m) {
+  Message d = make_msg(op_sub_done, m[w_origin], m[w_req]);
+  Region* r = regions_.region_of(m[w_a0]);
+  const std::uint64_t size = r != nullptr ? r->pool.object_size(m[w_a0]) : 0;
+  if (size == 0) {
+    d[w_status] = MR_ERR_INVALID_POINTER;
+  } else {
+    d.push_back(m[w_a0]);
+    d.push_back(size);
+  }
+  send_toward(static_cast<int>(m[w_origin]), std::move(d));
 }
 
 void Scheduler::do_alloc(Message& m) {

@@ -44,6 +44,7 @@ class Scheduler {
   void do_free(Message& m);
   void do_info(Message& m);
   void start_pack(Message& m, bool sub);
+  void info_sub(Message& m);
   void on_created(Message& m);
   void on_sub_done(Message& m);
   void on_mem_req(Message& m, int src);

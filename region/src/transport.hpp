@@ -46,12 +46,20 @@ concept DataTransport = requires(T& t, int peer, std::span<const std::uint64_t> 
                                  std::vector<std::uint64_t>& header_out, std::span<const Extent> extents) {
   // Worker-to-worker transfer (Figure 1 sys_send / sys_recv): `peer` is a
   // worker index. The header names the regions/objects; the extents are
-  // absolute GAS addresses that are valid (mapped) on both sides. Blocking:
+  // absolute GAS addresses that are valid (mapped) on both sides. A
+  // zero-copy transfer (peers sharing the host's GAS object) is the header
+  // alone; the worker code decides that, the transport is not asked. Blocking:
   // two workers must not both send large transfers to each other first.
   t.send_header(peer, header);
   t.recv_header(peer, header_out);
+  // The extents' bytes go straight from the sender's GAS into the same
+  // addresses on the receiver (no staging buffers in this library); the
+  // receiver passes the extent list the header gave it.
   t.send_extents(peer, extents);
   t.recv_extents(peer, extents);
+  // Receives and drops what send_extents sent (the receiver rejected the
+  // extents), so that no message is left to match a later transfer.
+  t.discard_extents(peer, extents);
   // Barrier among workers only (sys_barrier).
   t.worker_barrier();
 };

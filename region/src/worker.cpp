@@ -35,7 +35,7 @@ Message Runtime::rpc(Message req) {
 namespace {
 mr_status status_of(const Message& m) { return static_cast<mr_status>(m[w_status]); }
 
-// Object sizes / owners for mr_send of single objects and mr_realloc.
+// Object size / owner for mr_realloc.
 mr_status object_info(void* p, std::uint64_t* size, std::uint64_t* region) {
   Message r = runtime().rpc(make_msg(op_info, 0, 0, {reinterpret_cast<std::uint64_t>(p)}));
   if (status_of(r) != MR_OK) return status_of(r);
@@ -107,8 +107,15 @@ mr_status mr_realloc(void* old_ptr, size_t new_size, mr_rid_t new_region, void**
   return MR_OK;
 }
 
-// Header of a transfer: [status, nregions, nobjects, nextents,
+// Header of a transfer: [status, nregions, nobjects, nextents, flags,
 //                        region ids..., object addresses..., (addr, bytes)...]
+// flags bit 0 (hdr_zero_copy): the peer shares this host's GAS object, no
+// bytes follow; otherwise the extents' bytes follow (MpiTransport::send_extents).
+namespace {
+constexpr std::uint64_t hdr_words_xfer = 5;
+constexpr std::uint64_t hdr_zero_copy = 1;
+}  // namespace
+
 mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects, int num_objects) {
   Runtime& rt = runtime();
   if (!rt.is_worker()) return MR_ERR_NOT_WORKER;
@@ -118,40 +125,34 @@ mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions, voi
     return MR_ERR_BAD_ARGUMENT;
   mr_status status = MR_OK;
   std::vector<Extent> extents;
-  if (num_regions > 0) {
-    // Region packing happens at the schedulers (4.3); one request for all.
-    Message req = make_msg(op_pack, 0, 0);
+  if (num_regions > 0 || num_objects > 0) {
+    // One request for everything: the schedulers pack the regions (4.3),
+    // look up the objects' sizes, and return the extents sorted and
+    // coalesced (objects inside the regions merge into them).
+    Message req = make_msg(op_pack, 0, 0, {static_cast<std::uint64_t>(num_regions)});
     req.insert(req.end(), regions, regions + num_regions);
+    for (int i = 0; i < num_objects; ++i) req.push_back(reinterpret_cast<std::uint64_t>(objects[i]));
     Message r = rt.rpc(std::move(req));
     status = status_of(r);
-    for (std::size_t i = hdr_words; i + 1 < r.size(); i += 2) extents.push_back({r[i], r[i + 1]});
-  }
-  for (int i = 0; i < num_objects && status == MR_OK; ++i) {
-    std::uint64_t size = 0, region = 0;
-    status = object_info(objects[i], &size, &region);
-    extents.push_back({reinterpret_cast<std::uint64_t>(objects[i]), size});
-  }
-  if (status != MR_OK) extents.clear();
-  // Objects may lie inside the regions sent: merge overlaps.
-  std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.addr < b.addr; });
-  std::vector<Extent> merged;
-  for (const Extent& e : extents) {
-    if (!merged.empty() && merged.back().addr + merged.back().bytes >= e.addr)
-      merged.back().bytes = std::max(merged.back().bytes, e.addr + e.bytes - merged.back().addr);
-    else
-      merged.push_back(e);
+    if (status == MR_OK)
+      for (std::size_t i = hdr_words; i + 1 < r.size(); i += 2) extents.push_back({r[i], r[i + 1]});
   }
   const double t0 = now_seconds();
+  const bool zero_copy = rt.zero_copy_with(rt.topo.worker_rank(peer_worker));
   std::vector<std::uint64_t> hdr{status, static_cast<std::uint64_t>(num_regions),
-                                 static_cast<std::uint64_t>(num_objects), merged.size()};
+                                 static_cast<std::uint64_t>(num_objects), extents.size(),
+                                 zero_copy ? hdr_zero_copy : 0};
   hdr.insert(hdr.end(), regions, regions + num_regions);
   for (int i = 0; i < num_objects; ++i) hdr.push_back(reinterpret_cast<std::uint64_t>(objects[i]));
-  for (const Extent& e : merged) {
+  for (const Extent& e : extents) {
     hdr.push_back(e.addr);
     hdr.push_back(e.bytes);
   }
+  // Zero copy: the header is the whole transfer. The MPI message orders
+  // this rank's earlier writes before the receiver's reads, and ownership
+  // passes with it (region.h, mr_send).
   rt.transport->send_header(peer_worker, hdr);
-  if (status == MR_OK) rt.transport->send_extents(peer_worker, merged);
+  if (status == MR_OK && !zero_copy) rt.transport->send_extents(peer_worker, extents);
   rt.worker_s += now_seconds() - t0;
   return status;
 }
@@ -167,26 +168,45 @@ mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_
   rt.transport->recv_header(peer_worker, hdr);
   const auto status = static_cast<mr_status>(hdr[0]);
   const std::uint64_t nr = hdr[1], no = hdr[2], ne = hdr[3];
+  const bool zero_copy = (hdr[4] & hdr_zero_copy) != 0;
   std::vector<Extent> extents(ne);
-  const std::size_t er = 4 + nr + no;
+  const std::size_t er = hdr_words_xfer + nr + no;
   bool in_gas = true;
   for (std::uint64_t i = 0; i < ne; ++i) {
     extents[i] = {hdr[er + 2 * i], hdr[er + 2 * i + 1]};
     in_gas = in_gas && extents[i].addr >= rt.gas.base && extents[i].addr + extents[i].bytes <= rt.gas.base + rt.gas.bytes;
   }
-  if (status == MR_OK && in_gas) rt.transport->recv_extents(peer_worker, extents);
+  // Both sides derive the mode from the same host table (GasMapping); a
+  // zero-copy header from a peer that does not share our memory would mean
+  // the data is not here.
+  const bool mode_ok = zero_copy == rt.zero_copy_with(rt.topo.worker_rank(peer_worker));
+  // The sender sends the bytes whenever its status is ok and it did not
+  // choose zero copy: receive them even when we reject the extents, so the
+  // message does not stay behind to be matched by a later transfer.
+  if (status == MR_OK && !zero_copy) {
+    if (in_gas)
+      rt.transport->recv_extents(peer_worker, extents);
+    else
+      rt.transport->discard_extents(peer_worker, extents);
+  }
   rt.worker_s += now_seconds() - t0;
   if (status != MR_OK) return status;
-  if (!in_gas) return MR_ERR_INVALID_POINTER;
+  if (!in_gas || !mode_ok) return MR_ERR_INVALID_POINTER;
   if (num_regions != nullptr) *num_regions = static_cast<int>(nr);
   if (num_objects != nullptr) *num_objects = static_cast<int>(no);
   for (std::uint64_t i = 0; i < nr && i < static_cast<std::uint64_t>(std::max(max_regions, 0)); ++i)
-    if (regions != nullptr) regions[i] = hdr[4 + i];
+    if (regions != nullptr) regions[i] = hdr[hdr_words_xfer + i];
   for (std::uint64_t i = 0; i < no && i < static_cast<std::uint64_t>(std::max(max_objects, 0)); ++i)
-    if (objects != nullptr) objects[i] = reinterpret_cast<void*>(hdr[4 + nr + i]);
+    if (objects != nullptr) objects[i] = reinterpret_cast<void*>(hdr[hdr_words_xfer + nr + i]);
   if (nr > static_cast<std::uint64_t>(std::max(max_regions, 0)) || no > static_cast<std::uint64_t>(std::max(max_objects, 0)))
     return MR_ERR_TRUNCATED;
   return MR_OK;
+}
+
+int mr_zero_copy(int peer_worker) {
+  Runtime& rt = runtime();
+  if (!rt.is_worker() || peer_worker < 0 || peer_worker >= rt.topo.nworkers) return 0;
+  return rt.zero_copy_with(rt.topo.worker_rank(peer_worker)) ? 1 : 0;
 }
 
 mr_status mr_barrier(void) {

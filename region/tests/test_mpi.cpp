@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -233,6 +234,52 @@ static void test_hierarchy() {
   for (mr::rid_t r : {mid.value, leaf.value, leaf2.value}) CHECK_STATUS(mr::alloc(64, r).status, mr::Status::no_region);
 }
 
+// Objects sent on their own (no region): their sizes come from the scheduler
+// that owns them (here the top one, level hint 0, so on deeper trees the
+// leaf asks upward). The transfer mode follows MANYALLOC_REGION_TRANSFER:
+// copy -> no peer is zero-copy; auto -> every peer is (one host in ctest).
+static void test_objects(int me, int peer, int nw) {
+  const char* mode = std::getenv("MANYALLOC_REGION_TRANSFER");
+  const bool copy = mode != nullptr && std::strcmp(mode, "copy") == 0;
+  for (int p = 0; p < nw; ++p)
+    if (p != me) CHECK(mr_zero_copy(p) == (copy ? 0 : 1));
+  if (peer >= nw) return;
+  if (me % 2 == 0) {
+    auto r = mr::ralloc(mr::root_region, 0);
+    CHECK(r);
+    auto small = mr::alloc(200, r.value);
+    auto big = mr::alloc(10000, r.value);
+    CHECK(small && big);
+    if (!small || !big) return;
+    std::memset(small.value, 0x11, 200);
+    std::memset(big.value, 0x22, 10000);
+    void* objs[] = {small.value, big.value};
+    CHECK_STATUS(mr::send(peer, {}, objs), mr::Status::ok);
+    void* back[2];
+    auto rr = mr::recv(peer, {}, back);
+    CHECK(rr && rr.value.objects == 2 && back[0] == small.value && back[1] == big.value);
+    CHECK(static_cast<unsigned char*>(small.value)[199] == 0x12);
+    CHECK(static_cast<unsigned char*>(big.value)[0] == 0x23 && static_cast<unsigned char*>(big.value)[9999] == 0x23);
+    // A pointer inside an object is not an object: both sides see the error.
+    void* bad[] = {static_cast<char*>(big.value) + 64};
+    CHECK_STATUS(mr::send(peer, {}, bad), mr::Status::invalid_pointer);
+    CHECK_STATUS(mr::rfree(r.value), mr::Status::ok);
+  } else {
+    void* got[2];
+    auto rr = mr::recv(peer, {}, got);
+    CHECK(rr && rr.value.objects == 2 && rr.value.regions == 0);
+    if (!rr) return;
+    auto* a = static_cast<unsigned char*>(got[0]);
+    auto* b = static_cast<unsigned char*>(got[1]);
+    CHECK(a[0] == 0x11 && a[199] == 0x11 && b[0] == 0x22 && b[9999] == 0x22);
+    std::memset(a, 0x12, 200);
+    std::memset(b, 0x23, 10000);
+    CHECK_STATUS(mr::send(peer, {}, got), mr::Status::ok);
+    void* none[1];
+    CHECK_STATUS(mr::recv(peer, {}, none).status, mr::Status::invalid_pointer);
+  }
+}
+
 int main(int argc, char** argv) {
   mr::Session session(&argc, &argv);
   if (session.status() != mr::Status::ok) {
@@ -293,6 +340,8 @@ int main(int argc, char** argv) {
     }
   }
 
+  test_objects(me, peer, nw);
+  mr::barrier();
   test_hierarchy();
 
   // Freeing the list region frees the tree sub-region with it.

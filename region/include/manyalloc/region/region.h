@@ -43,9 +43,20 @@ typedef enum mr_status {
   MR_ERR_TRUNCATED = 7         /* mr_recv: more regions/objects than room */
 } mr_status;
 
+/* How mr_send moves data (mr_config.transfer, MANYALLOC_REGION_TRANSFER):
+ *   MR_TRANSFER_AUTO ("auto", the default): the ranks of one host back the
+ *     global address space with one shared memory object, so a send to a
+ *     worker on the same host moves no bytes (zero copy: only region ids and
+ *     extents travel); to a worker on another host the bytes are copied.
+ *   MR_TRANSFER_COPY ("copy"): private memory on every rank; every send
+ *     copies the bytes (one copy, straight from region memory into the same
+ *     addresses on the receiver where MPI allows it). */
+enum { MR_TRANSFER_DEFAULT = 0, MR_TRANSFER_COPY = 1, MR_TRANSFER_AUTO = 2 };
+
 /* Layout and tuning; zero fields take defaults. Environment variables
  * override the defaults (not explicit fields): MANYALLOC_REGION_LEVELS,
- * MANYALLOC_REGION_FANOUT, MANYALLOC_REGION_GAS_MIB. */
+ * MANYALLOC_REGION_FANOUT, MANYALLOC_REGION_GAS_MIB,
+ * MANYALLOC_REGION_TRANSFER. */
 typedef struct mr_config {
   int levels;          /* scheduler tree levels (default 1: one scheduler) */
   int fanout;          /* scheduler-to-scheduler ratio (default 4) */
@@ -53,6 +64,7 @@ typedef struct mr_config {
   uint64_t leaf_pages_hi;  /* 1-MiB pages a leaf scheduler refills to (default 64) */
   uint64_t region_slabs_hi;/* free slabs a new region gets (default 64) */
   int load_threshold;  /* report subtree load upstream when it moved this much (default 4) */
+  int transfer;        /* MR_TRANSFER_*; 0: environment, else auto */
 } mr_config;
 
 mr_status mr_init(int* argc, char*** argv, const mr_config* config);
@@ -80,7 +92,19 @@ mr_status mr_balloc(size_t size, mr_rid_t region, int n, void** objects);
 
 /* Communication (blocking). The receiver gets the data at the same
  * addresses; regions are sent with their sub-regions. Two workers must not
- * both mr_send to each other before receiving (order the pair). */
+ * both mr_send to each other before receiving (order the pair).
+ *
+ * Ownership (as in Myrmics, where a send hands the data to the receiving
+ * task): after mr_send returns, the sent regions and objects belong to the
+ * receiver. The sender must not write them, nor read them while the receiver
+ * may write them, until it receives them back (or another synchronisation,
+ * such as mr_barrier after the receiver is done, hands them back). With zero
+ * copy (mr_zero_copy) sender and receiver see the very same bytes, so a
+ * write by the sender after the send is seen by the receiver, and vice
+ * versa; with copies the sender's writes are lost. Read-only sharing is
+ * allowed: the same regions may be sent to several workers that all only
+ * read them (the sender too) until a barrier. Everything the sender wrote
+ * before mr_send is visible to the receiver after mr_recv returns. */
 mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions,
                   void* const* objects, int num_objects);
 /* Receives what the peer sent; the region ids and object pointers are
@@ -89,6 +113,9 @@ mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions,
 mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions,
                   void** objects, int max_objects, int* num_objects);
 mr_status mr_barrier(void);
+/* 1 when mr_send to this worker moves no bytes (both on one host sharing
+ * the global address space object: MR_TRANSFER_AUTO), 0 when it copies. */
+int mr_zero_copy(int peer_worker);
 
 /* Accounting of one scheduler (0 .. mr_num_schedulers()-1). */
 typedef struct mr_sched_stats {
