@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "workloads.hpp"
@@ -143,6 +144,7 @@ Result xmalloc(const Params& p) {
     long made = 0;
     bool done = false;
     for (;;) {
+      bool progress = false;
       // Produce while there is room.
       while (made < blocks) {
         const std::size_t h = out.head.load(std::memory_order_relaxed);
@@ -157,6 +159,7 @@ Result xmalloc(const Params& p) {
         ++made;
         ++ops;
         bytes += n;
+        progress = true;
       }
       if (made == blocks && !done) {
         done = true;
@@ -165,6 +168,7 @@ Result xmalloc(const Params& p) {
       // Consume what arrived.
       std::size_t tl = in.tail.load(std::memory_order_relaxed);
       const std::size_t hd = in.head.load(std::memory_order_acquire);
+      if (tl != hd) progress = true;
       for (; tl != hd; ++tl) {
         void* q = in.slot[tl % kRing];
         if (!stamped(q, in.size[tl % kRing], static_cast<std::uint8_t>(tl))) ++fails;
@@ -175,6 +179,8 @@ Result xmalloc(const Params& p) {
       if (done && producers_done.load() == p.threads &&
           in.head.load(std::memory_order_acquire) == tl)
         break;
+      // Nothing to do: let the peer run (matters when cores are shared).
+      if (!progress) std::this_thread::yield();
     }
     c.ops += ops;
     c.bytes += bytes;

@@ -175,7 +175,10 @@ void heap_cache_flush_all(Heap& h) {
 }
 
 void* heap_alloc_slow(Heap& h, unsigned cls) {
+  if (!h.rfq.maybe_empty()) heap_flush_remote(h);
   Bin& bin = h.bins[cls];
+  if (bin.current != nullptr && bin.current->free_count != 0)  // refilled by the flush
+    return run_pop(h, *bin.current);
   if (Run* cur = bin.current) {
     // Exhausted (free_count == 0): it becomes full and leaves the bin.
     cur->state = RunState::full;
@@ -233,6 +236,11 @@ void heap_free_remote(Context& c, Run& r, std::uint32_t idx) {
     misuse(c, "free", Misuse::double_free, r.base + static_cast<std::size_t>(idx) * r.chunk_size);
     return;
   }
+  // The first pending bit of a word marks the word, so that the owner only
+  // drains marked words. If the word was not empty, it is marked already or
+  // the owner's drain of the word (after it cleared the marks) is still to
+  // come and will see our bit.
+  if (old == 0) r.remote_words.fetch_or(std::uint64_t{1} << w, std::memory_order_seq_cst);
   // Already queued: nothing to do. A seq_cst load that still sees 1 comes
   // before the owner's reset of `queued` and therefore before its drain,
   // which then sees our bit (see heap_flush_remote).
@@ -254,8 +262,9 @@ void heap_flush_remote(Heap& h) {
     // sides, "drain missed the bit" implies "its queued.exchange saw 0".
     r.queued.store(0, std::memory_order_seq_cst);
     std::uint32_t merged = 0;
-    for (std::uint32_t w = 0, nw = r.nwords(); w < nw; ++w) {
-      if (r.remote_bits[w].load(std::memory_order_seq_cst) == 0) continue;
+    for (std::uint64_t words = r.remote_words.exchange(0, std::memory_order_seq_cst); words != 0;
+         words &= words - 1) {
+      const unsigned w = static_cast<unsigned>(std::countr_zero(words));
       std::uint64_t bits = r.remote_bits[w].exchange(0, std::memory_order_seq_cst);
       if (const std::uint64_t dup = bits & r.free_bits[w]) [[unlikely]] {
         misuse(*h.ctx, "free", Misuse::double_free,

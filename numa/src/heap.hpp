@@ -90,7 +90,9 @@ void heap_cache_flush(Heap& h, unsigned cls, bool half);
 void heap_cache_flush_all(Heap& h);
 
 inline void* heap_alloc(Heap& h, unsigned cls) {
-  if (!h.rfq.maybe_empty()) [[unlikely]]
+  // Check mode merges remote frees at every operation, so that a double
+  // free across threads is reported right away.
+  if (!h.cache_on && !h.rfq.maybe_empty()) [[unlikely]]
     heap_flush_remote(h);
   FreeCache& fc = h.cache[cls];
   if (fc.count != 0) {
@@ -124,8 +126,6 @@ inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {
         return;
       }
       if (i < ci.chunks && static_cast<std::size_t>(i) * ci.size == roff) [[likely]] {
-        if (!self->rfq.maybe_empty()) [[unlikely]]
-          heap_flush_remote(*self);
         if (fc.count == ci.cache_cap) [[unlikely]] {
           if (ci.cache_cap == 0) goto bitmap;
           heap_cache_flush(*self, cls, true);
@@ -142,7 +142,7 @@ bitmap:
   Run* r = small_chunk_of(c, seg, p, &idx, "free");
   if (r == nullptr) return;
   if (self != nullptr && seg.heap.load(std::memory_order_relaxed) == self) {
-    if (!self->rfq.maybe_empty()) [[unlikely]]
+    if (!self->cache_on && !self->rfq.maybe_empty()) [[unlikely]]
       heap_flush_remote(*self);
     heap_free_local(*self, *r, idx);
   } else {

@@ -97,6 +97,7 @@ struct alignas(64) Run {
   std::uint64_t free_bits[kBitmapWords];
   // Shared with remote threads, on their own cache lines.
   alignas(64) std::atomic<std::uint64_t> remote_bits[kBitmapWords];
+  std::atomic<std::uint64_t> remote_words;  // bit w: remote_bits[w] may be non-zero
   std::atomic<std::uint32_t> queued;
   Run* qnext;  // RFQ link (owned by the queue while queued == 1)
 
@@ -200,8 +201,9 @@ struct Heap {
   Source* source = nullptr;
   struct Context* ctx = nullptr;
   // Remote free queue (RFQ): runs that received remote frees, flushed by
-  // the owner at its next malloc or free (slides: "RFQ flush on next memory
-  // operation").
+  // the owner at its next allocation that needs a run (slides: "RFQ flush on
+  // next memory operation"; flushing at every malloc made producer/consumer
+  // pairs ping-pong the queue's cache lines), at thread exit and on trim.
   MpscQueue<Run, &Run::qnext> rfq;
   // Statistics (written by the owner with relaxed stores, read by anyone).
   std::atomic<std::uint64_t> small_in_use{0};
