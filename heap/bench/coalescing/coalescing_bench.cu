@@ -1,0 +1,566 @@
+// manyalloc_coalescing_bench: the coalescing paper's experiments on the GPU.
+//
+//   unit       paper 4.1: every thread allocates n floats (n = 25..400 step 25),
+//              initialises them (0..n-1), runs the Linear or the Quadratic
+//              workload, frees. Three kernels (alloc+init, workload, free);
+//              the workload kernel is timed with events -> GFLOP/s; malloc and
+//              free are timed per thread with clock64 (mean over threads).
+//   alltoall   paper 4.2 in spirit: threads are ranks in groups of 32; each
+//              allocates one 4-double buffer per peer, fills it, the peers copy
+//              their piece into buffers they allocate, verify, everything is
+//              freed. Seconds = the three kernels.
+//   small16    16-byte alloc and free throughput from full warps (Scatter +
+//              NoOp / XMallocSIMD / DynamicWarp).
+//   blowup     every lane allocates 100 bytes, all but lane 0 of each warp
+//              free: pages still held by Scatter per live byte.
+// Every run is verified (the data reads back; no other thread overwrote it,
+// i.e. no overlap); "verified" is false otherwise.
+//
+// DeviceMalloc (CUDA's malloc) is slow for these sizes, so everything that
+// involves it runs at a bounded thread count (--small-threads, default 32768)
+// with fewer n values; Scatter-backed runs use the full GPU (--threads,
+// default SMs x 2048). Each allocator stops its n sweep when one run takes
+// longer than --max-run-s.
+//
+// Usage: manyalloc_coalescing_bench [--out FILE] [--threads N] [--small-threads N]
+//        [--runs R] [--max-run-s S] [--quick]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "manyalloc/heap/heap.hpp"
+#include "manyalloc_support/cuda_runner.hpp"
+#include "records.hpp"
+
+namespace ma = manyalloc;
+namespace DP = manyalloc::DistributionPolicies;
+using ma::acc::cuda_check;
+using ma::testing::CudaRunner;
+
+namespace {
+
+struct BigPages : ma::CreationPolicies::ScatterHeapConfig {
+  static constexpr std::uint32_t pagesize = 65536;
+};
+template <class Policy>
+using ScatterBig = ma::Allocator<ma::CreationPolicies::Scatter<BigPages>, Policy, ma::OOMPolicies::ReturnNull,
+                                 ma::ReservePoolPolicies::CudaMalloc, ma::AlignmentPolicies::NoOp>;
+template <class Policy>
+using Scatter4K = ma::Allocator<ma::CreationPolicies::Scatter<>, Policy, ma::OOMPolicies::ReturnNull,
+                                ma::ReservePoolPolicies::CudaMalloc, ma::AlignmentPolicies::NoOp>;
+template <class Policy>
+using Device = ma::Allocator<ma::CreationPolicies::DeviceMalloc, Policy, ma::OOMPolicies::ReturnNull,
+                             ma::ReservePoolPolicies::CudaSetLimits, ma::AlignmentPolicies::NoOp>;
+
+struct Options {
+  std::string out;
+  std::uint32_t threads = 0;
+  std::uint32_t small_threads = 1u << 15;
+  int runs = 5;
+  double max_run_s = 3.0;
+  bool quick = false;
+};
+
+std::string g_device;
+double g_clock_hz = 1.0;
+std::FILE* g_out = stdout;
+
+struct Sums {
+  unsigned long long malloc_cycles, free_cycles, fails, bad;
+};
+
+// ---- unit benchmark kernels ---------------------------------------------------
+template <class Handle>
+struct AllocInit {
+  Handle heap;
+  std::uint32_t n;
+  float** ptrs;
+  Sums* sums;
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    const long long t0 = clock64();
+    auto* p = static_cast<float*>(heap.alloc(acc, n * sizeof(float)));
+    const long long t1 = clock64();
+    atomicAdd(&sums->malloc_cycles, static_cast<unsigned long long>(t1 - t0));
+    ptrs[w] = p;
+    if (p == nullptr) {
+      atomicAdd(&sums->fails, 1ull);
+      return;
+    }
+    for (std::uint32_t i = 0; i < n; ++i) p[i] = static_cast<float>(i);
+  }
+};
+
+__device__ __forceinline__ float linear_ref(std::uint32_t n) {
+  float s = 0;
+  for (std::uint32_t i = 0; i < n; ++i) s += static_cast<float>(i);
+  return s;
+}
+
+template <bool Quadratic>
+struct Workload {
+  std::uint32_t n;
+  float** ptrs;
+  template <class Acc>
+  __device__ void operator()(const Acc&, std::uint32_t w) const {
+    float* d = ptrs[w];
+    if (d == nullptr) return;
+    float sum = 0;
+    if constexpr (Quadratic) {
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const float a = d[i];
+        for (std::uint32_t j = 0; j < n; ++j) sum = __fmaf_rn(a, d[j], sum);
+      }
+    } else {
+      for (std::uint32_t i = 0; i < n; ++i) sum += d[i];
+    }
+    d[0] = sum;
+  }
+};
+
+// Checks the result and that no other thread wrote into this part, then frees.
+template <class Handle, bool Quadratic>
+struct VerifyFree {
+  Handle heap;
+  std::uint32_t n;
+  float** ptrs;
+  Sums* sums;
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    float* d = ptrs[w];
+    bool ok = true;
+    if (d != nullptr) {
+      float expect = 0;
+      if constexpr (Quadratic) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+          const float a = static_cast<float>(i);
+          for (std::uint32_t j = 0; j < n; ++j) expect = __fmaf_rn(a, static_cast<float>(j), expect);
+        }
+      } else {
+        expect = linear_ref(n);
+      }
+      ok = d[0] == expect;
+      for (std::uint32_t i = 1; i < n && ok; ++i) ok = d[i] == static_cast<float>(i);
+    }
+    if (!ok) atomicAdd(&sums->bad, 1ull);
+    const long long t0 = clock64();
+    heap.dealloc(acc, d);
+    const long long t1 = clock64();
+    atomicAdd(&sums->free_cycles, static_cast<unsigned long long>(t1 - t0));
+  }
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class Heap>
+bool unit_sweep(const std::string& name, Heap& heap, std::uint32_t threads, const std::vector<std::uint32_t>& ns,
+                const Options& o) {
+  using Handle = typename Heap::Handle;
+  CudaRunner::Buffer<float*> ptrs(threads);
+  CudaRunner::Buffer<Sums> sums(1);
+  for (std::uint32_t n : ns) {
+    for (int quad = 0; quad < 2; ++quad) {
+      std::vector<double> work_s, malloc_s, free_s;
+      unsigned long long fails = 0, bad = 0;
+      for (int r = 0; r < o.runs + 1; ++r) {  // the first run warms up
+        sums.zero();
+        CudaRunner::run(threads, AllocInit<Handle>{heap.handle(), n, ptrs.data(), sums.data()});
+        const double ws = quad ? CudaRunner::timed_run(threads, Workload<true>{n, ptrs.data()})
+                               : CudaRunner::timed_run(threads, Workload<false>{n, ptrs.data()});
+        if (quad) {
+          CudaRunner::run(threads, VerifyFree<Handle, true>{heap.handle(), n, ptrs.data(), sums.data()});
+        } else {
+          CudaRunner::run(threads, VerifyFree<Handle, false>{heap.handle(), n, ptrs.data(), sums.data()});
+        }
+        const Sums s = sums.to_host()[0];
+        if (r == 0) continue;
+        fails += s.fails;
+        bad += s.bad;
+        work_s.push_back(ws);
+        malloc_s.push_back(static_cast<double>(s.malloc_cycles) / threads / g_clock_hz);
+        free_s.push_back(static_cast<double>(s.free_cycles) / threads / g_clock_hz);
+        if (ws + (malloc_s.back() + free_s.back()) > o.max_run_s) break;
+      }
+      const double flops_per_thread = quad ? 2.0 * n * n : 1.0 * n;
+      ma::bench::Measurement m;
+      m.suite = "coalescing";
+      m.experiment = quad ? "unit_quadratic" : "unit_linear";
+      m.allocator = name;
+      m.device = g_device;
+      m.threads = threads;
+      m.bytes = n * sizeof(float);
+      m.ops = static_cast<std::uint64_t>(flops_per_thread * threads);
+      m.seconds = median(work_s);
+      m.fails = fails;
+      m.verified = bad == 0 && fails == 0;
+      m.extra["floats"] = n;
+      m.extra["gflops"] = m.seconds > 0 ? flops_per_thread * threads / m.seconds / 1e9 : 0;
+      m.extra["malloc_s_per_thread"] = median(malloc_s);
+      m.extra["free_s_per_thread"] = median(free_s);
+      m.extra["repeats"] = static_cast<double>(work_s.size());
+      m.extra["corrupt"] = static_cast<double>(bad);
+      ma::bench::write_jsonl(g_out, m);
+      if (median(malloc_s) + median(free_s) + m.seconds > o.max_run_s) {
+        std::fprintf(stderr, "%s: run at n=%u took too long; sweep stopped\n", name.c_str(), n);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// ---- all-to-all ---------------------------------------------------------------
+constexpr std::uint32_t group = 32;
+constexpr std::uint32_t elems = 4;  // doubles per message
+
+__device__ double message(std::uint32_t from, std::uint32_t to, std::uint32_t e) {
+  return static_cast<double>(from) * 1e3 + to + e * 0.25;
+}
+
+template <class Handle>
+struct SendPhase {
+  Handle heap;
+  double** send;
+  Sums* sums;
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    const std::uint32_t base = w / group * group;
+    for (std::uint32_t j = 0; j < group; ++j) {
+      auto* b = static_cast<double*>(heap.alloc(acc, elems * sizeof(double)));
+      send[w * group + j] = b;
+      if (b == nullptr) {
+        atomicAdd(&sums->fails, 1ull);
+        continue;
+      }
+      for (std::uint32_t e = 0; e < elems; ++e) b[e] = message(w, base + j, e);
+    }
+  }
+};
+
+template <class Handle>
+struct ExchangePhase {
+  Handle heap;
+  double** send;
+  double** recv;
+  Sums* sums;
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    const std::uint32_t base = w / group * group;
+    const std::uint32_t me = w - base;
+    for (std::uint32_t j = 0; j < group; ++j) {
+      auto* r = static_cast<double*>(heap.alloc(acc, elems * sizeof(double)));
+      recv[w * group + j] = r;
+      const double* s = send[(base + j) * group + me];
+      if (r == nullptr || s == nullptr) {
+        atomicAdd(&sums->fails, 1ull);
+        continue;
+      }
+      bool ok = true;
+      for (std::uint32_t e = 0; e < elems; ++e) {
+        r[e] = s[e];
+        ok = ok && r[e] == message(base + j, w, e);
+      }
+      if (!ok) atomicAdd(&sums->bad, 1ull);
+    }
+  }
+};
+
+template <class Handle>
+struct FreePhase {
+  Handle heap;
+  double** send;
+  double** recv;
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    for (std::uint32_t j = 0; j < group; ++j) {
+      heap.dealloc(acc, send[w * group + j]);
+      heap.dealloc(acc, recv[w * group + j]);
+    }
+  }
+};
+
+template <class Heap>
+void alltoall(const std::string& name, Heap& heap, std::uint32_t threads, const Options& o) {
+  using Handle = typename Heap::Handle;
+  CudaRunner::Buffer<double*> send(std::size_t{threads} * group), recv(std::size_t{threads} * group);
+  CudaRunner::Buffer<Sums> sums(1);
+  std::vector<double> total, t_send, t_ex, t_free;
+  unsigned long long fails = 0, bad = 0;
+  for (int r = 0; r < o.runs + 1; ++r) {
+    sums.zero();
+    const double a = CudaRunner::timed_run(threads, SendPhase<Handle>{heap.handle(), send.data(), sums.data()});
+    const double b = CudaRunner::timed_run(threads, ExchangePhase<Handle>{heap.handle(), send.data(), recv.data(), sums.data()});
+    const double c = CudaRunner::timed_run(threads, FreePhase<Handle>{heap.handle(), send.data(), recv.data()});
+    const Sums s = sums.to_host()[0];
+    if (r == 0) continue;
+    fails += s.fails;
+    bad += s.bad;
+    total.push_back(a + b + c);
+    t_send.push_back(a);
+    t_ex.push_back(b);
+    t_free.push_back(c);
+    if (a + b + c > o.max_run_s) break;
+  }
+  ma::bench::Measurement m;
+  m.suite = "coalescing";
+  m.experiment = "alltoall";
+  m.allocator = name;
+  m.device = g_device;
+  m.threads = threads;
+  m.bytes = elems * sizeof(double);
+  m.ops = std::uint64_t{threads} * group;  // messages
+  m.seconds = median(total);
+  m.fails = fails;
+  m.verified = bad == 0 && fails == 0;
+  m.extra["send_s"] = median(t_send);
+  m.extra["exchange_s"] = median(t_ex);
+  m.extra["free_s"] = median(t_free);
+  m.extra["group"] = group;
+  m.extra["repeats"] = static_cast<double>(total.size());
+  ma::bench::write_jsonl(g_out, m);
+}
+
+// ---- 16-byte throughput and blowup --------------------------------------------
+template <class Handle>
+struct Alloc16 {
+  Handle heap;
+  std::uint32_t** ptrs;
+  Sums* sums;
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    auto* p = static_cast<std::uint32_t*>(heap.alloc(acc, 16));
+    ptrs[w] = p;
+    if (p == nullptr) {
+      atomicAdd(&sums->fails, 1ull);
+      return;
+    }
+    p[0] = w;
+    p[3] = ~w;
+  }
+};
+template <class Handle>
+struct Free16 {
+  Handle heap;
+  std::uint32_t** ptrs;
+  Sums* sums;
+  std::uint32_t keep_every;  // 0: free all; k: lanes with w % k == 0 keep theirs
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    std::uint32_t* p = ptrs[w];
+    if (p != nullptr && (p[0] != w || p[3] != ~w)) atomicAdd(&sums->bad, 1ull);
+    if (keep_every != 0 && w % keep_every == 0) return;
+    heap.dealloc(acc, p);
+    ptrs[w] = nullptr;
+  }
+};
+
+template <class Heap>
+void small16(const std::string& name, Heap& heap, std::uint32_t threads, const Options& o) {
+  using Handle = typename Heap::Handle;
+  CudaRunner::Buffer<std::uint32_t*> ptrs(threads);
+  CudaRunner::Buffer<Sums> sums(1);
+  std::vector<double> ta, tf;
+  for (int r = 0; r < o.runs + 1; ++r) {
+    sums.zero();
+    const double a = CudaRunner::timed_run(threads, Alloc16<Handle>{heap.handle(), ptrs.data(), sums.data()});
+    const double f = CudaRunner::timed_run(threads, Free16<Handle>{heap.handle(), ptrs.data(), sums.data(), 0});
+    const Sums s = sums.to_host()[0];
+    if (r == 0) continue;
+    ta.push_back(a);
+    tf.push_back(f);
+    for (int k = 0; k < 2; ++k) {
+      ma::bench::Measurement m;
+      m.suite = "coalescing";
+      m.experiment = k == 0 ? "small16_alloc" : "small16_free";
+      m.allocator = name;
+      m.device = g_device;
+      m.threads = threads;
+      m.bytes = 16;
+      m.ops = threads;
+      m.seconds = k == 0 ? a : f;
+      m.fails = s.fails;
+      m.verified = s.bad == 0 && s.fails == 0;
+      m.extra["repeat"] = r;
+      if (r == o.runs) ma::bench::write_jsonl(g_out, m);
+    }
+  }
+  (void)ta;
+  (void)tf;
+}
+
+template <class Heap>
+void blowup(const std::string& name, Heap& heap, std::uint32_t threads, std::uint32_t pagesize) {
+  using Handle = typename Heap::Handle;
+  CudaRunner::Buffer<std::uint32_t*> ptrs(threads);
+  CudaRunner::Buffer<Sums> sums(1);
+  const auto before = heap.creation().template statistics<ma::acc::Cuda>().pages_in_use;
+  CudaRunner::run(threads, Alloc16<Handle>{heap.handle(), ptrs.data(), sums.data()});
+  const auto full = heap.creation().template statistics<ma::acc::Cuda>().pages_in_use;
+  CudaRunner::run(threads, Free16<Handle>{heap.handle(), ptrs.data(), sums.data(), 32});
+  const auto kept = heap.creation().template statistics<ma::acc::Cuda>().pages_in_use;
+  CudaRunner::run(threads, Free16<Handle>{heap.handle(), ptrs.data(), sums.data(), 0});
+  const auto after = heap.creation().template statistics<ma::acc::Cuda>().pages_in_use;
+  const Sums s = sums.to_host()[0];
+  ma::bench::Measurement m;
+  m.suite = "coalescing";
+  m.experiment = "blowup";
+  m.allocator = name;
+  m.device = g_device;
+  m.threads = threads;
+  m.bytes = 16;
+  m.ops = threads;
+  m.seconds = 0;
+  m.fails = s.fails;
+  m.verified = s.bad == 0 && s.fails == 0;
+  const double live = 16.0 * (threads / 32);
+  m.extra["pages_all_live"] = full - before;
+  m.extra["pages_one_in_32_live"] = kept - before;
+  m.extra["pages_after_free"] = after - before;
+  m.extra["held_bytes_per_live_byte"] = (kept - before) * static_cast<double>(pagesize) / live;
+  ma::bench::write_jsonl(g_out, m);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "missing value for %s\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--out") o.out = next();
+    else if (a == "--threads") o.threads = static_cast<std::uint32_t>(std::strtoul(next(), nullptr, 10));
+    else if (a == "--small-threads") o.small_threads = static_cast<std::uint32_t>(std::strtoul(next(), nullptr, 10));
+    else if (a == "--runs") o.runs = std::atoi(next());
+    else if (a == "--max-run-s") o.max_run_s = std::atof(next());
+    else if (a == "--quick") o.quick = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--out FILE] [--threads N] [--small-threads N] [--runs R] [--max-run-s S] [--quick]\n", argv[0]);
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  if (!CudaRunner::available()) {
+    std::fprintf(stderr, "manyalloc_coalescing_bench: no CUDA device\n");
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  cuda_check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  int clock_khz = 0;
+  cuda_check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), "clock rate");
+  g_clock_hz = clock_khz * 1e3;
+  g_device = prop.name;
+  if (o.threads == 0) o.threads = static_cast<std::uint32_t>(prop.multiProcessorCount) * 2048u;
+  if (o.quick) {
+    o.runs = 2;
+    o.threads = std::min<std::uint32_t>(o.threads, 1u << 16);
+    o.small_threads = std::min<std::uint32_t>(o.small_threads, 1u << 13);
+  }
+  if (!o.out.empty()) {
+    g_out = std::fopen(o.out.c_str(), "w");
+    if (g_out == nullptr) {
+      std::perror(o.out.c_str());
+      return 1;
+    }
+  }
+  const auto t_start = std::chrono::steady_clock::now();
+  std::vector<std::uint32_t> all_n;
+  for (std::uint32_t n = 25; n <= 400; n += 25) all_n.push_back(n);
+  const std::vector<std::uint32_t> few_n{25, 100, 200, 300, 400};
+  if (o.quick) all_n = few_n;
+
+  // The no-header policies' map (this translation unit's kernels use it).
+  ma::distribution::SuperblockTable<ma::ReservePoolPolicies::CudaMalloc> table(std::uint64_t{1} << 22);
+
+  const std::size_t big_heap = std::size_t{3} << 30;
+  const std::size_t device_heap = std::size_t{2} << 30;
+  {
+    // Full GPU, Scatter (64 KiB pages) underneath every coalescing variant.
+    auto full = [&](auto tag, const char* name) {
+      using Policy = typename decltype(tag)::type;
+      ScatterBig<Policy> heap(big_heap);
+      unit_sweep(name, heap, o.threads, all_n, o);
+    };
+    full(std::type_identity<DP::NoOp>{}, "Scatter+NoOp");
+    full(std::type_identity<DP::XMallocSIMD<65536>>{}, "Scatter+XMallocSIMD");
+    full(std::type_identity<DP::DynamicWarp>{}, "Scatter+DynamicWarp");
+    full(std::type_identity<DP::WarpHeader>{}, "Scatter+WarpHeader");
+    full(std::type_identity<DP::WarpNoHeader>{}, "Scatter+WarpNoHeader");
+    full(std::type_identity<DP::BlockHeader>{}, "Scatter+BlockHeader");
+    full(std::type_identity<DP::BlockNoHeader>{}, "Scatter+BlockNoHeader");
+  }
+  {
+    // The paper's setting: CUDA's malloc underneath, bounded thread count;
+    // Scatter+NoOp and Scatter+DynamicWarp at the same count for the ratio.
+    auto bounded = [&](auto tag, const char* name) {
+      using H = typename decltype(tag)::type;
+      H heap(std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc> ? device_heap : big_heap);
+      unit_sweep(name, heap, o.small_threads, few_n, o);
+    };
+    bounded(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
+    bounded(std::type_identity<Device<DP::DynamicWarp>>{}, "DeviceMalloc+DynamicWarp");
+    bounded(std::type_identity<Device<DP::WarpHeader>>{}, "DeviceMalloc+WarpHeader");
+    bounded(std::type_identity<Device<DP::WarpNoHeader>>{}, "DeviceMalloc+WarpNoHeader");
+    bounded(std::type_identity<Device<DP::BlockHeader>>{}, "DeviceMalloc+BlockHeader");
+    bounded(std::type_identity<Device<DP::BlockNoHeader>>{}, "DeviceMalloc+BlockNoHeader");
+    bounded(std::type_identity<ScatterBig<DP::NoOp>>{}, "Scatter+NoOp");
+    bounded(std::type_identity<ScatterBig<DP::DynamicWarp>>{}, "Scatter+DynamicWarp");
+    bounded(std::type_identity<ScatterBig<DP::WarpHeader>>{}, "Scatter+WarpHeader");
+  }
+  {
+    const std::uint32_t ranks = o.small_threads / 2;
+    auto a2a = [&](auto tag, const char* name) {
+      using H = typename decltype(tag)::type;
+      H heap(std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc> ? device_heap : big_heap);
+      alltoall(name, heap, ranks, o);
+    };
+    a2a(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
+    a2a(std::type_identity<Device<DP::DynamicWarp>>{}, "DeviceMalloc+DynamicWarp");
+    a2a(std::type_identity<Device<DP::WarpHeader>>{}, "DeviceMalloc+WarpHeader");
+    a2a(std::type_identity<Device<DP::WarpNoHeader>>{}, "DeviceMalloc+WarpNoHeader");
+    a2a(std::type_identity<Device<DP::BlockHeader>>{}, "DeviceMalloc+BlockHeader");
+    a2a(std::type_identity<Device<DP::BlockNoHeader>>{}, "DeviceMalloc+BlockNoHeader");
+    a2a(std::type_identity<Scatter4K<DP::NoOp>>{}, "Scatter+NoOp");
+    a2a(std::type_identity<Scatter4K<DP::XMallocSIMD<4096>>>{}, "Scatter+XMallocSIMD");
+    a2a(std::type_identity<Scatter4K<DP::DynamicWarp>>{}, "Scatter+DynamicWarp");
+    a2a(std::type_identity<Scatter4K<DP::WarpHeader>>{}, "Scatter+WarpHeader");
+  }
+  {
+    const std::uint32_t n16 = std::max<std::uint32_t>(o.threads, 1u << 20);
+    auto s16 = [&](auto tag, const char* name) {
+      using Policy = typename decltype(tag)::type;
+      Scatter4K<Policy> heap(std::size_t{1} << 30);
+      small16(name, heap, o.quick ? o.threads : n16, o);
+      blowup(name, heap, o.quick ? o.threads : n16, 4096);
+    };
+    s16(std::type_identity<DP::NoOp>{}, "Scatter+NoOp");
+    s16(std::type_identity<DP::XMallocSIMD<4096>>{}, "Scatter+XMallocSIMD");
+    s16(std::type_identity<DP::DynamicWarp>{}, "Scatter+DynamicWarp");
+    s16(std::type_identity<DP::WarpHeader>{}, "Scatter+WarpHeader");
+    s16(std::type_identity<DP::WarpNoHeader>{}, "Scatter+WarpNoHeader");
+    s16(std::type_identity<DP::BlockHeader>{}, "Scatter+BlockHeader");
+  }
+  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  std::fprintf(stderr, "manyalloc_coalescing_bench: done in %.1f s on %s\n", total_s, g_device.c_str());
+  if (g_out != stdout) std::fclose(g_out);
+  return 0;
+}
