@@ -340,16 +340,37 @@ TEST(UniformCoalescing, ZeroBytesAndHostThreads) {
   EXPECT_EQ(CountingMalloc::counters().live.load(), 0);
 }
 
-TEST(UniformCoalescing, MixedSizesAreRejectedInTheCheckedBuild) {
+TEST(UniformCoalescing, WarpLanesWithAnotherSizeGoAlone) {
+  CountingMalloc::counters().reset();
+  CountingHeap<DP::WarpHeader> heap(1 << 20);
+  std::vector<Part> parts(32);
+  const auto h = heap.handle();
+  EmulatedGrid grid;
+  grid.run(1, 32, [&](const EmulatedThread& a, unsigned t) {
+    const std::size_t n = t == 7 || t == 9 ? 24 : 16;
+    parts[t] = Part{h.alloc(a, n), n, t};
+    fill(parts[t]);
+  });
+  EXPECT_TRUE(disjoint(parts));
+  EXPECT_EQ(CountingMalloc::counters().creates.load(), 3);
+  const acc::HostThread host;
+  for (const Part& p : parts) {
+    EXPECT_TRUE(intact(p));
+    h.dealloc(host, p.ptr);
+  }
+  EXPECT_EQ(CountingMalloc::counters().live.load(), 0);
+}
+
+TEST(UniformCoalescing, BlockMixedSizesAreRejectedInTheCheckedBuild) {
   if constexpr (!build::checked_build) {
-    GTEST_SKIP() << "sizes are trusted outside the checked build";
+    GTEST_SKIP() << "block sizes are trusted outside the checked build";
   } else {
     CountingMalloc::counters().reset();
-    CountingHeap<DP::WarpHeader> heap(1 << 20);
-    std::vector<void*> parts(32);
+    CountingHeap<DP::BlockHeader> heap(1 << 20);
+    std::vector<void*> parts(40);
     const auto h = heap.handle();
     EmulatedGrid grid;
-    grid.run(1, 32, [&](const EmulatedThread& a, unsigned t) { parts[t] = h.alloc(a, t == 7 ? 24 : 16); });
+    grid.run(1, 40, [&](const EmulatedThread& a, unsigned t) { parts[t] = h.alloc(a, t == 7 ? 24 : 16); });
     for (void* p : parts) EXPECT_EQ(p, nullptr);
     EXPECT_EQ(CountingMalloc::counters().creates.load(), 0);
   }

@@ -79,7 +79,8 @@ struct AllocWriteFree {
         atomicAdd(counters, 1u);
         continue;
       }
-      if (reinterpret_cast<std::uintptr_t>(p) % distribution::detail::natural_alignment(n) != 0u) {
+      if (!std::is_same_v<Policy, DP::NoOp> &&
+          reinterpret_cast<std::uintptr_t>(p) % distribution::detail::natural_alignment(n) != 0u) {
         atomicAdd(counters + 2, 1u);
       }
       if (!write_check(static_cast<unsigned char*>(p), n, worker, round)) atomicAdd(counters + 1, 1u);

@@ -1,9 +1,12 @@
 // Coalescing for the case where the caller states that all workers of a
 // warp (or block) allocate the same size at the same time (coalescing paper
 // 3.1, "static coalescing"): one superblock per warp / block, no sizes to
-// exchange. Choosing one of these policies *is* the statement; in a checked
-// build it is verified (a group whose sizes differ gets nullptr everywhere and
-// a bad_argument report).
+// exchange. Choosing one of these policies *is* the statement. Warp scope
+// still checks it cheaply (one shuffle, one ballot): lanes asking another
+// size than the lowest active lane get a one-part superblock of their own
+// (under independent thread scheduling a warp's active set can mix loop
+// iterations). Block scope trusts it; a checked build verifies it (a block
+// whose sizes differ gets nullptr everywhere and a bad_argument report).
 //
 //   superblock: [counter: 4 bytes, padded to 16][part 0][part 1]...
 //
@@ -60,13 +63,20 @@ class UniformCoalescing {
     bytes_ = bytes;
     bool bad = false;
     if constexpr (Scope == CoalescingScope::warp) {
+      // The lanes asking what the lowest lane asks share its superblock; a
+      // lane asking something else gets a superblock of its own (a warp's
+      // active set may mix loop iterations under independent scheduling).
       mask_ = acc.active_mask();
       const unsigned lane = acc.lane_id();
-      rank_ = bits::popcount(mask_ & bits::low_mask(lane));
-      count_ = bits::popcount(mask_);
-      if constexpr (build::checked_build) {
-        const std::uint64_t s0 = distribution::detail::shfl64(acc, mask_, bytes, lowest(mask_));
-        bad = acc.ballot(mask_, bytes != s0) != 0u;
+      const bool fits = bytes < (std::uint64_t{1} << 32);
+      const std::uint32_t s0 = acc.shfl(mask_, fits ? static_cast<std::uint32_t>(bytes) : 0u, lowest(mask_));
+      group_ = acc.ballot(mask_, fits && bytes == s0);
+      if (((group_ >> lane) & 1u) != 0u) {
+        rank_ = bits::popcount(group_ & bits::low_mask(lane));
+        count_ = bits::popcount(group_);
+      } else {
+        rank_ = 0;
+        count_ = 1;
       }
     } else {
       const acc::BlockRank br = acc.block_rank();
@@ -113,6 +123,7 @@ class UniformCoalescing {
     if constexpr (Scope == CoalescingScope::warp) {
       base = distribution::detail::shfl64(acc, mask_, reinterpret_cast<std::uintptr_t>(mem),
                                           distribution::detail::lowest(mask_));
+      if (((group_ >> acc.lane_id()) & 1u) == 0u) base = reinterpret_cast<std::uintptr_t>(mem);
     } else {
       base = acc.block_broadcast(reinterpret_cast<std::uintptr_t>(mem), root);
     }
@@ -181,6 +192,7 @@ class UniformCoalescing {
   }
 
   std::uint32_t mask_ = 0;
+  std::uint32_t group_ = 0;  // warp scope: lanes sharing the lowest lane's superblock
   unsigned rank_ = 0;
   unsigned count_ = 0;
   std::size_t bytes_ = 0;
