@@ -31,12 +31,14 @@ run() {  # label, timeout, command...
   echo "   rc=$rc, $((SECONDS - t0)) s" | tee -a "$log"
 }
 # Region + MPI_Get list exchange; layout: levels fanout workers nodes...
+# Transfer mode from TRANSFER (auto: zero copy between ranks of one host;
+# copy: every send copies), default auto.
 list() {
   local levels=$1 fanout=$2 workers=$3; shift 3
   local nsched=1
   [[ $levels == 2 ]] && nsched=$((1 + fanout))
-  MANYALLOC_REGION_LEVELS=$levels MANYALLOC_REGION_FANOUT=$fanout \
-    run "list L$levels W$workers" 240 $MPIRUN -n $((nsched + workers)) "$BIN/region_bench_list" "$@"
+  MANYALLOC_REGION_LEVELS=$levels MANYALLOC_REGION_FANOUT=$fanout MANYALLOC_REGION_TRANSFER=${TRANSFER:-auto} \
+    run "list L$levels W$workers ${TRANSFER:-auto}" 240 $MPIRUN -n $((nsched + workers)) "$BIN/region_bench_list" "$@"
 }
 shmem() {
   local workers=$1; shift
@@ -55,9 +57,11 @@ run "fragmentation" 60 "$BIN/region_bench_frag" 1
 case $profile in
   small)
     list 1 1 4 15000 30000 60000 --reps 3
+    TRANSFER=copy list 1 1 4 15000 30000 60000 --reps 3 --no-mpi-get
     shmem 4 15000 30000 60000 --reps 3
     for w in 2 4; do
       list 1 1 $w 30000 --reps 3
+      TRANSFER=copy list 1 1 $w 30000 --reps 3 --no-mpi-get
       list 2 2 $w 30000 --reps 3 --no-mpi-get
       shmem $w 30000 --reps 3
     done
@@ -67,11 +71,14 @@ case $profile in
     bh 2 2 4 8192 3
     ;;
   device16)
-    list 1 1 16 15000 30000 60000 120000 240000 --reps 3
-    shmem 16 15000 30000 60000 120000 240000 --reps 3
+    list 1 1 16 15000 30000 60000 120000 240000 --reps 5
+    TRANSFER=copy list 1 1 16 15000 30000 60000 120000 240000 --reps 5 --no-mpi-get
+    shmem 16 15000 30000 60000 120000 240000 --reps 5
     for w in 2 4 8 16; do
       list 1 1 $w 30000 --reps 3
+      TRANSFER=copy list 1 1 $w 30000 --reps 3 --no-mpi-get
       list 2 4 $w 30000 --reps 3 --no-mpi-get
+      TRANSFER=copy list 2 4 $w 30000 --reps 3 --no-mpi-get
       shmem $w 30000 --reps 3
     done
     for w in 4 8 16; do

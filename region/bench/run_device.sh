@@ -33,17 +33,24 @@ OSHRUN=$B/root/usr/bin/oshrun
 } | tee "$out/machine.txt"
 
 # Single-copy (CMA) shared memory when the kernel allows it, else copy-in/out.
-if MANYALLOC_REGION_GAS_MIB=4096 timeout 60 "$MPIRUN" -n 4 "$B/bin/region_test_mpi" > "$out/probe.log" 2>&1; then
+# (run_bench.sh defaults the variable to none: set it explicitly either way.)
+if OMPI_MCA_btl_vader_single_copy_mechanism=cma MANYALLOC_REGION_GAS_MIB=4096 \
+    timeout 60 "$MPIRUN" -n 4 "$B/bin/region_test_mpi" > "$out/probe.log" 2>&1; then
+  export OMPI_MCA_btl_vader_single_copy_mechanism=cma
   echo "probe: CMA single copy works" | tee -a "$out/machine.txt"
 else
   export OMPI_MCA_btl_vader_single_copy_mechanism=none
   echo "probe: CMA failed, using btl_vader_single_copy_mechanism=none" | tee -a "$out/machine.txt"
 fi
 # The correctness test at 16 ranks, one and two scheduler levels.
-for cfg in "1 1" "2 3"; do
-  set -- $cfg
-  MANYALLOC_REGION_LEVELS=$1 MANYALLOC_REGION_FANOUT=$2 MANYALLOC_REGION_GAS_MIB=4096 \
-    timeout 120 "$MPIRUN" -n 16 "$B/bin/region_test_mpi" 2>&1 | tail -2 | tee -a "$out/machine.txt"
+# Both transfer modes (auto: zero copy on this host; copy).
+for mode in auto copy; do
+  for cfg in "1 1" "2 3"; do
+    set -- $cfg
+    echo "test_mpi 16 ranks, levels $1, transfer $mode:" | tee -a "$out/machine.txt"
+    MANYALLOC_REGION_LEVELS=$1 MANYALLOC_REGION_FANOUT=$2 MANYALLOC_REGION_GAS_MIB=4096 MANYALLOC_REGION_TRANSFER=$mode \
+      timeout 120 "$MPIRUN" -n 16 "$B/bin/region_test_mpi" 2>&1 | tail -2 | tee -a "$out/machine.txt"
+  done
 done
 
 BIN=$B/bin MPIRUN=$MPIRUN OSHRUN=$OSHRUN "$here/run_bench.sh" "$out" device16
