@@ -243,7 +243,7 @@ def fig_fragmentation(recs, out_dir, made, device):
         return
     full = [r for r in rows if r.get("state", "full") == "full"]
     names = allocators(full)
-    sizes = sorted({(r["bytes"], r.get("sizes", "")) for r in full})
+    sizes = sorted({(r["bytes"], r.get("sizes", "")) for r in full}, key=lambda k: (bool(k[1]), k[0]))
     labels = ["mixed" if s[1] else fmt_bytes(s[0]) for s in sizes]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     width = 0.8 / max(1, len(names))

@@ -152,7 +152,7 @@ void access_experiment(Context& ctx, AllocatorSet<P>& set, const AccessConfig& c
       // for 2^20 large chunks: bound the workers as throughput does.
       const std::uint32_t n = affordable_threads<Runner>(heap, bytes, c.threads, c.budget / 4);
       typename Runner::template Buffer<void*> ptrs(n);
-      typename Runner::template Buffer<std::uint32_t> fails(1), dummy(1);
+      typename Runner::template Buffer<std::uint32_t> fails(1);
       Runner::run(n, AllocOne<Handle>{heap.handle(), bytes, ptrs.data(), fails.data()});
       const std::uint64_t overlaps = count_overlaps(ptrs.to_host(), bytes);
       Measurement m = time_access<Runner>(ptrs.data(), bytes, n, c);

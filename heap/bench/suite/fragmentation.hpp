@@ -2,8 +2,10 @@
 // ScatterAlloc paper's equations (1) and (2)). For each size, N workers
 // allocate one chunk each per step (a launch) until a whole step fails; every
 // chunk is filled with checksums of (worker, step). Reported:
-//   usable_share_first_fail  requested bytes held before the first failed
-//                            request, over the heap's bytes
+//   usable_share_first_fail  requested bytes held at the end of the first
+//                            step in which any request failed, over the
+//                            heap's bytes (launch granularity: requests of
+//                            one step are concurrent and have no order)
 //   usable_share_full        requested bytes held when a step got nothing
 //   internal_frag / external_frag / overhead (Scatter, from its page table)
 //                            at the full state and again after a random half
