@@ -162,10 +162,9 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-template <class Heap>
-bool unit_sweep(const std::string& name, Heap& heap, std::uint32_t threads, const std::vector<std::uint32_t>& ns,
-                const Options& o) {
-  using Handle = typename Heap::Handle;
+template <class Handle>
+bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t threads,
+                const std::vector<std::uint32_t>& ns, const Options& o) {
   CudaRunner::Buffer<float*> ptrs(threads);
   CudaRunner::Buffer<Sums> sums(1);
   for (std::uint32_t n : ns) {
@@ -174,13 +173,13 @@ bool unit_sweep(const std::string& name, Heap& heap, std::uint32_t threads, cons
       unsigned long long fails = 0, bad = 0;
       for (int r = 0; r < o.runs + 1; ++r) {  // the first run warms up
         sums.zero();
-        CudaRunner::run(threads, AllocInit<Handle>{heap.handle(), n, ptrs.data(), sums.data()});
+        CudaRunner::run(threads, AllocInit<Handle>{handle, n, ptrs.data(), sums.data()});
         const double ws = quad ? CudaRunner::timed_run(threads, Workload<true>{n, ptrs.data()})
                                : CudaRunner::timed_run(threads, Workload<false>{n, ptrs.data()});
         if (quad) {
-          CudaRunner::run(threads, VerifyFree<Handle, true>{heap.handle(), n, ptrs.data(), sums.data()});
+          CudaRunner::run(threads, VerifyFree<Handle, true>{handle, n, ptrs.data(), sums.data()});
         } else {
-          CudaRunner::run(threads, VerifyFree<Handle, false>{heap.handle(), n, ptrs.data(), sums.data()});
+          CudaRunner::run(threads, VerifyFree<Handle, false>{handle, n, ptrs.data(), sums.data()});
         }
         const Sums s = sums.to_host()[0];
         if (r == 0) continue;
@@ -289,18 +288,17 @@ struct FreePhase {
   }
 };
 
-template <class Heap>
-void alltoall(const std::string& name, Heap& heap, std::uint32_t threads, const Options& o) {
-  using Handle = typename Heap::Handle;
+template <class Handle>
+void alltoall(const std::string& name, const Handle& handle, std::uint32_t threads, const Options& o) {
   CudaRunner::Buffer<double*> send(std::size_t{threads} * group), recv(std::size_t{threads} * group);
   CudaRunner::Buffer<Sums> sums(1);
   std::vector<double> total, t_send, t_ex, t_free;
   unsigned long long fails = 0, bad = 0;
   for (int r = 0; r < o.runs + 1; ++r) {
     sums.zero();
-    const double a = CudaRunner::timed_run(threads, SendPhase<Handle>{heap.handle(), send.data(), sums.data()});
-    const double b = CudaRunner::timed_run(threads, ExchangePhase<Handle>{heap.handle(), send.data(), recv.data(), sums.data()});
-    const double c = CudaRunner::timed_run(threads, FreePhase<Handle>{heap.handle(), send.data(), recv.data()});
+    const double a = CudaRunner::timed_run(threads, SendPhase<Handle>{handle, send.data(), sums.data()});
+    const double b = CudaRunner::timed_run(threads, ExchangePhase<Handle>{handle, send.data(), recv.data(), sums.data()});
+    const double c = CudaRunner::timed_run(threads, FreePhase<Handle>{handle, send.data(), recv.data()});
     const Sums s = sums.to_host()[0];
     if (r == 0) continue;
     fails += s.fails;
@@ -492,13 +490,15 @@ int main(int argc, char** argv) {
   ma::distribution::SuperblockTable<ma::ReservePoolPolicies::CudaMalloc> table(std::uint64_t{1} << 22);
 
   const std::size_t big_heap = std::size_t{3} << 30;
-  const std::size_t device_heap = std::size_t{2} << 30;
+  // CUDA's malloc heap size can be set only before its first use: one
+  // DeviceMalloc allocator for the run; every policy gets a handle on it.
+  Device<DP::NoOp> device(std::size_t{2} << 30);
   {
     // Full GPU, Scatter (64 KiB pages) underneath every coalescing variant.
     auto full = [&](auto tag, const char* name) {
       using Policy = typename decltype(tag)::type;
       ScatterBig<Policy> heap(big_heap);
-      unit_sweep(name, heap, o.threads, all_n, o);
+      unit_sweep(name, heap.handle(), o.threads, all_n, o);
     };
     full(std::type_identity<DP::NoOp>{}, "Scatter+NoOp");
     full(std::type_identity<DP::XMallocSIMD<65536>>{}, "Scatter+XMallocSIMD");
@@ -513,8 +513,12 @@ int main(int argc, char** argv) {
     // Scatter+NoOp and Scatter+DynamicWarp at the same count for the ratio.
     auto bounded = [&](auto tag, const char* name) {
       using H = typename decltype(tag)::type;
-      H heap(std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc> ? device_heap : big_heap);
-      unit_sweep(name, heap, o.small_threads, few_n, o);
+      if constexpr (std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc>) {
+        unit_sweep(name, typename H::Handle(device.creation()), o.small_threads, few_n, o);
+      } else {
+        H heap(big_heap);
+        unit_sweep(name, heap.handle(), o.small_threads, few_n, o);
+      }
     };
     bounded(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
     bounded(std::type_identity<Device<DP::DynamicWarp>>{}, "DeviceMalloc+DynamicWarp");
@@ -530,8 +534,12 @@ int main(int argc, char** argv) {
     const std::uint32_t ranks = o.small_threads / 2;
     auto a2a = [&](auto tag, const char* name) {
       using H = typename decltype(tag)::type;
-      H heap(std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc> ? device_heap : big_heap);
-      alltoall(name, heap, ranks, o);
+      if constexpr (std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc>) {
+        alltoall(name, typename H::Handle(device.creation()), ranks, o);
+      } else {
+        H heap(big_heap);
+        alltoall(name, heap.handle(), ranks, o);
+      }
     };
     a2a(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
     a2a(std::type_identity<Device<DP::DynamicWarp>>{}, "DeviceMalloc+DynamicWarp");

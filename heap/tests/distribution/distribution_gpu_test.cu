@@ -190,13 +190,19 @@ TYPED_TEST(GpuCoalescing, HeapOverlapTest) {
 
 // Any creation policy: CUDA's device malloc under the segment-header and
 // header policies (fewer threads: device malloc is slow).
+// CUDA's malloc heap size can be set only before the first kernel that uses
+// it: one DeviceMalloc allocator for the process, handles for every policy.
+GpuDeviceMalloc<DP::NoOp>& device_malloc_heap() {
+  static GpuDeviceMalloc<DP::NoOp> heap(std::size_t{256} << 20);
+  return heap;
+}
 template <class Policy>
 void device_malloc_run() {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
   using Heap = GpuDeviceMalloc<Policy>;
-  Heap heap(std::size_t{256} << 20);
+  const typename Heap::Handle handle(device_malloc_heap().creation());
   CudaRunner::Buffer<std::uint32_t> counters(3);
-  CudaRunner::run(1u << 15, AllocWriteFree<Policy, typename Heap::Handle>{heap.handle(), 2, counters.data()});
+  CudaRunner::run(1u << 15, AllocWriteFree<Policy, typename Heap::Handle>{handle, 2, counters.data()});
   const auto c = counters.to_host();
   EXPECT_EQ(c[0], 0u);
   EXPECT_EQ(c[1], 0u);
