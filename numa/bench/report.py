@@ -56,6 +56,7 @@ def main():
     ap.add_argument("results")
     ap.add_argument("out")
     ap.add_argument("--title", default="Node allocator benchmarks")
+    ap.add_argument("--note", default="", help="conditions of the run, printed under the header")
     args = ap.parse_args()
     recs, meta = load(args.results)
     os.makedirs(args.out, exist_ok=True)
@@ -87,6 +88,8 @@ def main():
         "a run with failures is excluded and counted below",
         "",
     ]
+    if args.note:
+        lines += [f"Note: {args.note}", ""]
     bad = [r for r in recs if not r.get("verified")]
     lines.append(f"Unverified or failed runs: {len(bad)}"
                  + ("" if not bad else " (" + ", ".join(
@@ -169,7 +172,9 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(args.out, "summary.png"), dpi=90)
     plt.close(fig)
-    lines[8:8] = ["![summary](summary.png)", ""]
+    lines[lines.index("## Summary at %d thread(s): wall time relative to glibc (lower is better)" % tmax):
+          lines.index("## Summary at %d thread(s): wall time relative to glibc (lower is better)" % tmax)] = [
+        "![summary](summary.png)", ""]
 
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
