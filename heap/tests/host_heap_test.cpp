@@ -38,6 +38,22 @@ TEST(HostHeap, InfoNamesEveryPolicy) {
   EXPECT_FALSE(traits::providesAvailableSlots<Baseline>);
 }
 
+// Every region of pages that fits is used, also when the regions do not
+// divide evenly among the access blocks (the last block takes the rest).
+TEST(HostHeap, SmallHeapsUseAlmostAllTheirPool) {
+  for (std::size_t mib : {1, 3, 4, 7}) {
+    ScatterHeap<HostRunner> heap(mib << 20);
+    const auto& l = heap.creation().layout();
+    // At most one region, the alignment of page 0 and the metadata are lost.
+    const std::uint64_t unused = (mib << 20) - std::uint64_t{l.page_count} * 4096;
+    EXPECT_LE(unused, 16 * 4096 + 4096 + l.metadata_bytes) << mib << " MiB";
+    EXPECT_EQ(l.page_count % 16, 0u);
+    EXPECT_GE(l.pages_in_block(l.block_count - 1), l.pages_per_block);
+    // Pages of the last block, beyond block_count * pages_per_block, are allocatable.
+    EXPECT_EQ(heap.getAvailableSlots(4096), l.page_count);
+  }
+}
+
 TEST(HostHeap, HeapTooSmallIsRejected) {
   EXPECT_THROW(ScatterHeap<HostRunner>(4096), std::invalid_argument);
 }

@@ -104,8 +104,12 @@ class Scatter {
     if (bytes == 0) return nullptr;
     if (bytes <= pagesize) return Search::alloc(acc, layout_, static_cast<std::uint32_t>(bytes));
     const std::uint64_t pages = bytes / pagesize + (bytes % pagesize != 0 ? 1 : 0);
-    const std::uint32_t start = (acc.processor_id() % layout_.block_count) * layout_.pages_per_block;
-    return Multi::alloc(acc, layout_, pages, start);
+    // Each worker starts its search for a run where its own request would
+    // go if all workers asked for as much, so concurrent large requests do
+    // not all scan and lock from the same page (the paper expects few of them).
+    const std::uint64_t worker = static_cast<std::uint64_t>(acc.warp_id()) * Acc::warp_size + acc.lane_id();
+    const std::uint64_t start = worker * pages + static_cast<std::uint64_t>(acc.processor_id()) * HashConfig::hashingDistMP;
+    return Multi::alloc(acc, layout_, pages, static_cast<std::uint32_t>(start % layout_.page_count));
   }
 
   template <class Acc>
@@ -203,13 +207,14 @@ class Scatter {
     std::uint32_t blocks = HeapConfig::accessblocks;
     if (regions < blocks) blocks = static_cast<std::uint32_t>(regions);
     if (blocks == 0) throw std::invalid_argument("Scatter: heap too small for one region of pages");
-    std::size_t regions_per_block = regions / blocks;
-    const std::size_t max_pages = std::numeric_limits<std::uint32_t>::max() / 2;
-    if (regions_per_block * rs * blocks > max_pages) regions_per_block = max_pages / rs / blocks;
+    const std::size_t max_regions = std::numeric_limits<std::uint32_t>::max() / 2 / rs;
+    if (regions > max_regions) regions = max_regions;
+    // Every region is used: the last access block takes the regions that do
+    // not divide evenly among the blocks.
     Layout l;
     l.block_count = blocks;
-    l.pages_per_block = static_cast<std::uint32_t>(regions_per_block * rs);
-    l.page_count = l.pages_per_block * blocks;
+    l.pages_per_block = static_cast<std::uint32_t>(regions / blocks * rs);
+    l.page_count = static_cast<std::uint32_t>(regions * rs);
     const std::size_t region_count = l.page_count / rs;
     l.shared = reinterpret_cast<HeapShared*>(base);
     l.pages = reinterpret_cast<PageEntry*>(base + sizeof(HeapShared));

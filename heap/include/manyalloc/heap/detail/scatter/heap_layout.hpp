@@ -77,13 +77,21 @@ struct HeapLayout {
   PageEntry* pages = nullptr;           // page usage table
   std::uint32_t* regions = nullptr;     // one word per region
   HeapShared* shared = nullptr;
-  std::uint32_t page_count = 0;         // block_count * pages_per_block
-  std::uint32_t pages_per_block = 0;    // a multiple of regionsize
+  std::uint32_t page_count = 0;         // a multiple of regionsize
+  std::uint32_t pages_per_block = 0;    // a multiple of regionsize; the last block
+                                        // also holds the page_count % pages_per_block rest
   std::uint32_t block_count = 0;
   std::size_t metadata_bytes = 0;       // bytes in front of page 0 (zeroed at init)
 
   MANYALLOC_FN std::byte* page_data(std::uint32_t page, std::uint32_t pagesize) const {
     return data + static_cast<std::size_t>(page) * pagesize;
+  }
+  MANYALLOC_FN std::uint32_t block_of(std::uint32_t page) const {
+    const std::uint32_t b = page / pages_per_block;
+    return b < block_count ? b : block_count - 1;
+  }
+  MANYALLOC_FN std::uint32_t pages_in_block(std::uint32_t block) const {
+    return block + 1 == block_count ? page_count - block * pages_per_block : pages_per_block;
   }
   MANYALLOC_FN bool contains(const void* p, std::uint32_t pagesize) const {
     const auto* b = static_cast<const std::byte*>(p);

@@ -46,7 +46,7 @@ struct SmallSearch {
     const std::uint32_t max_chunk =
         request * Config::wastefactor < pagesize ? request * Config::wastefactor : pagesize;
     const std::uint32_t block_first = block * h.pages_per_block;
-    const std::uint32_t regions = h.pages_per_block / regionsize;
+    const std::uint32_t regions = h.pages_in_block(block) / regionsize;
     std::uint32_t p = start;
     // regions + 1 visits: the first region is entered mid-way (at `start`),
     // so it is visited again from its beginning at the end.
@@ -101,7 +101,7 @@ struct SmallSearch {
   template <class Acc>
   MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                           const void* ptr) {
-    const std::uint32_t block = page / h.pages_per_block;
+    const std::uint32_t block = h.block_of(page);
     if (acc.load(&h.shared->active_block) % h.block_count == block) return;
     const std::uint32_t full = bits::popcount(acc.load(&h.regions[page / regionsize]));
     const auto noise = static_cast<std::uint32_t>((reinterpret_cast<std::uintptr_t>(ptr) >> 4) * 2654435761u);
