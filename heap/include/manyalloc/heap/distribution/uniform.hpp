@@ -104,8 +104,11 @@ class UniformCoalescing {
       stride_ = bytes_;
       in_part_ = 0;
     }
-    const std::uint64_t total = prefix + count_ * stride_;
-    if ((total - prefix) / count_ != stride_ || total < prefix) {
+    // A multiple of 16, so that chunk-array creation policies (Scatter) keep
+    // superblocks 16-aligned: payload alignment and the header's flag bits
+    // rely on it.
+    const std::uint64_t total = distribution::detail::round_up(prefix + count_ * stride_, 16u);
+    if ((total - prefix) / count_ < stride_ || total < prefix) {
       bytes_ = 0;  // overflow: every part fails
       return rank_ == 0 ? ~std::size_t{0} : 0u;
     }
