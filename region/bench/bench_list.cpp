@@ -67,25 +67,29 @@ Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
     const int peer = me ^ stage;
     const mr::rid_t mine[] = {rid.value};
     void* anchor[] = {head};
-    mr::rid_t got[1];
-    void* got_obj[1];
-    auto visit = [&]() {
-      auto r = mr::recv(peer, got, got_obj);
-      if (!r) ++res.fails;
-      for (Node* x = static_cast<Node*>(got_obj[0])->next; x != nullptr; x = x->next) x->value += 1;
-    };
-    // Lower id sends first; the higher one receives, modifies, returns.
+    mr::rid_t theirs[1], back[1];
+    void* theirs_obj[1];
+    void* back_obj[1];
+    // Both lists cross (lower id sends first, so that a copying transfer
+    // is never sent both ways at once), both workers modify the peer's list
+    // at the same time, and both lists go back: the pair's two traversals
+    // overlap, as the baselines' do.
     if (me < peer) {
-      mr::send(peer, mine, anchor);
-      mr::recv(peer, got, got_obj);  // own list back
-      visit();
-      mr::send(peer, got, got_obj);
+      if (mr::send(peer, mine, anchor) != mr::Status::ok) ++res.fails;
+      if (!mr::recv(peer, theirs, theirs_obj)) ++res.fails;
     } else {
-      visit();
-      mr::send(peer, got, got_obj);
-      mr::send(peer, mine, anchor);
-      mr::recv(peer, got, got_obj);  // own list back
+      if (!mr::recv(peer, theirs, theirs_obj)) ++res.fails;
+      if (mr::send(peer, mine, anchor) != mr::Status::ok) ++res.fails;
     }
+    for (Node* x = static_cast<Node*>(theirs_obj[0])->next; x != nullptr; x = x->next) x->value += 1;
+    if (me < peer) {
+      if (mr::send(peer, theirs, theirs_obj) != mr::Status::ok) ++res.fails;
+      if (!mr::recv(peer, back, back_obj)) ++res.fails;  // own list back
+    } else {
+      if (!mr::recv(peer, back, back_obj)) ++res.fails;
+      if (mr::send(peer, theirs, theirs_obj) != mr::Status::ok) ++res.fails;
+    }
+    if (back[0] != rid.value || back_obj[0] != head) ++res.fails;
     mr::barrier();
   }
   res.exchange = now() - t0;

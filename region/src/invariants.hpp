@@ -24,6 +24,9 @@
 //   P4  every slab index the pool owns is in exactly one of P1 or P3.
 //   P5  bitmap bit i of a slab is set iff slot i is allocated; used ==
 //       popcount(bitmap) and nslots <= 64.
+//   P6  the cached packing (used_runs) equals the runs of adjacent used
+//       slabs whenever its epoch equals the pool's, which changes every
+//       time a slab enters or leaves the used trie.
 //
 // LocalRegions (local_regions.hpp, section 4), one per scheduler:
 //   L1  used ids: id -> Region for each region this scheduler owns.

@@ -195,7 +195,7 @@ void LocalRegions::pack(Region* r, std::vector<Extent>& out,
   while (!stack.empty()) {
     const Region* x = stack.back();
     stack.pop_back();
-    x->pool.for_each_used_run([&](std::uint64_t a, std::uint64_t b) { out.push_back({a, b}); });
+    for (const auto& [a, b] : x->pool.used_runs()) out.push_back({a, b});
     for (std::uint64_t c : x->children) {
       if (const Region* cr = find(c); cr != nullptr)
         stack.push_back(cr);

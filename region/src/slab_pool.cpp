@@ -11,6 +11,7 @@ SlabPool::~SlabPool() { clear(); }
 void SlabPool::clear() {
   used_.for_each([](std::uint64_t, Slab* s) { delete s; });
   used_.clear();
+  ++used_epoch_;
   partial_.clear();
   free_.clear();
   stats_ = {};
@@ -70,6 +71,7 @@ std::uint64_t SlabPool::alloc(std::uint64_t size) {
     s->slot = static_cast<std::uint32_t>(slot);
     s->nslots = slot <= slab_bytes ? static_cast<std::uint32_t>(slab_bytes / slot) : 1;
     used_.insert(first, s);
+    ++used_epoch_;
     stats_.used_pages += pages;
     if (s->nslots > 1) {
       list_push(s);
@@ -128,6 +130,7 @@ FreeStatus SlabPool::free(std::uint64_t addr, std::uint64_t* slot_bytes) {
       --stats_.partial_slabs;
     }
     used_.erase(s->first);
+    ++used_epoch_;
     stats_.used_pages -= s->pages;
     free_.insert(s->first, s->pages, {});
     delete s;
@@ -165,6 +168,12 @@ bool SlabPool::check_invariants() const {
       ++listed;
     }
   });
+  // P6: a valid cache equals a fresh walk.
+  if (runs_epoch_ == used_epoch_) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> fresh;
+    for_each_used_run([&](std::uint64_t a, std::uint64_t b) { fresh.emplace_back(a, b); });
+    if (fresh != runs_) ok = false;
+  }
   return ok && listed == partial && full == stats_.full_slabs && partial == stats_.partial_slabs &&
          pages == stats_.used_pages && objects == stats_.live_objects && bytes == stats_.live_bytes;
 }

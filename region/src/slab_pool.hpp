@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "invariants.hpp"
 #include "manyalloc/common/radix_trie.hpp"
@@ -98,6 +100,18 @@ class SlabPool {
     if (open) f(base_ + (run_start << slab_shift), (run_end - run_start) << slab_shift);
   }
 
+  // The same runs as for_each_used_run, as (address, bytes) pairs, cached
+  // until the set of used slabs changes (P6): packing a region that was not
+  // modified since its last send costs no walk.
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>>& used_runs() const {
+    if (runs_epoch_ != used_epoch_) {
+      runs_.clear();
+      for_each_used_run([&](std::uint64_t a, std::uint64_t b) { runs_.emplace_back(a, b); });
+      runs_epoch_ = used_epoch_;
+    }
+    return runs_;
+  }
+
   // Checked builds: verifies P1-P5; returns false on the first violation.
   bool check_invariants() const;
 
@@ -123,6 +137,9 @@ class SlabPool {
   RadixTrie<Slab*, 26> partial_;                         // P2, key slot / 64
   RangeSet<slab_key_bits> free_;                         // P3
   SlabStats stats_;
+  std::uint64_t used_epoch_ = 0;  // bumped whenever a slab enters or leaves used_
+  mutable std::uint64_t runs_epoch_ = ~std::uint64_t{0};
+  mutable std::vector<std::pair<std::uint64_t, std::uint64_t>> runs_;  // P6
 };
 
 }  // namespace manyalloc::region::detail

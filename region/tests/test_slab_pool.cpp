@@ -120,3 +120,27 @@ TEST(SlabPool, PackingCoalescesAdjacentSlabs) {
   EXPECT_EQ(runs[1].first, slab_addr(6));
   EXPECT_EQ(runs[1].second, 14 * slab_bytes);
 }
+
+// P6: the cached packing follows every change of the used slabs.
+TEST(SlabPool, CachedPackingFollowsChanges) {
+  SlabPool p(base);
+  p.add_free(0, 64);
+  auto walk = [&] {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;
+    p.for_each_used_run([&](std::uint64_t a, std::uint64_t n) { runs.emplace_back(a, n); });
+    return runs;
+  };
+  EXPECT_TRUE(p.used_runs().empty());
+  std::vector<std::uint64_t> objs;
+  for (int i = 0; i < 16 * 3; ++i) objs.push_back(p.alloc(256));
+  EXPECT_EQ(p.used_runs(), walk());
+  EXPECT_EQ(p.used_runs().size(), 1u);
+  objs.push_back(p.alloc(256));  // a fourth slab
+  EXPECT_EQ(p.used_runs(), walk());
+  for (int i = 16; i < 32; ++i) ASSERT_EQ(p.free(objs[static_cast<std::size_t>(i)]), FreeStatus::ok);
+  EXPECT_EQ(p.used_runs(), walk());
+  EXPECT_EQ(p.used_runs().size(), 2u);
+  EXPECT_TRUE(p.check_invariants());
+  p.release_all([](std::uint64_t, std::uint64_t) {});
+  EXPECT_TRUE(p.used_runs().empty());
+}
