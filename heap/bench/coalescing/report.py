@@ -199,10 +199,13 @@ def main():
         L.append("\n## Blowup\n\nEvery thread allocates 16 bytes; then all lanes but lane 0 of each warp free theirs. "
                  "A coalesced superblock goes back only when all of its parts are freed, so the one live part per warp "
                  "keeps its whole superblock (and Scatter its page).\n\n"
-                 "| allocator | pages, all live | pages, 1 in 32 live | pages after all freed | bytes held per live byte |\n|---|---|---|---|---|\n")
+                 "Held = 16-byte slots Scatter can no longer hand out, x 16 bytes.\n\n"
+                 "| allocator | held, all live | held, 1 in 32 live | held after all freed | held bytes per live byte (1 in 32) |\n|---|---|---|---|---|\n")
         for r in blow:
-            L.append(f"| {r['allocator']} | {r['pages_all_live']:.0f} | {r['pages_one_in_32_live']:.0f} | "
-                     f"{r['pages_after_free']:.0f} | {r['held_bytes_per_live_byte']:.1f} |\n")
+            if "held_bytes_all_live" not in r:
+                continue
+            L.append(f"| {r['allocator']} | {r['held_bytes_all_live'] / 1e6:.1f} MB | {r['held_bytes_one_in_32_live'] / 1e6:.1f} MB | "
+                     f"{r['held_bytes_after_free'] / 1e6:.2f} MB | {r['held_bytes_per_live_byte']:.1f} |\n")
     with open(os.path.join(a.out, "README.md"), "w") as f:
         f.write("".join(L))
     print("wrote", os.path.join(a.out, "README.md"))
