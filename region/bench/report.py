@@ -99,6 +99,10 @@ def list_plots(recs, out, md):
     md.append("Exchange phase only (all stages, max over workers); median of repetitions, [min, max].\n")
     md.append("| variant | workers | nodes/worker | seconds (median) | spread | verified |")
     md.append("|---|---|---|---|---|---|")
+    sendrecv = collections.defaultdict(list)
+    for r in lst:
+        if "send_recv_seconds" in r:
+            sendrecv[(variant(r), int(r["workers"]), int(r["nodes"]))].append(r["send_recv_seconds"])
     ver = collections.defaultdict(lambda: True)
     for r in lst:
         ver[(variant(r), int(r["workers"]), int(r["nodes"]))] &= bool(r["verified"]) and r["fails"] == 0
@@ -121,6 +125,14 @@ def list_plots(recs, out, md):
         get = med(groups.get(("mpi-get", wmax, n), []))
         sh = med(groups.get(("openshmem-getmem", wmax, n), []))
         md.append(f"| {n} | {ratio(get, zc)} | {ratio(sh, zc)} | {ratio(get, cp)} | {ratio(sh, cp)} |")
+    if sendrecv:
+        md.append("\nTime inside mr_send/mr_recv during the exchange (max over workers, median of repetitions; "
+                  "includes waiting for the peer to reach its call), as a share of the exchange time:\n")
+        md.append("| variant | workers | nodes/worker | send+recv s | share |")
+        md.append("|---|---|---|---|---|")
+        for key in sorted(sendrecv):
+            sr = med(sendrecv[key])
+            md.append(f"| {key[0]} | {key[1]} | {key[2]} | {sr:.4f} | {sr / med(groups[key]):.0%} |")
     # Plot (a): time vs nodes at wmax; (b): time vs workers at the most common node count.
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     names = sorted({k[0] for k in groups})
