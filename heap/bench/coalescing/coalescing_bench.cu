@@ -45,8 +45,11 @@ using ma::testing::CudaRunner;
 
 namespace {
 
+// One heap serves the whole sweep of sizes: emptied pages must give up their
+// split, or pages split for earlier sizes are lost to later ones.
 struct BigPages : ma::CreationPolicies::ScatterHeapConfig {
   static constexpr std::uint32_t pagesize = 65536;
+  static constexpr bool resetfreedpages = true;
 };
 template <class Policy>
 using ScatterBig = ma::Allocator<ma::CreationPolicies::Scatter<BigPages>, Policy, ma::OOMPolicies::ReturnNull,

@@ -25,13 +25,25 @@ struct MultiPage {
     return chunk_size == 0u && fill == 0u;
   }
 
-  // One pass over the page array starting at `start`, wrapping once.
-  // Returns nullptr when no run of `count` unused pages could be locked.
+  // Passes over the page array starting at `start`, each wrapping once.
+  // A pass that lost a race for a page (another worker locked it between our
+  // scan and our lock) is repeated, a few times at most; a pass without
+  // such conflicts that finds no run means the heap has none.
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint64_t count,
                                   std::uint32_t start) {
     if (count == 0u || count > h.page_count) return nullptr;  // fail at once, no scan
-    const auto n = static_cast<std::uint32_t>(count);
+    for (int pass = 0; pass < 4; ++pass) {
+      bool conflicts = false;
+      if (void* run = one_pass(acc, h, static_cast<std::uint32_t>(count), start, conflicts)) return run;
+      if (!conflicts) break;
+    }
+    return nullptr;
+  }
+
+  template <class Acc>
+  MANYALLOC_FN static void* one_pass(const Acc& acc, const HeapLayout& h, std::uint32_t n, std::uint32_t start,
+                                     bool& conflicts) {
     std::uint32_t first = start % h.page_count;
     std::uint64_t scanned = 0;
     while (scanned < h.page_count) {
@@ -53,6 +65,7 @@ struct MultiPage {
         const std::uint32_t locked = lock_run(acc, h, first, n);
         if (locked == n) return h.page_data(first, pagesize);
         busy = locked;  // page first+locked was taken under our feet
+        conflicts = true;
       }
       scanned += busy + 1u;
       first += busy + 1u;
