@@ -28,7 +28,11 @@
 //  I4 fill >= locked: the page is locked. chunk_size and the bit fields only
 //     change while the changer holds the lock, which it took by CAS(fill, 0,
 //     locked): while locked no reservation can succeed, because any
-//     reservation needs fill < chunks <= 1024 < locked.
+//     reservation needs fill < chunks <= 1024 < locked. A lock taken on
+//     fill == 0 means no chunk is allocated; with resetfreedpages its holder
+//     may reset or re-split the page (the emptying free may have lost its
+//     own reset to that lock). A reservation re-reads chunk_size after it
+//     succeeded and is undone if the page was re-split meanwhile.
 //  I5 The mask of a hierarchical page has bit k set only if segment k was seen
 //     full; a worker that sets it re-reads the segment and clears the bit again
 //     if the segment has room (so the bit is a hint that is at most briefly

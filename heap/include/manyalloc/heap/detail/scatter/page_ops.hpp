@@ -38,16 +38,13 @@ struct PageOps {
   MANYALLOC_FN static void mark_page_not_full(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
     acc.atomic_and(&h.regions[page / regionsize], ~(1u << (page % regionsize)));
   }
-  MANYALLOC_FN static bool region_bit(const HeapLayout& h, std::uint32_t word, std::uint32_t page) {
-    (void)h;
-    return (word >> (page % regionsize)) & 1u;
-  }
 
   // --- claiming an unused page (6.1, alloc lines 16-27) --------------------
   // Sets the chunk size of an unused page to `chunk_size` under the page lock
   // (I4) and clears its bit fields. Returns the page's chunk size afterwards:
-  // `chunk_size` when we claimed it, another size when somebody else had, 0
-  // when the page was busy (locked or being used) and nothing changed.
+  // `chunk_size` when we claimed it; the size another worker gave it (waiting
+  // briefly for its lock holder, see wait_for_claim); 0 when the page stayed
+  // busy (in use by a multi-page run, or locked for longer).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                           std::uint32_t chunk_size) {
