@@ -79,7 +79,8 @@ def main():
         f"{meta.get('numa_nodes', '?')} NUMA node(s), kernel {meta.get('kernel', '?')}, "
         f"{meta.get('glibc', '?')}, THP `{meta.get('thp', '?')}`",
         f"- commit {meta.get('commit', '?')}, date {meta.get('date', '?')}, "
-        f"{meta.get('reps', '?')} repetition(s), scale {meta.get('scale', '?')}",
+        f"{meta.get('reps', '?')} repetition(s), scale {meta.get('scale', '?')}"
+        + (f" (per-workload factors: {meta['weights']})" if meta.get('weights') else ""),
         f"- command: `{meta.get('command', '?')}` (numa/bench/run_bench.sh); "
         "allocators preloaded with LD_PRELOAD in one script run, alternating order",
         f"- allocators: {', '.join(allocs)}; `manyalloc` is the default profile "

@@ -12,6 +12,10 @@
 #                    when it is not the system directory
 #   NUMA_REPS        repetitions (default 3)
 #   NUMA_SCALE       workload size factor (default 1)
+#   NUMA_WEIGHTS     per-workload factors on top of NUMA_SCALE, "name=x ..."
+#                    (default "ttest1=4 larson=2 xmalloc=0.5": the first two
+#                    are the cheapest per operation and the ones the issue's
+#                    speed targets are about, xmalloc is the slowest)
 #   NUMA_WORKLOADS   space-separated subset (default: all)
 #   NUMA_ALLOCATORS  space-separated subset of the labels below (default: all found)
 #   NUMA_TIMEOUT     seconds per run (default 120)
@@ -28,6 +32,9 @@ libdir=${NUMA_LIBDIR:-/usr/lib/x86_64-linux-gnu}
 reps=${NUMA_REPS:-3}
 scale=${NUMA_SCALE:-1}
 tmo=${NUMA_TIMEOUT:-120}
+weights=${NUMA_WEIGHTS-ttest1=4 larson=2 xmalloc=0.5}
+declare -A weight
+for kv in $weights; do weight[${kv%%=*}]=${kv#*=}; done
 threads=("$@")
 ((${#threads[@]})) || threads=(1 2 "$(nproc)")
 mapfile -t workloads < <(if [[ -n ${NUMA_WORKLOADS:-} ]]; then tr ' ' '\n' <<<"$NUMA_WORKLOADS"; else "$bench" --list; fi)
@@ -61,13 +68,14 @@ cat >"$out/meta.json" <<META
 {"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","host":"$(hostname)","cpus":$(nproc),"numa_nodes":$nodes,
  "cpu":"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //;s/"/ /g')",
  "kernel":"$(uname -r)","glibc":"$(ldd --version | head -1 | sed 's/"/ /g')","commit":"$commit",
- "threads":"${threads[*]}","reps":$reps,"scale":$scale,"allocators":"${allocs[*]}",
+ "threads":"${threads[*]}","reps":$reps,"scale":$scale,"weights":"$weights","allocators":"${allocs[*]}",
  "thp":"$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)",
  "command":"run_bench.sh $out ${threads[*]}"}
 META
 start=$SECONDS
 for ((rep = 0; rep < reps; rep++)); do
   for w in "${workloads[@]}"; do
+    wscale=$(awk -v s="$scale" -v f="${weight[$w]:-1}" 'BEGIN { print s * f }')
     for t in "${threads[@]}"; do
       # Rotate the allocator order every repetition (no allocator always first).
       n=${#allocs[@]}
@@ -78,7 +86,7 @@ for ((rep = 0; rep < reps; rep++)); do
         [[ -n ${preload[$a]} ]] && cmd+=("LD_PRELOAD=${preload[$a]}")
         [[ -n ${env[$a]:-} ]] && cmd+=(${env[$a]})
         line=$(timeout "$tmo" "${cmd[@]}" "$bench" --workload "$w" --threads "$t" --allocator "$a" \
-               --scale "$scale" --rep "$rep" 2>>"$out/run.log")
+               --scale "$wscale" --rep "$rep" 2>>"$out/run.log")
         rc=$?
         if [[ $line == \{* ]]; then
           echo "$line" >>"$out/results.jsonl"

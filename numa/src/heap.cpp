@@ -59,6 +59,8 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
   }
   r.free_count = r.nchunks;
   r.cursor = 0;
+  r.dirty = 0;
+  r.hw = 0;
   r.state = RunState::unused;
   r.next = r.prev = nullptr;
   // remote_bits are all zero and queued is 0 (invariant of unused runs).
@@ -143,12 +145,115 @@ void run_release(Heap& h, Run& r) {
   }
 }
 
+// ---- purge ------------------------------------------------------------------
+
+// Purge thresholds: lowmem purges after every kLowmemPurgeMin bytes (or
+// 1/16 of the bytes in use) merged into bitmaps; the recycling profiles
+// only after kPurgeMin (or 1/4 of the bytes in use), which bounds the
+// free pages a heap keeps resident (about 1 MiB, or a quarter of its bytes
+// in use) at the cost of a few page faults when purged pages are reused.
+constexpr std::uint64_t kLowmemPurgeMin = 64 * 1024;
+constexpr std::uint64_t kPurgeMin = 1024 * 1024;
+
+void set_purge_threshold(Heap& h) {
+  const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);
+  const bool low = h.ctx->opts.profile == Profile::lowmem;
+  const std::uint64_t min = low ? kLowmemPurgeMin : kPurgeMin;
+  const std::uint64_t rel = low ? in_use / 16 : in_use / 4;
+  h.purge_at = rel > min ? rel : min;
+}
+
+// True when chunks [first, last] of r are all free in the bitmap.
+bool all_free(const Run& r, std::uint32_t first, std::uint32_t last) {
+  std::uint32_t w = first >> 6;
+  const std::uint32_t lw = last >> 6;
+  std::uint64_t lo = ~std::uint64_t{0} << (first & 63);
+  for (; w < lw; ++w, lo = ~std::uint64_t{0})
+    if ((r.free_bits[w] & lo) != lo) return false;
+  const unsigned hb = last & 63;
+  const std::uint64_t hi = hb == 63 ? ~std::uint64_t{0} : ((std::uint64_t{1} << (hb + 1)) - 1);
+  const std::uint64_t m = lo & hi;
+  return (r.free_bits[w] & m) == m;
+}
+
+// Decommits the OS pages of r that hold only free chunks, within the part
+// of the run that may have been written (words <= hw); lowers hw to the
+// word of the highest allocated chunk. Returns the bytes decommitted.
+std::size_t purge_run(Heap& h, Run& r) {
+  r.dirty = 0;
+  const std::size_t s = r.chunk_size;
+  const std::uint32_t n = r.nchunks;
+  std::uint32_t limit = (static_cast<std::uint32_t>(r.hw) + 1) * 64;
+  if (limit > n) limit = n;
+  std::size_t end = (static_cast<std::size_t>(limit) * s + kOsPage - 1) & ~(kOsPage - 1);
+  const std::size_t run_end = static_cast<std::size_t>(r.npages) * kPage;
+  if (end > run_end) end = run_end;
+  std::size_t range = SIZE_MAX, purged = 0;  // start of the current free range
+  auto flush_range = [&](std::size_t stop) {
+    if (range == SIZE_MAX) return;
+    h.ctx->os->decommit(r.base + range, stop - range);
+    purged += stop - range;
+    range = SIZE_MAX;
+  };
+  for (std::size_t q = 0; q < end; q += kOsPage) {
+    const std::uint32_t first = divide(q, r.recip);
+    std::uint32_t last = divide(q + kOsPage - 1, r.recip);
+    if (last >= n) last = n - 1;
+    const bool free = first >= n || all_free(r, first, last);
+    if (free) {
+      if (range == SIZE_MAX) range = q;
+    } else {
+      flush_range(q);
+    }
+  }
+  flush_range(end);
+  // New hw: the highest word with an allocated chunk (pages above it are
+  // now all decommitted or were never written).
+  std::uint32_t top = 0;
+  for (std::uint32_t w = r.nwords(); w-- > 0;) {
+    const std::uint32_t left = n - w * 64;
+    const std::uint64_t full = left >= 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << left) - 1);
+    if (r.free_bits[w] != full) {
+      top = w;
+      break;
+    }
+  }
+  if (top < r.hw) r.hw = static_cast<std::uint8_t>(top);
+  return purged;
+}
+
 }  // namespace
 
 void heap_init(Heap& h, Context& c, Source& s) {
   h.ctx = &c;
   h.source = &s;
   h.cache_on = !c.abort_on_misuse.load(std::memory_order_relaxed);
+  set_purge_threshold(h);
+}
+
+void heap_purge(Heap& h) {
+  if (h.ctx->opts.profile == Profile::lowmem) heap_cache_flush_all(h);
+  if (!h.rfq.maybe_empty()) heap_flush_remote(h);
+  std::size_t purged = 0;
+  for (SmallSegment* list : {h.avail, h.full}) {
+    for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
+      const std::uint32_t used = seg->used_pages.load(std::memory_order_relaxed);
+      for (unsigned p = 0; p < kPagesPerSegment;) {
+        if (!((used >> p) & 1u)) {
+          ++p;
+          continue;
+        }
+        Run& r = seg->runs[p];  // p is the first page of its run
+        p += r.npages;
+        if (r.dirty) purged += purge_run(h, r);
+      }
+    }
+  }
+  if (purged)
+    h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,
+                         std::memory_order_relaxed);
+  h.purge_credit = 0;
+  set_purge_threshold(h);
 }
 
 void heap_cache_flush(Heap& h, unsigned cls, bool half) {
@@ -176,6 +281,7 @@ void heap_cache_flush_all(Heap& h) {
 
 void* heap_alloc_slow(Heap& h, unsigned cls) {
   if (!h.rfq.maybe_empty()) heap_flush_remote(h);
+  heap_maybe_purge(h);
   Bin& bin = h.bins[cls];
   if (bin.current != nullptr && bin.current->free_count != 0)  // refilled by the flush
     return run_pop(h, *bin.current);
@@ -274,12 +380,14 @@ void heap_flush_remote(Heap& h) {
       if (bits == 0) continue;
       r.free_bits[w] |= bits;
       if (w < r.cursor) r.cursor = w;
+      r.dirty = 1;
       merged += static_cast<std::uint32_t>(std::popcount(bits));
     }
     if (merged == 0) continue;
     r.free_count += merged;
     merged_total += merged;
     bytes += static_cast<std::uint64_t>(merged) * r.chunk_size;
+    h.purge_credit += static_cast<std::uint64_t>(merged) * r.chunk_size;
     if (r.state == RunState::full || r.free_count == r.nchunks) heap_after_free(h, r);
   }
   if (merged_total) {
@@ -307,12 +415,14 @@ void heap_abandon(Heap& h) {
     }
   }
   release_empty_segments(h, 0);
+  if (h.ctx->opts.profile == Profile::lowmem) heap_purge(h);
 }
 
 void heap_trim(Heap& h) {
   heap_cache_flush_all(h);
   heap_flush_remote(h);
   release_empty_segments(h, 0);
+  heap_purge(h);
 }
 
 }  // namespace manyalloc::numa

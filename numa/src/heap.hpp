@@ -32,6 +32,18 @@ void heap_abandon(Heap& h);
 // Gives back every empty segment the heap keeps (malloc_trim).
 void heap_trim(Heap& h);
 
+// Purge: decommits (madvise(MADV_DONTNEED)) the OS pages of the heap's runs
+// that hold only free chunks, so that the resident memory follows the bytes
+// in use instead of the high-water mark of every size class. Triggered when
+// the bytes merged into run bitmaps since the last purge reach `purge_at`
+// (a small amount in the lowmem profile, a large one otherwise); lowmem
+// also writes the free caches back first. Owner only.
+void heap_purge(Heap& h);
+inline void heap_maybe_purge(Heap& h) {
+  if (h.purge_credit >= h.purge_at) [[unlikely]]
+    heap_purge(h);
+}
+
 // Finds the run and chunk index of p inside a small segment. Returns nullptr
 // (and reports the misuse as `where`) when p is not the start of a chunk of
 // a live run. The fields read here are stable while the chunk is allocated.
@@ -65,6 +77,8 @@ inline void heap_free_local(Heap& h, Run& r, std::uint32_t idx) {
   }
   r.free_bits[w] |= bit;
   if (w < r.cursor) r.cursor = w;
+  r.dirty = 1;
+  h.purge_credit += r.chunk_size;
   h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) - r.chunk_size,
                        std::memory_order_relaxed);
   if (++r.free_count == r.nchunks || r.state == RunState::full) [[unlikely]]
@@ -78,6 +92,7 @@ inline void* run_pop(Heap& h, Run& r) {
   const unsigned b = static_cast<unsigned>(__builtin_ctzll(bits));
   r.free_bits[w] = bits & (bits - 1);
   r.cursor = w;
+  if (w > r.hw) r.hw = static_cast<std::uint8_t>(w);
   --r.free_count;
   h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) + r.chunk_size,
                        std::memory_order_relaxed);
@@ -129,6 +144,7 @@ inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {
         if (fc.count == ci.cache_cap) [[unlikely]] {
           if (ci.cache_cap == 0) goto bitmap;
           heap_cache_flush(*self, cls, true);
+          heap_maybe_purge(*self);
         }
         fc.items[fc.count++] = p;
         self->small_in_use.store(self->small_in_use.load(std::memory_order_relaxed) - ci.size,
@@ -145,6 +161,7 @@ bitmap:
     if (!self->cache_on && !self->rfq.maybe_empty()) [[unlikely]]
       heap_flush_remote(*self);
     heap_free_local(*self, *r, idx);
+    heap_maybe_purge(*self);
   } else {
     heap_free_remote(c, *r, idx);
   }

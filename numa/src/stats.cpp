@@ -71,6 +71,13 @@ void stats_print(Context& c, int fd) noexcept {
       static_cast<unsigned long long>(st.remote_frees),
       static_cast<unsigned long long>(st.faults_avoided),
       static_cast<unsigned long long>(st.misuses), st.heaps, st.orphan_heaps);
+  {
+    std::uint64_t purged = 0;
+    SpinGuard g(c.heaps_lock);
+    for (Heap* h = c.heaps; h != nullptr; h = h->all_next)
+      purged += h->purged_bytes.load(std::memory_order_relaxed);
+    add("  free pages of runs decommitted by purges %.1f MiB\n", purged / MiB);
+  }
   for (std::uint32_t i = 0; i < st.nsources; ++i) {
     const manyalloc_numa_source_stats& s = st.sources[i];
     if (i > 0 && s.os_maps == 0) continue;

@@ -75,6 +75,9 @@ enum class RunState : std::uint8_t { unused, current, partial, full };
 //    been queued);
 //  * a run whose chunks are all free and merged is released (unused) unless
 //    it is its bin's current run.
+//  * pages of the run past the chunks of words > hw were never written since
+//    run_init (or were decommitted by the last purge, heap.cpp): the purge
+//    only looks at [0, words hw] and only at runs with `dirty` set.
 // Remote side: remote_bits[w] bit i is 1 iff chunk i was freed by another
 // thread and not yet merged. A bit is only ever set for a chunk that is
 // allocated, so a run with pending remote bits is never released. `queued`
@@ -94,6 +97,8 @@ struct alignas(64) Run {
   std::uint8_t first_page;
   std::uint8_t npages;
   RunState state;
+  std::uint8_t dirty;  // chunks were merged into free_bits since the last purge
+  std::uint8_t hw;     // highest bitmap word handed out since run_init or the last purge
   std::uint64_t free_bits[kBitmapWords];
   // Shared with remote threads, on their own cache lines.
   alignas(64) std::atomic<std::uint64_t> remote_bits[kBitmapWords];
@@ -208,6 +213,11 @@ struct Heap {
   // Statistics (written by the owner with relaxed stores, read by anyone).
   std::atomic<std::uint64_t> small_in_use{0};
   std::atomic<std::uint64_t> remote_frees{0};
+  std::atomic<std::uint64_t> purged_bytes{0};  // bytes decommitted by purges
+  // Purge of free pages inside runs (heap.cpp, heap_purge): bytes merged into
+  // run bitmaps since the last purge, and the amount that triggers the next.
+  std::uint64_t purge_credit = 0;
+  std::uint64_t purge_at = 0;
   std::atomic<bool> orphan{false};
   Heap* all_next = nullptr;     // list of every heap (under Context::heaps_lock)
   Heap* orphan_next = nullptr;  // orphan list (under Context::heaps_lock)

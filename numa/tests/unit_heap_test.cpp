@@ -73,6 +73,62 @@ TEST(Heap, LowmemGivesEmptySegmentsBack) {
   EXPECT_LE(f.c->common().mapped_bytes.load(), kSegment);
 }
 
+TEST(Heap, PurgeDecommitsOnlyPagesWithoutLiveChunks) {
+  for (Profile prof : {Profile::lowmem, Profile::uma}) {
+    HeapFixture f(prof);
+    for (unsigned cls : {size_to_class(48), size_to_class(1000), size_to_class(4096),
+                         size_to_class(20000)}) {
+      const std::size_t cs = class_size(cls);
+      const unsigned n = 2 * run_chunks(cls);
+      std::vector<std::uint8_t*> v;
+      for (unsigned i = 0; i < n; ++i) {
+        auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, 0x5a, cs);
+        v.push_back(p);
+      }
+      // Keep every 7th chunk; the others' pages may go back to the OS.
+      for (unsigned i = 0; i < n; ++i)
+        if (i % 7 != 0) f.free(v[i], f.h);
+      const std::uint64_t before = f.h->purged_bytes.load();
+      heap_purge(*f.h);
+      // With 6 free chunks between live ones, whole free pages exist from
+      // 1000-byte chunks up; 48-byte chunks leave none (nothing purged).
+      if (cs >= 1000) EXPECT_GT(f.h->purged_bytes.load(), before) << "class " << cs;
+      for (unsigned i = 0; i < n; i += 7) {
+        for (std::size_t b = 0; b < cs; b += 512) ASSERT_EQ(v[i][b], 0x5a) << cs << " " << i;
+        ASSERT_EQ(v[i][cs - 1], 0x5a);
+      }
+      // Purged chunks are handed out again and usable.
+      std::vector<std::uint8_t*> w;
+      for (unsigned i = 0; i < n; ++i) {
+        if (i % 7 == 0) continue;
+        auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, 0x33, cs);
+        w.push_back(p);
+      }
+      for (unsigned i = 0; i < n; i += 7) ASSERT_EQ(v[i][cs / 2], 0x5a);
+      for (auto* p : w) f.free(p, f.h);
+      for (unsigned i = 0; i < n; i += 7) f.free(v[i], f.h);
+    }
+    heap_trim(*f.h);
+    EXPECT_EQ(f.h->small_in_use.load(), 0u);
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
+}
+
+TEST(Heap, LowmemPurgesAsFreesAccumulate) {
+  HeapFixture f(Profile::lowmem);
+  const unsigned cls = size_to_class(4096);
+  std::vector<void*> v;
+  for (int i = 0; i < 512; ++i) v.push_back(heap_alloc(*f.h, cls));
+  for (std::size_t i = 0; i < v.size(); i += 2) f.free(v[i], f.h);  // 1 MiB freed, no run empty
+  EXPECT_GT(f.h->purged_bytes.load(), 0u);
+  for (std::size_t i = 1; i < v.size(); i += 2) f.free(v[i], f.h);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+}
+
 TEST(Heap, SegmentMapFailureGivesNull) {
   HeapFixture f;
   Faults::maps_left = 0;
