@@ -37,8 +37,9 @@ void heap_trim(Heap& h);
 // in use instead of the high-water mark of every size class. Triggered when
 // the bytes merged into run bitmaps since the last purge reach `purge_at`
 // (a small amount in the lowmem profile, a large one otherwise); lowmem
-// also writes the free caches back first. Owner only.
-void heap_purge(Heap& h);
+// also writes the free caches back first. The bins' current runs are left
+// alone unless `all` (thread exit in lowmem, malloc_trim). Owner only.
+void heap_purge(Heap& h, bool all = false);
 inline void heap_maybe_purge(Heap& h) {
   if (h.purge_credit >= h.purge_at) [[unlikely]]
     heap_purge(h);

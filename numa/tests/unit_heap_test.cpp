@@ -91,7 +91,7 @@ TEST(Heap, PurgeDecommitsOnlyPagesWithoutLiveChunks) {
       for (unsigned i = 0; i < n; ++i)
         if (i % 7 != 0) f.free(v[i], f.h);
       const std::uint64_t before = f.h->purged_bytes.load();
-      heap_purge(*f.h);
+      heap_purge(*f.h, true);
       // With 6 free chunks between live ones, whole free pages exist from
       // 1000-byte chunks up; 48-byte chunks leave none (nothing purged).
       if (cs >= 1000) EXPECT_GT(f.h->purged_bytes.load(), before) << "class " << cs;
