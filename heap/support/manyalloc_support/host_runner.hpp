@@ -39,24 +39,28 @@ struct HostRunner {
     for (auto& th : pool) th.join();
   }
 
-  // Like run(), timing only the workers' part (threads are started first and
-  // released together). Returns seconds.
+  // Like run(), timing only the workers' part: from the first thread's start
+  // to the last thread's end, as each thread reads the clock itself (the
+  // main thread may be descheduled while they run). Returns seconds.
   template <class F>
   static double timed_run(std::uint32_t workers, const F& f) {
     using clock = std::chrono::steady_clock;
-    std::barrier start(threads + 1);
+    std::barrier start(threads);
+    std::vector<clock::time_point> begin(threads), end(threads);
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
         const acc::HostThread acc;
         start.arrive_and_wait();
+        begin[t] = clock::now();
         for (std::uint32_t w = t; w < workers; w += threads) f(acc, w);
+        end[t] = clock::now();
       });
     }
-    start.arrive_and_wait();
-    const auto t0 = clock::now();
     for (auto& th : pool) th.join();
-    return std::chrono::duration<double>(clock::now() - t0).count();
+    return std::chrono::duration<double>(*std::max_element(end.begin(), end.end()) -
+                                         *std::min_element(begin.begin(), begin.end()))
+        .count();
   }
 
   static std::string device_name();
