@@ -24,7 +24,7 @@ namespace DP = DistributionPolicies;
 // (odd, small, large, zero) otherwise.
 template <class Policy>
 std::size_t size_for(unsigned t, unsigned salt) {
-  if constexpr (uniform_sizes<Policy>) {
+  if constexpr (DistributionPolicies::requires_uniform_sizes<Policy>) {
     return 4u * (5u + salt % 7u);
   } else {
     const unsigned x = (t * 2654435761u) ^ (salt * 40503u);
@@ -60,7 +60,7 @@ std::vector<Part> allocate_all(const Heap& heap, unsigned blocks, unsigned tpb, 
   const auto h = heap.handle();
   EmulatedGrid grid;
   grid.run(blocks, tpb, groups, [&](const EmulatedThread& a, unsigned t) {
-    const std::size_t n = size_for<Policy>(uniform_sizes<Policy> ? a.block_index() : t, salt);
+    const std::size_t n = size_for<Policy>(DistributionPolicies::requires_uniform_sizes<Policy> ? a.block_index() : t, salt);
     void* p = h.alloc(a, n);
     parts[t] = Part{p, p != nullptr ? n : 0, t};
     if (p != nullptr) fill(parts[t]);
@@ -73,7 +73,7 @@ void check_parts(const std::vector<Part>& parts, unsigned blocks, unsigned tpb, 
   EXPECT_TRUE(disjoint(parts));
   for (unsigned t = 0; t < parts.size(); ++t) {
     const Part& p = parts[t];
-    const std::size_t asked = size_for<Policy>(uniform_sizes<Policy> ? t / tpb : t, salt);
+    const std::size_t asked = size_for<Policy>(DistributionPolicies::requires_uniform_sizes<Policy> ? t / tpb : t, salt);
     if (asked == 0) {
       EXPECT_EQ(p.ptr, nullptr);
       continue;
@@ -96,7 +96,7 @@ TYPED_TEST(Coalescing, PartsAreDisjointAlignedAndFreedInEveryOrder) {
     check_parts<Policy>(parts, 2, tpb, order);
     if constexpr (block_scope<Policy>) {
       EXPECT_EQ(CountingMalloc::counters().live.load(), 2);
-    } else if constexpr (uniform_sizes<Policy>) {
+    } else if constexpr (DistributionPolicies::requires_uniform_sizes<Policy>) {
       EXPECT_EQ(CountingMalloc::counters().live.load(), 6);
     }
     if (order == 1) std::reverse(parts.begin(), parts.end());
@@ -128,7 +128,7 @@ TYPED_TEST(Coalescing, DivergentSubsetsCoalesceApart) {
     grid.run(1, 32, [](unsigned r) { return r < 10 ? 0x3ffu : ~0x3ffu; }, [&](const EmulatedThread& a, unsigned t) {
       EmulatedThread b = a;
       if (t >= 10) b = a.diverge(t < 20 ? 0x000ffc00u : 0xfff00000u);
-      const std::size_t n = uniform_sizes<Policy> ? 40 : 8 + 3 * t;
+      const std::size_t n = DistributionPolicies::requires_uniform_sizes<Policy> ? 40 : 8 + 3 * t;
       void* p = h.alloc(b, n);
       parts[t] = Part{p, n, t};
       fill(parts[t]);
@@ -155,7 +155,7 @@ TYPED_TEST(Coalescing, ConcurrentAndCrossLaneFreesWithEarlyExits) {
     // Warp policies: lanes leave after different numbers of rounds.
     const unsigned rounds = block_scope<Policy> ? 12 : 6 + t % 7;
     for (unsigned round = 0; round < rounds; ++round) {
-      const std::size_t n = size_for<Policy>(uniform_sizes<Policy> ? round : t + 97 * round, round);
+      const std::size_t n = size_for<Policy>(DistributionPolicies::requires_uniform_sizes<Policy> ? round : t + 97 * round, round);
       void* p = h.alloc(a, n);
       Part mine{p, p != nullptr ? n : 0, t * 1000 + round};
       if (p != nullptr) fill(mine);
@@ -216,7 +216,7 @@ TYPED_TEST(Coalescing, ScatterOverlapTest) {
   EmulatedGrid grid;
   grid.run(1, 40, [&](const EmulatedThread& a, unsigned t) {
     for (unsigned counter = 0;; ++counter) {
-      const std::size_t n = uniform_sizes<Policy> ? 48 : 16 + 8 * ((t + counter) % 12);
+      const std::size_t n = DistributionPolicies::requires_uniform_sizes<Policy> ? 48 : 16 + 8 * ((t + counter) % 12);
       void* p = h.alloc(a, n);
       if (p == nullptr || counter == 4000) {
         if (p != nullptr) h.dealloc(a, p);

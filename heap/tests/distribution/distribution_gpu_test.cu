@@ -25,18 +25,10 @@ template <class Policy>
 using GpuDeviceMalloc = Allocator<CreationPolicies::DeviceMalloc, Policy, OOMPolicies::ReturnNull,
                                   ReservePoolPolicies::CudaSetLimits, AlignmentPolicies::NoOp>;
 
-template <class Policy>
-inline constexpr bool uniform_policy = false;
-template <DP::CoalescingScope S, DP::PartLookup L>
-inline constexpr bool uniform_policy<DP::UniformCoalescing<S, L>> = true;
-template <class Policy>
-inline constexpr bool block_policy = false;
-template <DP::PartLookup L>
-inline constexpr bool block_policy<DP::UniformCoalescing<DP::CoalescingScope::block, L>> = true;
 
 template <class Policy>
 __device__ std::size_t gpu_size(std::uint32_t worker, std::uint32_t round) {
-  if constexpr (uniform_policy<Policy>) {
+  if constexpr (DP::requires_uniform_sizes<Policy>) {
     return 4u * (5u + round % 7u);
   } else {
     const std::uint32_t x = worker * 2654435761u ^ round * 40503u;
@@ -67,10 +59,10 @@ struct AllocWriteFree {
   template <class Acc>
   __device__ void operator()(const Acc& acc, std::uint32_t worker) const {
     for (std::uint32_t round = 0; round < rounds; ++round) {
-      const std::size_t n = gpu_size<Policy>(uniform_policy<Policy> ? blockIdx.x + round : worker, round);
+      const std::size_t n = gpu_size<Policy>(DP::requires_uniform_sizes<Policy> ? blockIdx.x + round : worker, round);
       // Divergent branches for the warp policies: the lanes split by lane id.
       void* p = nullptr;
-      if (!block_policy<Policy> && acc.lane_id() % 3u == 0u) {
+      if (!DP::block_scope<Policy> && acc.lane_id() % 3u == 0u) {
         p = heap.alloc(acc, n);
       } else {
         p = heap.alloc(acc, n);
@@ -96,7 +88,7 @@ struct CrossLaneFree {
   std::uint32_t* counters;
   template <class Acc>
   __device__ void operator()(const Acc& acc, std::uint32_t worker) const {
-    const std::size_t n = uniform_policy<Policy> ? 40u : 8u + worker % 50u;
+    const std::size_t n = DP::requires_uniform_sizes<Policy> ? 40u : 8u + worker % 50u;
     auto* p = static_cast<unsigned char*>(heap.alloc(acc, n));
     if (p == nullptr) atomicAdd(counters, 1u);
     if (p != nullptr && !write_check(p, n, worker, 0)) atomicAdd(counters + 1, 1u);
@@ -107,7 +99,7 @@ struct CrossLaneFree {
     const auto mine = reinterpret_cast<unsigned long long>(p);
     const unsigned long long other = __shfl_sync(mask, mine, has_partner ? partner_lane : acc.lane_id());
     const std::uint32_t other_worker = has_partner ? worker ^ 1u : worker;
-    const std::size_t other_n = uniform_policy<Policy> ? 40u : 8u + other_worker % 50u;
+    const std::size_t other_n = DP::requires_uniform_sizes<Policy> ? 40u : 8u + other_worker % 50u;
     auto* q = reinterpret_cast<unsigned char*>(other);
     if (q != nullptr) {
       for (std::size_t i = 0; i < other_n; ++i) {
@@ -143,7 +135,7 @@ struct PipelineDiagnosis {
   template <class Acc>
   __device__ void operator()(const Acc& acc, std::uint32_t worker) const {
     for (std::uint32_t round = 0; round < rounds; ++round) {
-      const std::size_t n = gpu_size<Policy>(uniform_policy<Policy> ? blockIdx.x + round : worker, round);
+      const std::size_t n = gpu_size<Policy>(DP::requires_uniform_sizes<Policy> ? blockIdx.x + round : worker, round);
       void* p = nullptr;
       if (Branches && acc.lane_id() % 3u == 0u) {
         p = alloc(acc, n, counters);

@@ -69,16 +69,7 @@ template <class DP>
 using ScatterCoalescingHeap = Allocator<CreationPolicies::Scatter<ResetScatterConfig>, DP, OOMPolicies::ReturnNull,
                                         ReservePoolPolicies::HostPool, AlignmentPolicies::NoOp>;
 
-// Whether the policy needs every lane of the group to ask for the same size.
-template <class DP>
-inline constexpr bool uniform_sizes = false;
-template <DistributionPolicies::CoalescingScope S, DistributionPolicies::PartLookup L>
-inline constexpr bool uniform_sizes<DistributionPolicies::UniformCoalescing<S, L>> = true;
-
-template <class DP>
-inline constexpr bool block_scope = false;
-template <DistributionPolicies::PartLookup L>
-inline constexpr bool block_scope<DistributionPolicies::UniformCoalescing<DistributionPolicies::CoalescingScope::block, L>> = true;
+using DistributionPolicies::block_scope;
 
 struct Part {
   void* ptr = nullptr;

@@ -203,6 +203,18 @@ class UniformCoalescing {
   std::uint64_t in_part_ = 0;
 };
 
+// Whether a distribution policy needs every worker of its group to ask for
+// the same size, and whether its group is the whole block (so it must never
+// be called from divergent code).
+template <class Policy>
+inline constexpr bool requires_uniform_sizes = false;
+template <CoalescingScope S, PartLookup L>
+inline constexpr bool requires_uniform_sizes<UniformCoalescing<S, L>> = true;
+template <class Policy>
+inline constexpr bool block_scope = false;
+template <PartLookup L>
+inline constexpr bool block_scope<UniformCoalescing<CoalescingScope::block, L>> = true;
+
 using WarpHeader = UniformCoalescing<CoalescingScope::warp, PartLookup::header>;
 using WarpNoHeader = UniformCoalescing<CoalescingScope::warp, PartLookup::no_header>;
 using BlockHeader = UniformCoalescing<CoalescingScope::block, PartLookup::header>;
