@@ -40,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/heap/acc/concepts.hpp"
 #include "manyalloc/heap/acc/host_thread.hpp"
 
@@ -49,7 +50,7 @@ class EmulatedGrid;
 
 namespace detail {
 
-inline unsigned lowest_lane(std::uint32_t mask) { return static_cast<unsigned>(__builtin_ctz(mask)); }
+
 
 // One rendezvous of a fixed set of participants; values travel as uint64.
 struct Rendezvous {

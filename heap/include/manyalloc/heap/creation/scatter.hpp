@@ -13,6 +13,7 @@
 
 #include "manyalloc/common/math.hpp"
 #include "manyalloc/common/report.hpp"
+#include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/heap/creation/scatter_config.hpp"
 #include "manyalloc/heap/detail/scatter/heap_layout.hpp"
 #include "manyalloc/heap/detail/scatter/multi_page.hpp"
@@ -157,24 +158,16 @@ class Scatter {
     unsigned count = 0;
     for (unsigned lane = 0; lane < Acc::warp_size; ++lane) {
       if (((mask >> lane) & 1u) == 0u) continue;
-      parts[count].slots = shfl64(acc, mask, mine.slots, lane);
-      parts[count].length = shfl64(acc, mask, mine.length, lane);
-      parts[count].head_free = shfl64(acc, mask, mine.head_free, lane);
-      parts[count].tail_free = shfl64(acc, mask, mine.tail_free, lane);
+      parts[count].slots = acc::shfl64(acc, mask, mine.slots, lane);
+      parts[count].length = acc::shfl64(acc, mask, mine.length, lane);
+      parts[count].head_free = acc::shfl64(acc, mask, mine.head_free, lane);
+      parts[count].tail_free = acc::shfl64(acc, mask, mine.tail_free, lane);
       ++count;
     }
     return combine(parts, count, slot);
   }
 
  private:
-  template <class Acc>
-  MANYALLOC_FN static std::uint64_t shfl64(const Acc& acc, std::uint32_t mask, std::uint64_t v,
-                                           unsigned lane) {
-    const std::uint32_t lo = acc.shfl(mask, static_cast<std::uint32_t>(v), lane);
-    const std::uint32_t hi = acc.shfl(mask, static_cast<std::uint32_t>(v >> 32), lane);
-    return (static_cast<std::uint64_t>(hi) << 32) | lo;
-  }
-
   MANYALLOC_FN static std::size_t combine(const heap::detail::SlotSummary* parts, std::size_t count,
                                           std::size_t slot) {
     if (slot <= pagesize) {

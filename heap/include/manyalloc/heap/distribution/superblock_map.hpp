@@ -23,6 +23,9 @@
 
 #include "manyalloc/common/platform.hpp"
 #include "manyalloc/heap/acc/host_thread.hpp"
+#if defined(__CUDACC__)
+#include "manyalloc/heap/acc/cuda.hpp"
+#endif
 
 namespace manyalloc::distribution {
 
@@ -102,8 +105,7 @@ MANYALLOC_FN inline SuperblockMapView current_superblock_map() {
 #if defined(__CUDACC__)
 inline void install_superblock_map(const SuperblockMapView& v, bool on_device) {
   if (on_device) {
-    const cudaError_t err = cudaMemcpyToSymbol(device_superblock_map, &v, sizeof v);
-    if (err != cudaSuccess) throw std::runtime_error(std::string("SuperblockTable: ") + cudaGetErrorString(err));
+    acc::cuda_check(cudaMemcpyToSymbol(device_superblock_map, &v, sizeof v), "SuperblockTable (cudaMemcpyToSymbol)");
   } else {
     host_superblock_map() = v;
   }

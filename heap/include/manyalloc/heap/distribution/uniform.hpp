@@ -59,7 +59,6 @@ class UniformCoalescing {
 
   template <class Acc>
   MANYALLOC_FN std::size_t collect(const Acc& acc, std::size_t bytes) {
-    using distribution::detail::lowest;
     bytes_ = bytes;
     bool bad = false;
     if constexpr (Scope == CoalescingScope::warp) {
@@ -69,7 +68,7 @@ class UniformCoalescing {
       mask_ = acc.active_mask();
       const unsigned lane = acc.lane_id();
       const bool fits = bytes < (std::uint64_t{1} << 32);
-      const std::uint32_t s0 = acc.shfl(mask_, fits ? static_cast<std::uint32_t>(bytes) : 0u, lowest(mask_));
+      const std::uint32_t s0 = acc.shfl(mask_, fits ? static_cast<std::uint32_t>(bytes) : 0u, acc::lowest_lane(mask_));
       group_ = acc.ballot(mask_, fits && bytes == s0);
       if (((group_ >> lane) & 1u) != 0u) {
         rank_ = bits::popcount(group_ & bits::low_mask(lane));
@@ -124,8 +123,8 @@ class UniformCoalescing {
     }
     std::uint64_t base = 0;
     if constexpr (Scope == CoalescingScope::warp) {
-      base = distribution::detail::shfl64(acc, mask_, reinterpret_cast<std::uintptr_t>(mem),
-                                          distribution::detail::lowest(mask_));
+      base = acc::shfl64(acc, mask_, reinterpret_cast<std::uintptr_t>(mem),
+                                          acc::lowest_lane(mask_));
       if (((group_ >> acc.lane_id()) & 1u) == 0u) base = reinterpret_cast<std::uintptr_t>(mem);
     } else {
       base = acc.block_broadcast(reinterpret_cast<std::uintptr_t>(mem), root);

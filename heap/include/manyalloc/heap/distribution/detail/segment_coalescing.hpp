@@ -22,19 +22,15 @@
 #include <cstdint>
 
 #include "manyalloc/common/bits.hpp"
+#include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/common/platform.hpp"
 #include "manyalloc/heap/distribution/detail/segments.hpp"
 
 namespace manyalloc::distribution::detail {
 
-template <class Acc>
-MANYALLOC_FN std::uint64_t shfl64(const Acc& acc, std::uint32_t mask, std::uint64_t v, unsigned lane) {
-  const std::uint32_t lo = acc.shfl(mask, static_cast<std::uint32_t>(v), lane);
-  const std::uint32_t hi = acc.shfl(mask, static_cast<std::uint32_t>(v >> 32), lane);
-  return (static_cast<std::uint64_t>(hi) << 32) | lo;
-}
+using acc::lowest_lane;
+using acc::shfl64;
 
-MANYALLOC_FN inline unsigned lowest(std::uint32_t mask) { return bits::find_first_set(mask) - 1u; }
 MANYALLOC_FN inline unsigned highest(std::uint32_t mask) {
 #if defined(__CUDA_ARCH__)
   return 31u - static_cast<unsigned>(__clz(static_cast<int>(mask)));
@@ -67,7 +63,7 @@ class SegmentCoalescing {
     if (candidates != 0u) {
       // Uniform sizes below 4 KiB (no header grows past its first choice):
       // closed form from the first two segments, one shuffle.
-      const unsigned first = lowest(candidates);
+      const unsigned first = lowest_lane(candidates);
       const std::uint32_t s0 = acc.shfl(mask_, mine, first);
       const bool uniform = acc.ballot(mask_, small && mine != s0) == 0u && s0 < 4096u;
       if (uniform) {
@@ -78,7 +74,7 @@ class SegmentCoalescing {
     }
     in_group_ = ((group_ >> lane_) & 1u) != 0u;
     if (in_group_) {
-      leader_ = lowest(group_);
+      leader_ = lowest_lane(group_);
       return lane_ == leader_ ? static_cast<std::size_t>(total_) : 0u;
     }
     if (bytes == 0) return 0;
@@ -96,7 +92,7 @@ class SegmentCoalescing {
   MANYALLOC_FN void* distribute(const Acc& acc, void* mem) {
     std::uint64_t base = reinterpret_cast<std::uintptr_t>(mem);
     if (group_ != 0u) {
-      const std::uint64_t shared = shfl64(acc, mask_, base, lowest(group_));
+      const std::uint64_t shared = shfl64(acc, mask_, base, lowest_lane(group_));
       if (in_group_) base = shared;
     }
     void* result = nullptr;
@@ -136,7 +132,7 @@ class SegmentCoalescing {
     std::uint32_t members = 0;
     std::uint32_t rest = candidates;
     for (std::uint64_t i = 0; i < k; ++i) {
-      const unsigned l = lowest(rest);
+      const unsigned l = lowest_lane(rest);
       members |= 1u << l;
       rest &= rest - 1u;
     }
@@ -157,7 +153,7 @@ class SegmentCoalescing {
     std::uint64_t prev = 0;
     std::uint32_t members = 0;
     for (std::uint32_t rest = mask_; rest != 0u; rest &= rest - 1u) {
-      const unsigned l = lowest(rest);
+      const unsigned l = lowest_lane(rest);
       const std::uint32_t s = acc.shfl(mask_, mine, l);  // every lane of the mask shuffles
       if (((candidates >> l) & 1u) == 0u) continue;
       const Placement pl = place_segment(cursor, prev, s);
