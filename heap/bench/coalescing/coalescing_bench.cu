@@ -462,6 +462,19 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// Runs f on a handle of allocator type H. CUDA's malloc heap is shared by
+// every DeviceMalloc configuration (its size can be set only once per
+// process); a Scatter heap of `heap_bytes` is built for each call.
+template <class H, class Device, class F>
+void with_handle(const Device& device, std::size_t heap_bytes, F&& f) {
+  if constexpr (std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc>) {
+    f(typename H::Handle(device.creation()));
+  } else {
+    H heap(heap_bytes);
+    f(heap.handle());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -521,13 +534,8 @@ int main(int argc, char** argv) {
     // The paper's setting: CUDA's malloc underneath, bounded thread count;
     // Scatter+NoOp and Scatter+DynamicWarp at the same count for the ratio.
     auto bounded = [&](auto tag, const char* name) {
-      using H = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc>) {
-        unit_sweep(name, typename H::Handle(device.creation()), o.small_threads, few_n, o);
-      } else {
-        H heap(big_heap);
-        unit_sweep(name, heap.handle(), o.small_threads, few_n, o);
-      }
+      with_handle<typename decltype(tag)::type>(device, big_heap,
+                                                [&](const auto& h) { unit_sweep(name, h, o.small_threads, few_n, o); });
     };
     bounded(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
     bounded(std::type_identity<Device<DP::DynamicWarp>>{}, "DeviceMalloc+DynamicWarp");
@@ -542,13 +550,8 @@ int main(int argc, char** argv) {
   {
     const std::uint32_t ranks = o.small_threads / 2;
     auto a2a = [&](auto tag, const char* name) {
-      using H = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc>) {
-        alltoall(name, typename H::Handle(device.creation()), ranks, o);
-      } else {
-        H heap(big_heap);
-        alltoall(name, heap.handle(), ranks, o);
-      }
+      with_handle<typename decltype(tag)::type>(device, big_heap,
+                                                [&](const auto& h) { alltoall(name, h, ranks, o); });
     };
     a2a(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
     a2a(std::type_identity<Device<DP::DynamicWarp>>{}, "DeviceMalloc+DynamicWarp");

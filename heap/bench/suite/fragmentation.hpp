@@ -94,6 +94,20 @@ FragmentationConfig fragmentation_config(const Context& ctx) {
   return c;
 }
 
+// Equations (1) and (2) of the paper, the overhead and the page use, read
+// from a copy of the heap's page table with `live` the chunks still held.
+template <class Heap, class Sizes>
+void record_page_table(Measurement& m, const Heap& heap, const std::vector<void*>& live, const Sizes& sizes,
+                       double heap_bytes) {
+  const PageTableSnapshot<Heap> snap(heap);
+  const FreeStats f = snap.free_stats();
+  m.extra["internal_frag"] = snap.internal(live, sizes);
+  m.extra["external_frag"] = f.external;
+  m.extra["overhead"] = f.overhead_bytes / heap_bytes;
+  m.extra["pages_in_use"] = f.pages_in_use;
+  m.extra["free_bytes"] = f.free_bytes;
+}
+
 template <class P>
 void fragmentation_experiment(Context& ctx, AllocatorSet<P>& set, const FragmentationConfig& c) {
   using Runner = typename P::Runner;
@@ -162,13 +176,7 @@ void fragmentation_experiment(Context& ctx, AllocatorSet<P>& set, const Fragment
         half.tags["state"] = "half_freed";
         m.tags["state"] = "full";
         if constexpr (HasPageTable<Heap>) {
-          const PageTableSnapshot<Heap> snap(heap);
-          const FreeStats f = snap.free_stats();
-          m.extra["internal_frag"] = snap.internal(host_ptrs, sizes);
-          m.extra["external_frag"] = f.external;
-          m.extra["overhead"] = f.overhead_bytes / heap_bytes;
-          m.extra["pages_in_use"] = f.pages_in_use;
-          m.extra["free_bytes"] = f.free_bytes;
+          record_page_table(m, heap, host_ptrs, sizes, heap_bytes);
         }
         corrupt.zero();
         Runner::run(static_cast<std::uint32_t>(chunks),
@@ -178,13 +186,7 @@ void fragmentation_experiment(Context& ctx, AllocatorSet<P>& set, const Fragment
           left.resize(chunks);
           double live = 0;
           for (std::size_t i = 0; i < chunks; ++i) live += left[i] != nullptr ? static_cast<double>(sizes[i]) : 0.0;
-          const PageTableSnapshot<Heap> snap(heap);
-          const FreeStats f = snap.free_stats();
-          half.extra["internal_frag"] = snap.internal(left, sizes);
-          half.extra["external_frag"] = f.external;
-          half.extra["overhead"] = f.overhead_bytes / heap_bytes;
-          half.extra["pages_in_use"] = f.pages_in_use;
-          half.extra["free_bytes"] = f.free_bytes;
+          record_page_table(half, heap, left, sizes, heap_bytes);
           half.extra["fill"] = live / heap_bytes;
         }
         Runner::run(static_cast<std::uint32_t>(chunks),
