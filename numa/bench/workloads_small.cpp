@@ -196,6 +196,25 @@ std::uint64_t hammer(volatile char* obj, long writes) {
   for (long w = 0; w < writes; ++w) obj[w & 7] = static_cast<char>(obj[w & 7] + 1);
   return static_cast<std::uint64_t>(writes);
 }
+
+// The loop both false-sharing workloads run on every thread: allocate a
+// small object, write it many times, check it, free it.
+void false_sharing_rounds(Counters& c, long rounds, std::uint64_t ops) {
+  const long writes = 500;
+  std::uint64_t fails = 0;
+  for (long i = 0; i < rounds; ++i) {
+    auto* o = static_cast<char*>(std::malloc(8));
+    if (!o) { ++fails; continue; }
+    std::memset(o, 0, 8);
+    hammer(o, writes);
+    if (o[0] != static_cast<char>((writes + 7) / 8)) ++fails;
+    std::free(o);
+    ops += 2;
+  }
+  c.ops += ops;
+  c.bytes += static_cast<std::uint64_t>(rounds) * 8;
+  c.fails += fails;
+}
 }  // namespace
 
 // cache-scratch (passive false sharing): the main thread allocates one small
@@ -207,22 +226,10 @@ Result cache_scratch(const Params& p) {
   Counters c;
   std::vector<char*> initial(static_cast<std::size_t>(p.threads));
   for (auto& o : initial) o = static_cast<char*>(std::malloc(8));
-  const long rounds = static_cast<long>(1000000 * p.scale), writes = 500;
+  const long rounds = static_cast<long>(1000000 * p.scale);
   run_threads(p.threads, [&](int t) {
     std::free(initial[static_cast<std::size_t>(t)]);
-    std::uint64_t ops = 1, fails = 0;
-    for (long i = 0; i < rounds; ++i) {
-      auto* o = static_cast<char*>(std::malloc(8));
-      if (!o) { ++fails; continue; }
-      std::memset(o, 0, 8);
-      hammer(o, writes);
-      if (o[0] != static_cast<char>((writes + 7) / 8)) ++fails;
-      std::free(o);
-      ops += 2;
-    }
-    c.ops += ops;
-    c.bytes += static_cast<std::uint64_t>(rounds) * 8;
-    c.fails += fails;
+    false_sharing_rounds(c, rounds, 1);
   });
   return c.result();
 }
@@ -232,22 +239,8 @@ Result cache_scratch(const Params& p) {
 // threads on one cache line make the writes ping-pong between cores.
 Result cache_thrash(const Params& p) {
   Counters c;
-  const long rounds = static_cast<long>(1000000 * p.scale), writes = 500;
-  run_threads(p.threads, [&](int) {
-    std::uint64_t ops = 0, fails = 0;
-    for (long i = 0; i < rounds; ++i) {
-      auto* o = static_cast<char*>(std::malloc(8));
-      if (!o) { ++fails; continue; }
-      std::memset(o, 0, 8);
-      hammer(o, writes);
-      if (o[0] != static_cast<char>((writes + 7) / 8)) ++fails;
-      std::free(o);
-      ops += 2;
-    }
-    c.ops += ops;
-    c.bytes += static_cast<std::uint64_t>(rounds) * 8;
-    c.fails += fails;
-  });
+  const long rounds = static_cast<long>(1000000 * p.scale);
+  run_threads(p.threads, [&](int) { false_sharing_rounds(c, rounds, 0); });
   return c.result();
 }
 
