@@ -8,6 +8,7 @@
 // Usage: mpiexec -n <1 + workers or more> region_bench_list [nodes...] [--reps R]
 // Workers must be a power of two.
 #include <mpi.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -35,11 +36,22 @@ static_assert(sizeof(Node) == 256);
 struct Result {
   double build = 0, exchange = 0;
   double send_recv = 0;  // regions: time inside mr_send/mr_recv (pack request included)
+  double pack = 0;       // regions: of send_recv, the pack requests to the scheduler
+  double barrier = 0;    // regions: time in mr_barrier
+  double walk = 0;       // regions: the application's traversal of the peer's list alone
+  double faults = 0;     // minor page faults of this process during the exchange
+  double in_order = 0;   // share of nodes whose successor lies at the next address
   long fails = 0;
   bool verified = true;
 };
 
 double now() { return MPI_Wtime(); }
+
+double minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_minflt);
+}
 
 // ---- regions -------------------------------------------------------------
 Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
@@ -62,8 +74,13 @@ Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   }
   head->next = static_cast<Node*>(nodes[0]);
   res.build = now() - t0;
+  std::uint64_t seq = 0;
+  for (std::uint64_t i = 0; i + 1 < n; ++i)
+    seq += static_cast<char*>(nodes[i + 1]) - static_cast<char*>(nodes[i]) == sizeof(Node) ? 1 : 0;
+  res.in_order = n > 1 ? static_cast<double>(seq) / static_cast<double>(n - 1) : 1.0;
   mr::barrier();
   mr_times_reset();
+  const double f0 = minor_faults();
   t0 = now();
   for (int stage = 1; stage < nw; ++stage) {
     const int peer = me ^ stage;
@@ -83,7 +100,9 @@ Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
       if (!mr::recv(peer, theirs, theirs_obj)) ++res.fails;
       if (mr::send(peer, mine, anchor) != mr::Status::ok) ++res.fails;
     }
+    const double w0 = now();
     for (Node* x = static_cast<Node*>(theirs_obj[0])->next; x != nullptr; x = x->next) x->value += 1;
+    res.walk += now() - w0;
     if (me < peer) {
       if (mr::send(peer, theirs, theirs_obj) != mr::Status::ok) ++res.fails;
       if (!mr::recv(peer, back, back_obj)) ++res.fails;  // own list back
@@ -95,9 +114,11 @@ Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
     mr::barrier();
   }
   res.exchange = now() - t0;
+  res.faults = minor_faults() - f0;
   double sched_s = 0, worker_s = 0;
-  mr_times(&sched_s, &worker_s, nullptr);
+  mr_times(&sched_s, &worker_s, &res.barrier);
   res.send_recv = sched_s + worker_s;
+  res.pack = sched_s;
   std::uint64_t i = 0;
   for (Node* x = head->next; x != nullptr; x = x->next, ++i)
     if (x->value != ((static_cast<std::uint64_t>(me) << 32 | i) + static_cast<std::uint64_t>(nw - 1))) res.verified = false;
@@ -121,6 +142,7 @@ Result run_mpi_get(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   }
   res.build = now() - t0;
   MPI_Barrier(comm);
+  const double f0 = minor_faults();
   t0 = now();
   MPI_Win_lock_all(0, win);
   for (int stage = 1; stage < nw; ++stage) {
@@ -138,6 +160,7 @@ Result run_mpi_get(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   }
   MPI_Win_unlock_all(win);
   res.exchange = now() - t0;
+  res.faults = minor_faults() - f0;
   MPI_Barrier(comm);  // all puts into our window completed (unlock_all + barrier)
   for (std::uint64_t i = 0; i < n; ++i)
     if (base[i].value != ((static_cast<std::uint64_t>(me) << 32 | i) + static_cast<std::uint64_t>(nw - 1))) res.verified = false;
@@ -151,8 +174,13 @@ void report(const char* alloc, int nw, std::uint64_t n, int rep, Result r, MPI_C
   int ok = r.verified ? 1 : 0, all_ok = 0;
   MPI_Reduce(&r.build, &build, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
   MPI_Reduce(&r.exchange, &exch, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
-  double sr = 0;
+  double sr = 0, walk = 0, faults = 0, in_order = 0, pack = 0, bar = 0;
   MPI_Reduce(&r.send_recv, &sr, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(&r.pack, &pack, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(&r.barrier, &bar, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(&r.walk, &walk, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(&r.faults, &faults, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(&r.in_order, &in_order, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
   MPI_Reduce(&r.fails, &fails, 1, MPI_LONG, MPI_SUM, 0, comm);
   MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, 0, comm);
   if (me != 0) return;
@@ -171,6 +199,7 @@ void report(const char* alloc, int nw, std::uint64_t n, int rep, Result r, MPI_C
   rec.extra("scheduler_levels", mr_scheduler_levels());
   rec.extra("build_seconds", build);
   rec.extra("rep", rep);
+  rec.extra("minor_faults", faults);  // max over workers, during the exchange
   if (std::string(alloc) == "myrmics-region") {
     // As seen from worker 0: zero-copy when every peer shares this host's
     // GAS object (a one-host run with MANYALLOC_REGION_TRANSFER=auto), copy
@@ -181,6 +210,13 @@ void report(const char* alloc, int nw, std::uint64_t n, int rep, Result r, MPI_C
     // Max over workers of the time spent inside mr_send/mr_recv during the
     // exchange (includes waiting for the peer to reach its call).
     rec.extra("send_recv_seconds", sr);
+    rec.extra("pack_request_seconds", pack);  // part of send_recv (max over workers)
+    rec.extra("barrier_seconds", bar);        // mr_barrier after each stage
+    // Max over workers of the application's own traversal of the peer's
+    // lists (no library call inside), and the smallest share of a worker's
+    // nodes that bulk allocation placed right after their predecessor.
+    rec.extra("walk_seconds", walk);
+    rec.extra("nodes_in_address_order", in_order);
   }
   rec.print();
 }

@@ -88,6 +88,37 @@ def variant(r):
     return f"myrmics-region {r.get('transfer', 'copy')} ({r.get('scheduler_levels', 0)}-level)"
 
 
+def breakdown_table(lst, groups, md):
+    """Phases of the region exchange (records from bench_list with walk_seconds):
+    each column is the max over workers, median over repetitions; the
+    repetitions without first-touch page faults are the steady state."""
+    phases = collections.defaultdict(lambda: collections.defaultdict(list))
+    for r in lst:
+        if "walk_seconds" not in r:
+            continue
+        key = (variant(r), int(r["workers"]), int(r["nodes"]))
+        for f in ("walk_seconds", "send_recv_seconds", "pack_request_seconds", "barrier_seconds",
+                  "minor_faults", "nodes_in_address_order"):
+            phases[key][f].append(r.get(f, float("nan")))
+    if not phases:
+        return
+    md.append("\nPhases of the region exchange (max over workers, median of repetitions): the application's "
+              "own traversal of the peer's lists (`walk`), the library calls (`send+recv`, of which `pack` "
+              "are the scheduler requests; the rest is the header messages and waiting for the peer), "
+              "`mr_barrier` after each stage, minor page faults during the exchange (max; the first "
+              "repetition takes the first touch of every peer's pages), and the share of nodes that "
+              "bulk allocation put right after their predecessor:\n")
+    md.append("| variant | workers | nodes/worker | exchange s | walk s | send+recv s | pack s | barrier s "
+              "| page faults (max) | in address order |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(phases):
+        p = phases[key]
+        md.append(f"| {key[0]} | {key[1]} | {key[2]} | {med(groups[key]):.4f} | {med(p['walk_seconds']):.4f} "
+                  f"| {med(p['send_recv_seconds']):.4f} | {med(p['pack_request_seconds']):.4f} "
+                  f"| {med(p['barrier_seconds']):.4f} | {max(p['minor_faults']):.0f} "
+                  f"| {min(p['nodes_in_address_order']):.3f} |")
+
+
 def list_plots(recs, out, md):
     lst = [r for r in recs if r["experiment"] == "list_exchange"]
     if not lst:
@@ -133,6 +164,7 @@ def list_plots(recs, out, md):
         for key in sorted(sendrecv):
             sr = med(sendrecv[key])
             md.append(f"| {key[0]} | {key[1]} | {key[2]} | {sr:.4f} | {sr / med(groups[key]):.0%} |")
+    breakdown_table(lst, groups, md)
     # Plot (a): time vs nodes at wmax; (b): time vs workers at the most common node count.
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     names = sorted({k[0] for k in groups})
