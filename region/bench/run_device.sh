@@ -30,6 +30,10 @@ OSHRUN=$B/root/usr/bin/oshrun
 {
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x$(nproc), $(uname -r)"
   echo "bundle commit: $(cat "$B/COMMIT" 2>/dev/null), date: $(date -Is)"
+  # What the list exchange's walk depends on: caches, huge pages for the
+  # memfd-backed GAS (tmpfs THP), fault-around (prefault.hpp).
+  echo "caches: $(grep -m1 'cache size' /proc/cpuinfo | cut -d: -f2), L3 $(cat /sys/devices/system/cpu/cpu0/cache/index3/size 2>/dev/null)"
+  echo "thp: enabled $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), shmem_enabled $(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null)"
 } | tee "$out/machine.txt"
 
 # Single-copy (CMA) shared memory when the kernel allows it, else copy-in/out.

@@ -54,6 +54,17 @@ mr_status mr_init(int* argc, char*** argv, const mr_config* cfg) {
       return MR_ERR_INIT;
   }
   if (transfer != MR_TRANSFER_AUTO && transfer != MR_TRANSFER_COPY) return MR_ERR_INIT;
+  int prefault = c.prefault;
+  if (prefault == 0) {
+    const char* v = std::getenv("MANYALLOC_REGION_PREFAULT");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "on") == 0)
+      prefault = MR_PREFAULT_ON;
+    else if (std::strcmp(v, "off") == 0)
+      prefault = MR_PREFAULT_OFF;
+    else
+      return MR_ERR_INIT;
+  }
+  if (prefault != MR_PREFAULT_ON && prefault != MR_PREFAULT_OFF) return MR_ERR_INIT;
   int world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -67,6 +78,7 @@ mr_status mr_init(int* argc, char*** argv, const mr_config* cfg) {
   rt.initialized = true;
   if (worker) {
     rt.leaf = rt.topo.leaf_of(rt.rank);
+    rt.prefault = Prefaulter(rt.gas.base, rt.gas.shared && prefault == MR_PREFAULT_ON);
     return MR_OK;
   }
   SchedulerTuning tuning;

@@ -7,6 +7,7 @@
 
 #include "gas.hpp"
 #include "mpi_transport.hpp"
+#include "prefault.hpp"
 #include "protocol.hpp"
 #include "topology.hpp"
 
@@ -23,6 +24,7 @@ struct Runtime {
   int leaf = -1;
   std::uint64_t seq = 0;
   double sched_s = 0, worker_s = 0, barrier_s = 0;
+  Prefaulter prefault;  // zero-copy receives map new pages in one call
 
   bool is_worker() const { return initialized && !topo.is_scheduler(rank); }
   // Sends to world rank `peer` move no bytes: both map this host's shared

@@ -153,6 +153,9 @@ mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions, voi
   // passes with it (region.h, mr_send).
   rt.transport->send_header(peer_worker, hdr);
   if (status == MR_OK && !zero_copy) rt.transport->send_extents(peer_worker, extents);
+  // What this worker sends it has almost always written, so its pages are
+  // mapped here: when they come back, mr_recv has nothing to prefault.
+  if (status == MR_OK && zero_copy) rt.prefault.note_mapped(extents);
   rt.worker_s += now_seconds() - t0;
   return status;
 }
@@ -189,6 +192,7 @@ mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_
     else
       rt.transport->discard_extents(peer_worker, extents);
   }
+  if (status == MR_OK && zero_copy && in_gas && mode_ok) rt.prefault.populate(extents);
   rt.worker_s += now_seconds() - t0;
   if (status != MR_OK) return status;
   if (!in_gas || !mode_ok) return MR_ERR_INVALID_POINTER;

@@ -52,11 +52,16 @@ typedef enum mr_status {
  *     copies the bytes (one copy, straight from region memory into the same
  *     addresses on the receiver where MPI allows it). */
 enum { MR_TRANSFER_DEFAULT = 0, MR_TRANSFER_COPY = 1, MR_TRANSFER_AUTO = 2 };
+/* Zero-copy receives map the received pages this process has not mapped
+ * before with madvise(MADV_POPULATE_READ) (16 pages per fault) instead of
+ * one write fault per 4 KiB page on first touch (mr_config.prefault,
+ * MANYALLOC_REGION_PREFAULT on|off; default on; a no-op before Linux 5.14). */
+enum { MR_PREFAULT_DEFAULT = 0, MR_PREFAULT_OFF = 1, MR_PREFAULT_ON = 2 };
 
 /* Layout and tuning; zero fields take defaults. Environment variables
  * override the defaults (not explicit fields): MANYALLOC_REGION_LEVELS,
  * MANYALLOC_REGION_FANOUT, MANYALLOC_REGION_GAS_MIB,
- * MANYALLOC_REGION_TRANSFER. */
+ * MANYALLOC_REGION_TRANSFER, MANYALLOC_REGION_PREFAULT. */
 typedef struct mr_config {
   int levels;          /* scheduler tree levels (default 1: one scheduler) */
   int fanout;          /* scheduler-to-scheduler ratio (default 4) */
@@ -65,6 +70,7 @@ typedef struct mr_config {
   uint64_t region_slabs_hi;/* free slabs a new region gets (default 64) */
   int load_threshold;  /* report subtree load upstream when it moved this much (default 4) */
   int transfer;        /* MR_TRANSFER_*; 0: environment, else auto */
+  int prefault;        /* MR_PREFAULT_*; 0: environment, else on */
 } mr_config;
 
 mr_status mr_init(int* argc, char*** argv, const mr_config* config);

@@ -1,0 +1,51 @@
+#include "prefault.hpp"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+
+namespace manyalloc::region::detail {
+
+namespace {
+// Linux >= 5.14 (include/uapi/asm-generic/mman-common.h); older headers lack
+// the name, older kernels answer EINVAL.
+#ifdef MADV_POPULATE_READ
+constexpr int populate_read = MADV_POPULATE_READ;
+#else
+constexpr int populate_read = 22;
+#endif
+}  // namespace
+
+void Prefaulter::note_mapped(const std::vector<Extent>& extents) {
+  if (!enabled_) return;
+  for (const Extent& e : extents)
+    if (e.bytes != 0)
+      mapped_.add((e.addr - base_) >> slab_shift, (e.addr - base_ + e.bytes + slab_bytes - 1) >> slab_shift);
+}
+
+std::uint64_t Prefaulter::populate(const std::vector<Extent>& extents) {
+  std::uint64_t asked = 0;
+  for (const Extent& e : extents) {
+    if (!enabled_) break;
+    if (e.bytes == 0) continue;
+    const std::uint64_t first = (e.addr - base_) >> slab_shift;
+    const std::uint64_t end = (e.addr - base_ + e.bytes + slab_bytes - 1) >> slab_shift;
+    mapped_.gaps(first, end, [&](std::uint64_t a, std::uint64_t b) {
+      if (!enabled_) return;
+      void* p = reinterpret_cast<void*>(base_ + (a << slab_shift));
+      const std::uint64_t len = (b - a) << slab_shift;
+      if (madvise(p, len, populate_read) != 0) {
+        if (errno == EINVAL) enabled_ = false;
+        return;
+      }
+      asked += b - a;
+    });
+    // Recorded even when madvise failed for other reasons: those pages are
+    // then faulted on touch, and retrying every receive would cost a
+    // syscall per receive for nothing.
+    if (enabled_) mapped_.add(first, end);
+  }
+  return asked;
+}
+
+}  // namespace manyalloc::region::detail
