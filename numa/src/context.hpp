@@ -17,13 +17,17 @@
 
 namespace manyalloc::numa {
 
+// Every member is zero until context_setup (the global context is then
+// zero-initialised: it lives in .bss, whose pages only count in the resident
+// set once written, instead of 130 KiB of .data that the loader maps from
+// the file).
 struct Context {
-  Options opts;
-  const OsOps* os = &kLinuxOs;
+  Options opts = kNoOptions;
+  const OsOps* os = nullptr;  // context_setup: &kLinuxOs unless a test injected one
   Registry registry;
   // sources[0] is the common source, sources[1 + n] the one of NUMA node n.
   Source sources[kMaxSources];
-  std::atomic<int> nodes{1};
+  std::atomic<int> nodes{0};  // context_setup: 1, then the NUMA node count
   MetaPool<SmallSegment> small_pool;
   MetaPool<LargeSegment> large_pool;
   MetaPool<Heap> heap_pool;
@@ -46,7 +50,8 @@ struct Context {
   }
 };
 
-// Prepares a context after its options are set: numbers the sources.
+// Prepares a context: sets its options, the OS interface (unless one is
+// set already), the node count (1) and numbers the sources.
 void context_setup(Context& c, const Options& o);
 
 // Records a misuse of the API (double free, foreign pointer, ...). With the

@@ -30,6 +30,10 @@ struct Options {
   const char* topology = nullptr;  // "synthetic:<desc>" or "xml:<path>" (tests)
 };
 
+// All zero: the options of a context before context_setup (context.hpp).
+inline constexpr Options kNoOptions{Profile::lowmem, false, 0,     false, false,
+                                    false,           false, false, false, nullptr};
+
 inline constexpr const char* kOptionPrefix = "MANYALLOC_NUMA_";
 extern const env::Spec kOptionSpecs[9];
 

@@ -1,7 +1,7 @@
-// NUMA topology through hwloc (topology.hpp).
+// NUMA topology through hwloc (topology.hpp), loaded with dlopen
+// (hwloc_api.hpp).
 #include "topology.hpp"
 
-#include <hwloc.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "context.hpp"
+#include "hwloc_api.hpp"
 
 namespace manyalloc::numa {
 
@@ -29,14 +30,28 @@ void say(const Context& c, const char* what, int n) {
   if (len > 0) (void)!::write(2, buf, static_cast<std::size_t>(len));
 }
 
+// NUMA nodes of topo and the i-th of them (hwloc's inline helpers
+// hwloc_get_nbobjs_by_type and hwloc_get_obj_by_type, over the loaded API).
+int numa_node_count(const HwlocApi& a, hwloc_topology_t topo) {
+  const int depth = a.get_type_depth(topo, HWLOC_OBJ_NUMANODE);
+  if (depth == HWLOC_TYPE_DEPTH_UNKNOWN || depth == HWLOC_TYPE_DEPTH_MULTIPLE) return 0;
+  return static_cast<int>(a.get_nbobjs_by_depth(topo, depth));
+}
+hwloc_obj_t numa_node(const HwlocApi& a, hwloc_topology_t topo, unsigned i) {
+  const int depth = a.get_type_depth(topo, HWLOC_OBJ_NUMANODE);
+  if (depth == HWLOC_TYPE_DEPTH_UNKNOWN || depth == HWLOC_TYPE_DEPTH_MULTIPLE) return nullptr;
+  return a.get_obj_by_depth(topo, depth, i);
+}
+
 }  // namespace
 
 int topology_node_of_cpuset(hwloc_topology* topo, const hwloc_bitmap_s* cpuset) {
-  if (topo == nullptr || cpuset == nullptr || hwloc_bitmap_iszero(cpuset)) return -1;
-  const int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  const HwlocApi* a = hwloc_api();
+  if (a == nullptr || topo == nullptr || cpuset == nullptr || a->bitmap_iszero(cpuset)) return -1;
+  const int n = numa_node_count(*a, topo);
   for (int i = 0; i < n; ++i) {
-    hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
-    if (node != nullptr && node->cpuset != nullptr && hwloc_bitmap_isincluded(cpuset, node->cpuset))
+    hwloc_obj_t node = numa_node(*a, topo, static_cast<unsigned>(i));
+    if (node != nullptr && node->cpuset != nullptr && a->bitmap_isincluded(cpuset, node->cpuset))
       return static_cast<int>(node->logical_index);
   }
   return -1;
@@ -49,30 +64,32 @@ int topology_load(Context& c) {
   st = 0;
   if (!g_state.compare_exchange_strong(st, 1, std::memory_order_acq_rel)) return 0;
   t_loading = true;
+  const HwlocApi* a = hwloc_api();
   hwloc_topology_t topo = nullptr;
-  bool ok = hwloc_topology_init(&topo) == 0;
+  bool ok = a != nullptr && a->topology_init(&topo) == 0;
   const char* spec = c.opts.topology;
   if (ok && spec != nullptr) {
     if (std::strncmp(spec, "synthetic:", 10) == 0)
-      ok = hwloc_topology_set_synthetic(topo, spec + 10) == 0;
+      ok = a->topology_set_synthetic(topo, spec + 10) == 0;
     else if (std::strncmp(spec, "xml:", 4) == 0)
-      ok = hwloc_topology_set_xml(topo, spec + 4) == 0;
+      ok = a->topology_set_xml(topo, spec + 4) == 0;
     else
       ok = false;
   }
-  if (ok) ok = hwloc_topology_load(topo) == 0;
+  if (ok) ok = a->topology_load(topo) == 0;
   if (ok) {
-    int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+    int n = numa_node_count(*a, topo);
     if (n < 1) n = 1;
     if (n > static_cast<int>(kMaxNodes)) n = kMaxNodes;
     g_topo = topo;
-    g_this_system = hwloc_topology_is_thissystem(topo) != 0;
+    g_this_system = a->topology_is_thissystem(topo) != 0;
     g_nodes = n;
     c.nodes.store(n, std::memory_order_release);
     say(c, g_this_system ? "topology loaded, NUMA nodes" : "foreign topology loaded, NUMA nodes", n);
   } else {
-    if (topo != nullptr) hwloc_topology_destroy(topo);
-    say(c, "could not load the topology; using one node", 1);
+    if (topo != nullptr) a->topology_destroy(topo);
+    say(c, a == nullptr ? "could not load libhwloc.so.15; using one node"
+                        : "could not load the topology; using one node", 1);
   }
   t_loading = false;
   g_state.store(ok ? 2 : 3, std::memory_order_release);
@@ -81,22 +98,24 @@ int topology_load(Context& c) {
 
 int topology_thread_node(Context& c) {
   if (topology_load(c) <= 0 || g_topo == nullptr || !g_this_system) return -1;
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  const HwlocApi& a = *hwloc_api();  // loaded: g_topo exists
+  hwloc_bitmap_t set = a.bitmap_alloc();
   if (set == nullptr) return -1;
   int node = -1;
-  if (hwloc_get_cpubind(g_topo, set, HWLOC_CPUBIND_THREAD) == 0)
+  if (a.get_cpubind(g_topo, set, HWLOC_CPUBIND_THREAD) == 0)
     node = topology_node_of_cpuset(g_topo, set);
-  hwloc_bitmap_free(set);
+  a.bitmap_free(set);
   return node;
 }
 
 bool topology_bind(Context& c, void* p, std::size_t bytes, int node, bool migrate) {
   if (topology_load(c) <= 0 || g_topo == nullptr || !g_this_system || node < 0) return false;
-  hwloc_obj_t obj = hwloc_get_obj_by_type(g_topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(node));
+  const HwlocApi& a = *hwloc_api();  // loaded: g_topo exists
+  hwloc_obj_t obj = numa_node(a, g_topo, static_cast<unsigned>(node));
   if (obj == nullptr || obj->nodeset == nullptr) return false;
   int flags = HWLOC_MEMBIND_BYNODESET;
   if (migrate) flags |= HWLOC_MEMBIND_MIGRATE;
-  return hwloc_set_area_membind(g_topo, p, bytes, obj->nodeset, HWLOC_MEMBIND_BIND, flags) == 0;
+  return a.set_area_membind(g_topo, p, bytes, obj->nodeset, HWLOC_MEMBIND_BIND, flags) == 0;
 }
 
 bool topology_is_this_system() {

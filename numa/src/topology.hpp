@@ -1,4 +1,5 @@
-// NUMA topology through hwloc (the only file pair that includes hwloc.h).
+// NUMA topology through hwloc (with hwloc_api.*, the only files that include
+// hwloc.h; the library is loaded with dlopen when a topology is needed).
 //
 // Slides, "NUMA strategy": memory sources are selected with hwloc at thread
 // start; threads are not bound by default and move, so an unbound thread uses
