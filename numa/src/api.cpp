@@ -91,32 +91,63 @@ std::size_t usable_of(Context& c, void* p, const char* where, Segment** out = nu
 
 }  // namespace
 
-MA_EXPORT void* manyalloc_numa_malloc(std::size_t size) noexcept {
+namespace {
+
+// Every malloc but one served from the free cache (not inlined, so that the
+// fast path below needs no stack frame).
+[[gnu::noinline]] void* malloc_slow(std::size_t size) {
   Heap* h = t_heap;
   if (size <= kMaxSmall && h != nullptr) [[likely]] {
-    if (void* p = heap_alloc(*h, size_to_class(size))) [[likely]]
+    if (void* p = heap_alloc(*h, class_of(size))) [[likely]]
       return p;
     return fail(ENOMEM);
   }
   return alloc_slow(size, 16, false);
 }
 
-MA_EXPORT void manyalloc_numa_free(void* p) noexcept {
+}  // namespace
+
+MA_EXPORT void* manyalloc_numa_malloc(std::size_t size) noexcept {
+  Heap* h = t_heap;
+  if (size <= kTableMax && h != nullptr) [[likely]] {
+    if (void* p = heap_alloc_cached(*h, kSmallClasses.cls[(size + 15) >> 4])) [[likely]]
+      return p;
+  }
+  return malloc_slow(size);
+}
+
+namespace {
+
+// Every free but the owner's cached one (not inlined, so that the fast path
+// below needs no stack frame).
+[[gnu::noinline]] void free_slow(void* p, Segment* s) {
   if (p == nullptr) return;
   Context& c = global();
-  Segment* s = c.registry.lookup(p);
   if (s == nullptr) [[unlikely]] {
     ensure_init();  // the options (check) may not be read yet
     misuse(c, "free", Misuse::foreign_pointer, p);
     return;
   }
-  if (s->kind == SegKind::small) [[likely]] {
-    small_free(c, t_heap, *static_cast<SmallSegment*>(s), p);
+  if (s->kind == SegKind::small) {
+    small_free_slow(c, t_heap, *static_cast<SmallSegment*>(s), p);
   } else {
     const int saved = errno;
     large_free(c, *static_cast<LargeSegment*>(s), p);
     errno = saved;
   }
+}
+
+}  // namespace
+
+MA_EXPORT void manyalloc_numa_free(void* p) noexcept {
+  // The registry maps nullptr to no segment: free(NULL) takes the slow path.
+  Segment* s = global().registry.lookup(p);
+  Heap* h = t_heap;
+  if (s != nullptr && h != nullptr && s->kind == SegKind::small &&
+      static_cast<SmallSegment*>(s)->heap.load(std::memory_order_relaxed) == h &&
+      heap_free_cached(*h, *static_cast<SmallSegment*>(s), p)) [[likely]]
+    return;
+  free_slow(p, s);
 }
 
 MA_EXPORT void* manyalloc_numa_calloc(std::size_t n, std::size_t size) noexcept {
@@ -201,8 +232,9 @@ MA_EXPORT int manyalloc_numa_owns(const void* p) noexcept {
   if (seg.heap.load(std::memory_order_relaxed) == nullptr) return 0;
   const std::size_t off = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - seg.base);
   const unsigned page = static_cast<unsigned>(off >> kPageShift);
-  if (!((seg.used_pages.load(std::memory_order_relaxed) >> page) & 1u)) return 0;
-  const Run& r = seg.runs[seg.page_run[page].load(std::memory_order_relaxed)];
+  const std::uint16_t info = seg.page_info[page].load(std::memory_order_relaxed);
+  if (info == 0) return 0;
+  const Run& r = seg.runs[page_info_first(info)];
   const std::size_t roff = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - r.base);
   const std::uint32_t i = divide(roff, r.recip);
   if (i >= r.nchunks || static_cast<std::size_t>(i) * r.chunk_size != roff) return 0;
@@ -213,8 +245,8 @@ MA_EXPORT int manyalloc_numa_owns(const void* p) noexcept {
   if ((r.free_bits[i >> 6] & bit) || (r.remote_bits[i >> 6].load(std::memory_order_relaxed) & bit))
     return 0;
   const FreeCache& fc = t_heap->cache[r.cls];
-  for (std::uint32_t k = 0; k < fc.count; ++k)
-    if (fc.items[k] == p) return 0;
+  for (std::uint32_t k = 0, n = fc.count.load(std::memory_order_relaxed); k < n; ++k)
+    if (t_heap->cache_items[r.cls][k] == p) return 0;
   return 1;
 }
 

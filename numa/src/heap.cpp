@@ -94,10 +94,8 @@ Run* run_new(Heap& h, unsigned cls) {
   if (used == 0) --h.empty_segments;
   Run& r = seg->runs[first];
   run_init(r, *seg, first, cls);
-  for (unsigned p = first; p < first + np; ++p) {
-    seg->page_run[p].store(static_cast<std::uint8_t>(first), std::memory_order_relaxed);
-    seg->page_cls[p].store(static_cast<std::uint8_t>(cls), std::memory_order_relaxed);
-  }
+  for (unsigned p = first; p < first + np; ++p)
+    seg->page_info[p].store(page_info_of(cls, first), std::memory_order_relaxed);
   used |= page_mask(np, first);
   seg->used_pages.store(used, std::memory_order_relaxed);
   if (used == 0xffffffffu) {
@@ -131,6 +129,8 @@ void run_release(Heap& h, Run& r) {
   r.state = RunState::unused;
   if (h.ctx->opts.profile == Profile::lowmem)
     h.ctx->os->decommit(r.base, static_cast<std::size_t>(r.npages) * kPage);
+  for (unsigned p = r.first_page; p < r.first_page + r.npages; ++p)
+    seg.page_info[p].store(0, std::memory_order_relaxed);
   const std::uint32_t used =
       seg.used_pages.load(std::memory_order_relaxed) & ~page_mask(r.npages, r.first_page);
   seg.used_pages.store(used, std::memory_order_relaxed);
@@ -227,8 +227,52 @@ std::size_t purge_run(Heap& h, Run& r) {
 void heap_init(Heap& h, Context& c, Source& s) {
   h.ctx = &c;
   h.source = &s;
-  h.cache_on = !c.abort_on_misuse.load(std::memory_order_relaxed);
+  heap_set_cache(h, !c.abort_on_misuse.load(std::memory_order_relaxed));
   set_purge_threshold(h);
+}
+
+void heap_set_cache(Heap& h, bool on) {
+  h.cache_on = on;
+  for (unsigned c = 0; c < kNumClasses; ++c) {
+    h.cache[c].cap = on ? cache_capacity(c) : 0;
+    if (h.cache[c].count.load(std::memory_order_relaxed) > h.cache[c].cap) heap_cache_flush(h, c, false);
+  }
+}
+
+std::uint64_t heap_small_in_use(const Heap& h) {
+  std::uint64_t cached = 0;
+  for (unsigned c = 0; c < kNumClasses; ++c)
+    cached += std::uint64_t{h.cache[c].count.load(std::memory_order_relaxed)} * kClasses.info[c].size;
+  const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);
+  return in_use > cached ? in_use - cached : 0;  // read racily by statistics
+}
+
+void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
+  std::uint32_t idx;
+  Run* r = small_chunk_of(c, seg, p, &idx, "free");
+  if (r == nullptr) return;
+  if (self == nullptr || seg.heap.load(std::memory_order_relaxed) != self) {
+    heap_free_remote(c, *r, idx);
+    return;
+  }
+  FreeCache& fc = self->cache[r->cls];
+  const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
+  if (n != 0 && self->cache_items[r->cls][n - 1] == p) {
+    misuse(c, "free", Misuse::double_free, p);  // the most common double free
+    return;
+  }
+  if (fc.cap != 0) {
+    // The cache is full: its older half goes back to the runs.
+    heap_cache_flush(*self, r->cls, true);
+    heap_maybe_purge(*self);
+    const std::uint32_t k = fc.count.load(std::memory_order_relaxed);
+    self->cache_items[r->cls][k] = p;
+    fc.count.store(k + 1, std::memory_order_relaxed);
+    return;
+  }
+  if (!self->cache_on && !self->rfq.maybe_empty()) heap_flush_remote(*self);
+  heap_free_local(*self, *r, idx);
+  heap_maybe_purge(*self);
 }
 
 void heap_purge(Heap& h, bool all) {
@@ -262,21 +306,21 @@ void heap_purge(Heap& h, bool all) {
 
 void heap_cache_flush(Heap& h, unsigned cls, bool half) {
   FreeCache& fc = h.cache[cls];
-  const std::uint32_t n = half ? fc.count / 2 : fc.count;
+  void** items = h.cache_items[cls];
+  const std::uint32_t count = fc.count.load(std::memory_order_relaxed);
+  const std::uint32_t n = half ? (count + 1) / 2 : count;
   if (n == 0) return;
   // The oldest entries (bottom of the stack) go back to their runs.
   for (std::uint32_t k = 0; k < n; ++k) {
-    void* p = fc.items[k];
+    void* p = items[k];
     auto& seg = *static_cast<SmallSegment*>(h.ctx->registry.lookup(p));
     std::uint32_t idx;
     Run* r = small_chunk_of(*h.ctx, seg, p, &idx, "free");
     if (r == nullptr) continue;
-    h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) + r->chunk_size,
-                         std::memory_order_relaxed);
     heap_free_local(h, *r, idx);  // detects a double free that reached the cache
   }
-  for (std::uint32_t k = n; k < fc.count; ++k) fc.items[k - n] = fc.items[k];
-  fc.count -= n;
+  for (std::uint32_t k = n; k < count; ++k) items[k - n] = items[k];
+  fc.count.store(count - n, std::memory_order_relaxed);
 }
 
 void heap_cache_flush_all(Heap& h) {

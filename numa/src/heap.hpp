@@ -14,6 +14,10 @@ namespace manyalloc::numa {
 
 void heap_init(Heap& h, Context& c, Source& s);
 
+// Turns the free caches on (capacities of size_class.hpp) or off (check
+// mode: every free goes to the bitmap); owner only.
+void heap_set_cache(Heap& h, bool on);
+
 // Slow path of heap_alloc: current run exhausted or missing.
 void* heap_alloc_slow(Heap& h, unsigned cls);
 
@@ -52,12 +56,12 @@ inline Run* small_chunk_of(Context& c, SmallSegment& seg, const void* p, std::ui
                            const char* where) {
   const std::size_t off = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - seg.base);
   const unsigned page = static_cast<unsigned>(off >> kPageShift);
-  if (seg.heap.load(std::memory_order_relaxed) == nullptr ||
-      !((seg.used_pages.load(std::memory_order_relaxed) >> page) & 1u)) [[unlikely]] {
+  const std::uint16_t info = seg.page_info[page].load(std::memory_order_relaxed);
+  if (seg.heap.load(std::memory_order_relaxed) == nullptr || info == 0) [[unlikely]] {
     misuse(c, where, Misuse::not_a_chunk_start, p);
     return nullptr;
   }
-  Run& r = seg.runs[seg.page_run[page].load(std::memory_order_relaxed)];
+  Run& r = seg.runs[page_info_first(info)];
   const std::size_t roff = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - r.base);
   const std::uint32_t i = divide(roff, r.recip);
   if (i >= r.nchunks || static_cast<std::size_t>(i) * r.chunk_size != roff) [[unlikely]] {
@@ -101,71 +105,74 @@ inline void* run_pop(Heap& h, Run& r) {
 }
 
 // Writes the cached chunks of class cls back to their runs (all, or the
-// older half when `half`).
+// older half, at least one, when `half`).
 void heap_cache_flush(Heap& h, unsigned cls, bool half);
 void heap_cache_flush_all(Heap& h);
 
-inline void* heap_alloc(Heap& h, unsigned cls) {
-  // Check mode merges remote frees at every operation, so that a double
-  // free across threads is reported right away.
+// Allocation from the bin's current run (the free cache is empty).
+inline void* heap_alloc_run(Heap& h, unsigned cls) {
+  // Check mode (no cache) merges remote frees at every operation, so that
+  // a double free across threads is reported right away.
   if (!h.cache_on && !h.rfq.maybe_empty()) [[unlikely]]
     heap_flush_remote(h);
-  FreeCache& fc = h.cache[cls];
-  if (fc.count != 0) {
-    h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) + kClasses.info[cls].size,
-                         std::memory_order_relaxed);
-    return fc.items[--fc.count];
-  }
   Run* r = h.bins[cls].current;
   if (r != nullptr && r->free_count != 0) [[likely]]
     return run_pop(h, *r);
   return heap_alloc_slow(h, cls);
 }
 
-// Frees p, a pointer into small segment seg; self is the calling thread's
-// heap or nullptr.
-inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {
-  if (self != nullptr && self->cache_on && seg.heap.load(std::memory_order_relaxed) == self) {
-    // Owner's fast path: validate p with the per-page class and the class
-    // tables only, then push it on the bin's free cache.
-    const std::size_t off = static_cast<std::size_t>(static_cast<std::uint8_t*>(p) - seg.base);
-    const unsigned page = static_cast<unsigned>(off >> kPageShift);
-    if ((seg.used_pages.load(std::memory_order_relaxed) >> page) & 1u) [[likely]] {
-      const unsigned cls = seg.page_cls[page].load(std::memory_order_relaxed);
-      const ClassInfo& ci = kClasses.info[cls];
-      const std::size_t roff =
-          off - static_cast<std::size_t>(seg.page_run[page].load(std::memory_order_relaxed)) * kPage;
-      const std::uint32_t i = divide(roff, ci.recip);
-      FreeCache& fc = self->cache[cls];
-      if (fc.count != 0 && fc.items[fc.count - 1] == p) [[unlikely]] {
-        misuse(c, "free", Misuse::double_free, p);  // the most common double free
-        return;
-      }
-      if (i < ci.chunks && static_cast<std::size_t>(i) * ci.size == roff) [[likely]] {
-        if (fc.count == ci.cache_cap) [[unlikely]] {
-          if (ci.cache_cap == 0) goto bitmap;
-          heap_cache_flush(*self, cls, true);
-          heap_maybe_purge(*self);
-        }
-        fc.items[fc.count++] = p;
-        self->small_in_use.store(self->small_in_use.load(std::memory_order_relaxed) - ci.size,
-                                 std::memory_order_relaxed);
-        return;
-      }
-    }
-  }
-bitmap:
-  std::uint32_t idx;
-  Run* r = small_chunk_of(c, seg, p, &idx, "free");
-  if (r == nullptr) return;
-  if (self != nullptr && seg.heap.load(std::memory_order_relaxed) == self) {
-    if (!self->cache_on && !self->rfq.maybe_empty()) [[unlikely]]
-      heap_flush_remote(*self);
-    heap_free_local(*self, *r, idx);
-    heap_maybe_purge(*self);
-  } else {
-    heap_free_remote(c, *r, idx);
-  }
+// The latest freed chunk of class cls from the free cache, or nullptr.
+inline void* heap_alloc_cached(Heap& h, unsigned cls) {
+  FreeCache& fc = h.cache[cls];
+  const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
+  if (n == 0) return nullptr;
+  fc.count.store(n - 1, std::memory_order_relaxed);
+  return h.cache_items[cls][n - 1];
 }
+
+inline void* heap_alloc(Heap& h, unsigned cls) {
+  if (void* p = heap_alloc_cached(h, cls)) [[likely]]
+    return p;
+  return heap_alloc_run(h, cls);
+}
+
+// Owner's free fast path: p lies in seg, which belongs to h. Validates p
+// with the page's entry and the class tables only (no run descriptor is
+// read) and pushes it on the bin's free cache. False when p needs the
+// slow path (full or disabled cache, a double free of the latest freed
+// chunk, or p is not a chunk start: small_free reports it).
+inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
+  const std::size_t off = static_cast<std::size_t>(static_cast<std::uint8_t*>(p) - seg.base);
+  const std::uint16_t info = seg.page_info[off >> kPageShift].load(std::memory_order_relaxed);
+  if (info == 0) [[unlikely]]
+    return false;
+  const unsigned cls = page_info_cls(info);
+  const ClassInfo& ci = kClasses.info[cls];
+  const std::size_t roff = off - static_cast<std::size_t>(page_info_first(info)) * kPage;
+  const std::uint32_t i = divide(roff, ci.recip);
+  FreeCache& fc = h.cache[cls];
+  const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
+  if (i >= ci.chunks || static_cast<std::size_t>(i) * ci.size != roff || n >= fc.cap ||
+      (n != 0 && h.cache_items[cls][n - 1] == p)) [[unlikely]]
+    return false;
+  h.cache_items[cls][n] = p;
+  fc.count.store(n + 1, std::memory_order_relaxed);
+  return true;
+}
+
+// Frees p, a pointer into small segment seg, after the fast path declined
+// (or for another thread's chunk); self is the calling thread's heap or
+// nullptr.
+void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p);
+
+inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {
+  if (self != nullptr && seg.heap.load(std::memory_order_relaxed) == self &&
+      heap_free_cached(*self, seg, p)) [[likely]]
+    return;
+  small_free_slow(c, self, seg, p);
+}
+
+// Bytes in use in small chunks of h (owner only, or a racy estimate).
+std::uint64_t heap_small_in_use(const Heap& h);
 
 }  // namespace manyalloc::numa

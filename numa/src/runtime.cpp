@@ -91,7 +91,7 @@ Heap* heap_acquire(Context& c, Source& s) noexcept {
   if (h != nullptr) {
     h->orphan.store(false, std::memory_order_relaxed);
     h->source = &s;
-    h->cache_on = !c.abort_on_misuse.load(std::memory_order_relaxed);
+    heap_set_cache(*h, !c.abort_on_misuse.load(std::memory_order_relaxed));
     return h;
   }
   h = c.heap_pool.create(*c.os);

@@ -14,7 +14,9 @@ inline Context& global() noexcept { return g_context; }
 
 // Initial-exec TLS: no __tls_get_addr call (which could allocate) on the
 // fast path, valid in a library loaded at start or by LD_PRELOAD.
-extern thread_local Heap* t_heap __attribute__((tls_model("initial-exec")));
+// constinit: no TLS wrapper call either (the variable has no dynamic
+// initialisation).
+extern constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec")));
 
 // The calling thread's heap, created or adopted on first use; nullptr only
 // when no metadata memory could be mapped.

@@ -76,23 +76,43 @@ constexpr std::uint32_t divide(std::size_t offset, std::uint64_t recip) {
   return static_cast<std::uint32_t>((offset * recip) >> kRecipShift);
 }
 
+// Class of the sizes up to kTableMax by one table lookup (malloc's fast path).
+inline constexpr std::size_t kTableMax = 1024;
+struct SmallClassTable {
+  std::uint8_t cls[kTableMax / 16 + 1];
+  constexpr SmallClassTable() : cls{} {
+    for (std::size_t i = 0; i <= kTableMax / 16; ++i)
+      cls[i] = static_cast<std::uint8_t>(size_to_class(i * 16));
+  }
+};
+inline constexpr SmallClassTable kSmallClasses{};
+constexpr unsigned class_of(std::size_t size) {
+  return size <= kTableMax ? kSmallClasses.cls[(size + 15) >> 4] : size_to_class(size);
+}
+
 // Per-class tables for the free fast path (no run descriptor is read there).
 struct ClassInfo {
   std::uint32_t size;
   std::uint32_t chunks;
   std::uint64_t recip;
-  std::uint32_t cache_cap;  // capacity of the heap's free cache (heap.hpp)
 };
+// Free cache capacity (heap.hpp): up to 64 chunks but about 16 KiB per
+// class (at least 4 chunks), none above 8 KiB. Cached chunks were written
+// by the program and stay resident; 64 chunks of every class up to 16 KiB
+// could hold 1.8 MiB per thread, which showed in the peak RSS of t-test1.
 inline constexpr unsigned kCacheMax = 64;
 constexpr std::uint32_t cache_capacity(unsigned c) {
-  return class_size(c) <= 1024 ? kCacheMax : class_size(c) <= 16384 ? 16 : 0;
+  const std::size_t s = class_size(c);
+  if (s > 8192) return 0;
+  const std::size_t n = 16384 / s;
+  return n >= kCacheMax ? kCacheMax : n < 4 ? 4 : static_cast<std::uint32_t>(n);
 }
 struct ClassTable {
   ClassInfo info[kNumClasses];
   constexpr ClassTable() : info{} {
     for (unsigned c = 0; c < kNumClasses; ++c)
       info[c] = ClassInfo{static_cast<std::uint32_t>(class_size(c)), run_chunks(c),
-                          reciprocal(class_size(c)), cache_capacity(c)};
+                          reciprocal(class_size(c))};
   }
 };
 inline constexpr ClassTable kClasses{};
@@ -100,5 +120,6 @@ inline constexpr ClassTable kClasses{};
 static_assert(class_size(kNumClasses - 1) == kMaxSmall);
 static_assert(run_chunks(0) == kMaxChunks);
 static_assert(size_to_class(kMaxSmall) == kNumClasses - 1);
+static_assert(class_of(0) == 0 && class_of(kTableMax) == size_to_class(kTableMax));
 
 }  // namespace manyalloc::numa

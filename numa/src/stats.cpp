@@ -40,7 +40,7 @@ void stats_gather(Context& c, manyalloc_numa_stats& out) noexcept {
     for (Heap* h = c.heaps; h != nullptr; h = h->all_next) {
       ++out.heaps;
       if (h->orphan.load(rl)) ++out.orphan_heaps;
-      out.small_in_use_bytes += h->small_in_use.load(rl);
+      out.small_in_use_bytes += heap_small_in_use(*h);
       out.remote_frees += h->remote_frees.load(rl);
     }
   }

@@ -109,18 +109,28 @@ struct alignas(64) Run {
   std::uint32_t nwords() const { return (nchunks + 63) / 64; }
 };
 
+// Entry of SmallSegment::page_info for a page of a run of class cls that
+// starts at page `first` (0 means: no run).
+constexpr std::uint16_t page_info_of(unsigned cls, unsigned first) {
+  return static_cast<std::uint16_t>((cls + 1) | (first << 8));
+}
+constexpr unsigned page_info_cls(std::uint16_t v) { return (v & 0xffu) - 1; }
+constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
+
 // A 2 MiB segment owned by one heap. Invariants: `heap` is set when a heap
 // takes the segment from a source and cleared when it gives it back; it
 // never changes in between (an exiting thread's heap is adopted as a whole,
 // see runtime.hpp). Bit p of used_pages is 1 iff page p belongs to a run;
-// then runs[page_run[p]] is that run and its first_page == page_run[p].
-// used_pages and page_run are written by the owner and read (relaxed) by any
-// thread that frees into the segment.
+// then page_info[p] == page_info_of(cls, first) where runs[first] is that
+// run (first == its first_page) and cls its class; page_info[p] == 0 iff
+// page p belongs to no run, so that the owner's free reads one 16-bit entry
+// to find both the class and the run start of a pointer (heap.hpp).
+// used_pages and page_info are written by the owner and read (relaxed) by
+// any thread that frees into the segment.
 struct SmallSegment : Segment {
   std::atomic<Heap*> heap;
   std::atomic<std::uint32_t> used_pages;
-  std::atomic<std::uint8_t> page_run[kPagesPerSegment];
-  std::atomic<std::uint8_t> page_cls[kPagesPerSegment];  // class of the run of each used page
+  std::atomic<std::uint16_t> page_info[kPagesPerSegment];
   bool in_full_list;
   Run runs[kPagesPerSegment];
 };
@@ -149,12 +159,16 @@ struct Bin {
 // not yet written back to their runs' bitmaps (like the thread caches of
 // jemalloc/tcmalloc, but outside user memory and only for the heap's own
 // chunks, so memory never moves between heaps or NUMA sources through it).
-// Disabled in the check mode, where every free goes to the bitmap and is
-// verified at once. Invariant: each cached pointer is the start of a chunk
-// whose bitmap bit is 0 (allocated from the run's point of view).
+// `cap` is the class's capacity (size_class.hpp, cache_capacity), 0 in the
+// check mode, where every free goes to the bitmap and is verified at once.
+// Invariants: count <= kCacheMax; each cached pointer is the start of a chunk
+// whose bitmap bit is 0 (allocated from the run's point of view). `count` is
+// written by the owner only; it is atomic so that statistics can read it.
+// The stacks themselves are Heap::cache_items[cls][0 .. count) (a separate
+// array with a power-of-two stride: fewer instructions on the fast paths).
 struct FreeCache {
-  std::uint32_t count;
-  void* items[kCacheMax];
+  std::atomic<std::uint32_t> count;
+  std::uint32_t cap;
 };
 
 // A memory source: trades segments with the OS and caches them (slides:
@@ -170,7 +184,7 @@ struct FreeCache {
 // allocate (hwloc, stats printing) or across a syscall that maps memory.
 struct Source {
   SpinLock lock;
-  std::int32_t node = -1;  // -1: common source
+  std::int32_t node = 0;  // context_setup: -1 for the common source, else the node
   Segment* small_cache = nullptr;
   std::size_t small_count = 0;
   Segment* large_cache = nullptr;  // LargeSegment descriptors
@@ -199,6 +213,7 @@ struct Source {
 struct Heap {
   Bin bins[kNumClasses];
   FreeCache cache[kNumClasses];
+  void* cache_items[kNumClasses][kCacheMax];
   bool cache_on = false;  // !check option
   SmallSegment* avail = nullptr;
   SmallSegment* full = nullptr;
@@ -211,6 +226,8 @@ struct Heap {
   // pairs ping-pong the queue's cache lines), at thread exit and on trim.
   MpscQueue<Run, &Run::qnext> rfq;
   // Statistics (written by the owner with relaxed stores, read by anyone).
+  // Bytes of chunks taken out of run bitmaps (chunks in the free caches
+  // included; stats.cpp subtracts those).
   std::atomic<std::uint64_t> small_in_use{0};
   std::atomic<std::uint64_t> remote_frees{0};
   std::atomic<std::uint64_t> purged_bytes{0};  // bytes decommitted by purges

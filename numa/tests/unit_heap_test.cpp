@@ -55,7 +55,7 @@ TEST(Heap, EveryClassGivesDisjointAlignedChunks) {
       f.free(v[i], f.h);
     }
   }
-  EXPECT_EQ(f.h->small_in_use.load(), 0u);
+  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
   EXPECT_EQ(f.c->misuses.load(), 0u);
   // Everything free: only the current runs of classes below 16 KiB (runs of
   // at most 128 KiB) and one spare segment are kept; the rest is cached.
@@ -113,7 +113,7 @@ TEST(Heap, PurgeDecommitsOnlyPagesWithoutLiveChunks) {
       for (unsigned i = 0; i < n; i += 7) f.free(v[i], f.h);
     }
     heap_trim(*f.h);
-    EXPECT_EQ(f.h->small_in_use.load(), 0u);
+    EXPECT_EQ(heap_small_in_use(*f.h), 0u);
     EXPECT_EQ(f.c->misuses.load(), 0u);
   }
 }
@@ -155,15 +155,15 @@ TEST(Heap, RemoteFreesAreQueuedAndMergedByTheOwner) {
   constexpr int kN = 20000;
   std::vector<void*> v;
   for (int i = 0; i < kN; ++i) v.push_back(heap_alloc(*f.h, size_to_class(16 + (i % 7) * 48)));
-  const std::uint64_t in_use = f.h->small_in_use.load();
+  const std::uint64_t in_use = heap_small_in_use(*f.h);
   std::thread other([&] {
     for (void* p : v) f.free(p, nullptr);  // a thread without a heap of this context
   });
   other.join();
-  EXPECT_EQ(f.h->small_in_use.load(), in_use);  // not merged yet
+  EXPECT_EQ(heap_small_in_use(*f.h), in_use);  // not merged yet
   EXPECT_FALSE(f.h->rfq.maybe_empty());
   heap_flush_remote(*f.h);
-  EXPECT_EQ(f.h->small_in_use.load(), 0u);
+  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
   EXPECT_EQ(f.h->remote_frees.load(), static_cast<std::uint64_t>(kN));
   EXPECT_EQ(f.c->misuses.load(), 0u);
   // Remote double free: the second one is caught at once or at merge time.
@@ -209,7 +209,7 @@ TEST(Heap, ConcurrentRemoteFreesWhileTheOwnerAllocates) {
   freer.join();
   for (void* p : mine) f.free(p, f.h);
   heap_flush_remote(*f.h);
-  EXPECT_EQ(f.h->small_in_use.load(), 0u);
+  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
   EXPECT_EQ(f.c->misuses.load(), 0u);
 }
 
