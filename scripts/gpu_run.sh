@@ -9,6 +9,9 @@
 #                 on a small configuration
 #     throughput  heap throughput, 2^20 threads, 16/64/256 B (~1 min)
 #     coalescing  distribution-policy benchmark (coalescing paper, section 4)
+#     coalescing-scale  unit benchmark at 400 floats with DeviceMalloc at
+#                 65536 and 131072 threads (the ratio at higher occupancy)
+#     repeat      the distribution GPU tests 20 times (intermittent failures)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
 #   default: tests throughput coalescing   (one call stays under 10 minutes;
 #   run `suite` in a second call: the build directory is reused while warm)
@@ -88,6 +91,21 @@ for stage in "${stages[@]}"; do
       timeout 300 build-gpu/heap/bench/coalescing/manyalloc_coalescing_bench --out "$OUT/coalescing.jsonl" \
         > "$OUT/bench_coalescing.log" 2>&1 || status=1
       tail -25 "$OUT/bench_coalescing.log" >> "$LOG" ;;
+    coalescing-scale)
+      say "== coalescing unit benchmark at 400 floats, more threads"
+      rm -f "$OUT/coalescing_scale.jsonl"
+      for t in 65536 131072; do
+        timeout 200 build-gpu/heap/bench/coalescing/manyalloc_coalescing_bench --only bounded --floats 400 \
+          --small-threads $t --runs 3 --max-run-s 20 >> "$OUT/coalescing_scale.jsonl" 2>> "$OUT/bench_coalescing_scale.log" \
+          || status=1
+      done ;;
+    repeat)
+      say "== distribution GPU tests, 20 repetitions"
+      timeout 300 "$dist_tests" --gtest_repeat=20 --gtest_brief=1 > "$OUT/dist_tests_repeat.log" 2>&1
+      rc=$?
+      say "dist_tests_repeat: exit $rc, $(grep -c '^\[  FAILED  \]' "$OUT/dist_tests_repeat.log") failure lines"
+      grep -E "^\[  FAILED  \]|Which is|Failure" "$OUT/dist_tests_repeat.log" | sort | uniq -c | head -20 | tee -a "$LOG"
+      [[ $rc -eq 0 ]] || status=1 ;;
     suite)
       say "== heap benchmark suite (all experiments)"
       rm -f "$OUT/heap_bench.jsonl"

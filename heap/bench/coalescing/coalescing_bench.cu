@@ -23,7 +23,9 @@
 // longer than --max-run-s.
 //
 // Usage: manyalloc_coalescing_bench [--out FILE] [--threads N] [--small-threads N]
-//        [--runs R] [--max-run-s S] [--quick]
+//        [--runs R] [--max-run-s S] [--quick] [--only SECTIONS] [--floats N]
+//   SECTIONS: comma-separated from full (unit benchmark, Scatter, whole GPU),
+//   bounded (unit benchmark with DeviceMalloc), alltoall, small16 (with blowup).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -71,6 +73,11 @@ struct Options {
   int runs = 5;
   double max_run_s = 3.0;
   bool quick = false;
+  std::string only;           // comma-separated sections; empty: all
+  std::uint32_t floats = 0;   // one n instead of the sweep
+  bool wants(const char* section) const {
+    return only.empty() || ("," + only + ",").find(std::string(",") + section + ",") != std::string::npos;
+  }
 };
 
 std::string g_device;
@@ -78,7 +85,7 @@ double g_clock_hz = 1.0;
 std::FILE* g_out = stdout;
 
 struct Sums {
-  unsigned long long malloc_cycles, free_cycles, fails, bad;
+  unsigned long long malloc_cycles, free_cycles, work_cycles, fails, bad;
 };
 
 // ---- unit benchmark kernels ---------------------------------------------------
@@ -109,14 +116,18 @@ __device__ __forceinline__ float linear_ref(std::uint32_t n) {
   return s;
 }
 
+// Timed twice: the kernel with events, and each thread's loop with clock64
+// as in the paper's Listing 3 (mean over threads).
 template <bool Quadratic>
 struct Workload {
   std::uint32_t n;
   float** ptrs;
+  Sums* sums;
   template <class Acc>
   __device__ void operator()(const Acc&, std::uint32_t w) const {
     float* d = ptrs[w];
     if (d == nullptr) return;
+    const long long t0 = clock64();
     float sum = 0;
     if constexpr (Quadratic) {
       for (std::uint32_t i = 0; i < n; ++i) {
@@ -127,6 +138,8 @@ struct Workload {
       for (std::uint32_t i = 0; i < n; ++i) sum += d[i];
     }
     d[0] = sum;
+    const long long t1 = clock64();
+    atomicAdd(&sums->work_cycles, static_cast<unsigned long long>(t1 - t0));
   }
 };
 
@@ -175,13 +188,13 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
   CudaRunner::Buffer<Sums> sums(1);
   for (std::uint32_t n : ns) {
     for (int quad = 0; quad < 2; ++quad) {
-      std::vector<double> work_s, malloc_s, free_s;
+      std::vector<double> work_s, work_thread_s, malloc_s, free_s;
       unsigned long long fails = 0, bad = 0;
       for (int r = 0; r < o.runs + 1; ++r) {  // the first run warms up
         sums.zero();
         CudaRunner::run(threads, AllocInit<Handle>{handle, n, ptrs.data(), sums.data()});
-        const double ws = quad ? CudaRunner::timed_run(threads, Workload<true>{n, ptrs.data()})
-                               : CudaRunner::timed_run(threads, Workload<false>{n, ptrs.data()});
+        const double ws = quad ? CudaRunner::timed_run(threads, Workload<true>{n, ptrs.data(), sums.data()})
+                               : CudaRunner::timed_run(threads, Workload<false>{n, ptrs.data(), sums.data()});
         if (quad) {
           CudaRunner::run(threads, VerifyFree<Handle, true>{handle, n, ptrs.data(), sums.data()});
         } else {
@@ -192,6 +205,7 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
         fails += s.fails;
         bad += s.bad;
         work_s.push_back(ws);
+        work_thread_s.push_back(static_cast<double>(s.work_cycles) / threads / g_clock_hz);
         malloc_s.push_back(static_cast<double>(s.malloc_cycles) / threads / g_clock_hz);
         free_s.push_back(static_cast<double>(s.free_cycles) / threads / g_clock_hz);
         if (ws + (malloc_s.back() + free_s.back()) > o.max_run_s) break;
@@ -210,6 +224,11 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
       m.verified = bad == 0 && fails == 0;
       m.extra["floats"] = n;
       m.extra["gflops"] = m.seconds > 0 ? flops_per_thread * threads / m.seconds / 1e9 : 0;
+      // The paper's figure: every thread's flops over the mean per-thread
+      // workload time (no launch overhead, no tail of the grid).
+      m.extra["gflops_thread_clock"] =
+          median(work_thread_s) > 0 ? flops_per_thread * threads / median(work_thread_s) / 1e9 : 0;
+      m.extra["work_s_per_thread"] = median(work_thread_s);
       m.extra["malloc_s_per_thread"] = median(malloc_s);
       m.extra["free_s_per_thread"] = median(free_s);
       m.extra["repeats"] = static_cast<double>(work_s.size());
@@ -454,8 +473,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--runs") o.runs = std::atoi(next());
     else if (a == "--max-run-s") o.max_run_s = std::atof(next());
     else if (a == "--quick") o.quick = true;
+    else if (a == "--only") o.only = next();
+    else if (a == "--floats") o.floats = static_cast<std::uint32_t>(std::strtoul(next(), nullptr, 10));
     else {
-      std::fprintf(stderr, "usage: %s [--out FILE] [--threads N] [--small-threads N] [--runs R] [--max-run-s S] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--out FILE] [--threads N] [--small-threads N] [--runs R] [--max-run-s S] [--quick]\n"
+                   "       [--only full,bounded,alltoall,small16] [--floats N]\n", argv[0]);
       std::exit(2);
     }
   }
@@ -515,7 +537,7 @@ int main(int argc, char** argv) {
   // CUDA's malloc heap size can be set only before its first use: one
   // DeviceMalloc allocator for the run; every policy gets a handle on it.
   Device<DP::NoOp> device(std::size_t{2} << 30);
-  {
+  if (o.wants("full")) {
     // Full GPU, Scatter (64 KiB pages) underneath every coalescing variant.
     auto full = [&](auto tag, const char* name) {
       using Policy = typename decltype(tag)::type;
@@ -530,7 +552,7 @@ int main(int argc, char** argv) {
     full(std::type_identity<DP::BlockHeader>{}, "Scatter+BlockHeader");
     full(std::type_identity<DP::BlockNoHeader>{}, "Scatter+BlockNoHeader");
   }
-  {
+  if (o.wants("bounded")) {
     // The paper's setting: CUDA's malloc underneath, bounded thread count;
     // Scatter+NoOp and Scatter+DynamicWarp at the same count for the ratio.
     auto bounded = [&](auto tag, const char* name) {
@@ -547,7 +569,7 @@ int main(int argc, char** argv) {
     bounded(std::type_identity<ScatterBig<DP::DynamicWarp>>{}, "Scatter+DynamicWarp");
     bounded(std::type_identity<ScatterBig<DP::WarpHeader>>{}, "Scatter+WarpHeader");
   }
-  {
+  if (o.wants("alltoall")) {
     const std::uint32_t ranks = o.small_threads / 2;
     auto a2a = [&](auto tag, const char* name) {
       with_handle<typename decltype(tag)::type>(device, big_heap,
@@ -564,7 +586,7 @@ int main(int argc, char** argv) {
     a2a(std::type_identity<Scatter4K<DP::DynamicWarp>>{}, "Scatter+DynamicWarp");
     a2a(std::type_identity<Scatter4K<DP::WarpHeader>>{}, "Scatter+WarpHeader");
   }
-  {
+  if (o.wants("small16")) {
     const std::uint32_t n16 = std::max<std::uint32_t>(o.threads, 1u << 20);
     auto s16 = [&](auto tag, const char* name) {
       using Policy = typename decltype(tag)::type;

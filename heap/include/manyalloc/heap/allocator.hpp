@@ -56,7 +56,7 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     // to CUDA's allocator).
     template <class Acc>
     MANYALLOC_FN void dealloc(const Acc& acc, void* ptr) const {
-      if (ptr == nullptr) return;
+      if (ptr == nullptr && !collective_release<DP>) return;
       if (void* block = DP::release(acc, ptr)) creation_.destroy(acc, block);
     }
 

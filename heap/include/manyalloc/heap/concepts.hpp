@@ -49,8 +49,15 @@ concept DistributionPolicyFor = DistributionPolicy<P> && requires(const Acc acc,
   { std::declval<P&>().distribute(acc, p) } -> std::same_as<void*>;
   // Maps a pointer a worker frees to what the creation policy must free, or
   // nullptr when nothing is to be freed yet (e.g. other parts still live).
+  // A policy whose release is a warp collective declares
+  // `static constexpr bool collective_release = true`: it then also receives
+  // the frees of nullptr (and returns nullptr for them), so that the lanes of
+  // a warp reach its collectives alike.
   { P::release(acc, p) } -> std::same_as<void*>;
 };
+
+template <class P>
+inline constexpr bool collective_release = requires { requires P::collective_release; };
 
 // 3.6: manages the heap inside the pool. The policy object is the handle
 // workers receive, so it must be trivially copyable.

@@ -41,6 +41,7 @@
 #include "manyalloc/common/build_config.hpp"
 #include "manyalloc/common/platform.hpp"
 #include "manyalloc/common/report.hpp"
+#include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/heap/distribution/detail/segment_coalescing.hpp"
 #include "manyalloc/heap/distribution/superblock_map.hpp"
 
@@ -65,11 +66,11 @@ class UniformCoalescing {
       // The lanes asking what the lowest lane asks share its superblock; a
       // lane asking something else gets a superblock of its own (a warp's
       // active set may mix loop iterations under independent scheduling).
-      mask_ = acc.active_mask();
+      const std::uint32_t mask = acc.active_mask();
       const unsigned lane = acc.lane_id();
       const bool fits = bytes < (std::uint64_t{1} << 32);
-      const std::uint32_t s0 = acc.shfl(mask_, fits ? static_cast<std::uint32_t>(bytes) : 0u, acc::lowest_lane(mask_));
-      group_ = acc.ballot(mask_, fits && bytes == s0);
+      const std::uint32_t s0 = acc.shfl(mask, fits ? static_cast<std::uint32_t>(bytes) : 0u, acc::lowest_lane(mask));
+      group_ = acc.ballot(mask, fits && bytes == s0);
       if (((group_ >> lane) & 1u) != 0u) {
         rank_ = bits::popcount(group_ & bits::low_mask(lane));
         count_ = bits::popcount(group_);
@@ -123,9 +124,11 @@ class UniformCoalescing {
     }
     std::uint64_t base = 0;
     if constexpr (Scope == CoalescingScope::warp) {
-      base = acc::shfl64(acc, mask_, reinterpret_cast<std::uintptr_t>(mem),
-                                          acc::lowest_lane(mask_));
-      if (((group_ >> acc.lane_id()) & 1u) == 0u) base = reinterpret_cast<std::uintptr_t>(mem);
+      // A lane outside the lowest lane's group is a group of its own.
+      const unsigned lane = acc.lane_id();
+      const bool member = ((group_ >> lane) & 1u) != 0u;
+      base = acc::group_hand_over(acc, member ? group_ : 1u << lane, member ? acc::lowest_lane(group_) : lane,
+                                  reinterpret_cast<std::uintptr_t>(mem), false);
     } else {
       base = acc.block_broadcast(reinterpret_cast<std::uintptr_t>(mem), root);
     }
@@ -145,7 +148,6 @@ class UniformCoalescing {
         }
       }
     }
-    if constexpr (Scope == CoalescingScope::warp) acc.sync_lanes(mask_);
     return result;
   }
 
@@ -193,7 +195,6 @@ class UniformCoalescing {
     }
   }
 
-  std::uint32_t mask_ = 0;
   std::uint32_t group_ = 0;  // warp scope: lanes sharing the lowest lane's superblock
   unsigned rank_ = 0;
   unsigned count_ = 0;

@@ -8,11 +8,13 @@
 //           whose request is too large for the group (Limits) allocate a
 //           one-segment superblock of their own; lanes asking 0 bytes get
 //           nullptr and change nothing.
-//  distribute: the leader's pointer is shuffled to the group; each lane
-//           writes its segment header and returns its payload; a warp sync
-//           orders the headers before any lane may free.
-//  release: free_segment (wait-free unless last; the last returns the
-//           superblock).
+//  distribute: the leader's pointer is handed to the group
+//           (acc::group_hand_over, safe after the leader's divergent create);
+//           each lane writes its segment header and returns its payload; a
+//           group barrier orders the headers before any lane may free.
+//  release: whole superblocks freed by their lanes together go back at once
+//           (segment_warp_free.hpp); otherwise free_segment (wait-free unless
+//           last; the last returns the superblock).
 //
 // Limits: max_part (largest request that is coalesced) and max_total (largest
 // superblock; lanes that would push the superblock over it allocate alone).
@@ -24,20 +26,14 @@
 #include "manyalloc/common/bits.hpp"
 #include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/common/platform.hpp"
+#include "manyalloc/heap/distribution/detail/segment_warp_free.hpp"
 #include "manyalloc/heap/distribution/detail/segments.hpp"
 
 namespace manyalloc::distribution::detail {
 
 using acc::lowest_lane;
 using acc::shfl64;
-
-MANYALLOC_FN inline unsigned highest(std::uint32_t mask) {
-#if defined(__CUDA_ARCH__)
-  return 31u - static_cast<unsigned>(__clz(static_cast<int>(mask)));
-#else
-  return 31u - static_cast<unsigned>(__builtin_clz(mask));
-#endif
-}
+using acc::highest_lane;
 
 // Requests at or above this size never fit a 32-bit shuffle: they go alone.
 inline constexpr std::uint64_t shuffle_limit = std::uint64_t{1} << 31;
@@ -90,11 +86,11 @@ class SegmentCoalescing {
 
   template <class Acc>
   MANYALLOC_FN void* distribute(const Acc& acc, void* mem) {
-    std::uint64_t base = reinterpret_cast<std::uintptr_t>(mem);
-    if (group_ != 0u) {
-      const std::uint64_t shared = shfl64(acc, mask_, base, lowest_lane(group_));
-      if (in_group_) base = shared;
-    }
+    // Lanes outside the group are groups of one: every lane of the active
+    // set takes part in both hand-overs (the emulated warp needs it).
+    const std::uint32_t group = in_group_ ? group_ : 1u << lane_;
+    const unsigned root = in_group_ ? leader_ : lane_;
+    const std::uint64_t base = acc::group_hand_over(acc, group, root, reinterpret_cast<std::uintptr_t>(mem), false);
     void* result = nullptr;
     if (base != 0u && (in_group_ || bytes_ > 0)) {
       auto* p = reinterpret_cast<std::byte*>(base) + my_payload_;
@@ -104,13 +100,15 @@ class SegmentCoalescing {
       write_header(acc, p, my_header_, my_offset_, flags);
       result = p;
     }
-    if (group_ != 0u) acc.sync_lanes(mask_);  // headers before any part is freed
+    acc::group_hand_over(acc, group, root, 0u, true);  // every header before any part is freed
     return result;
   }
 
+  static constexpr bool collective_release = true;  // a warp collective (segment_warp_free.hpp)
+
   template <class Acc>
   MANYALLOC_FN static void* release(const Acc& acc, void* ptr) {
-    return free_segment(acc, ptr, "DistributionPolicy::release");
+    return free_segment_warp(acc, ptr, "DistributionPolicy::release");
   }
 
  private:
@@ -137,7 +135,7 @@ class SegmentCoalescing {
       rest &= rest - 1u;
     }
     group_ = members;
-    last_lane_ = highest(members);
+    last_lane_ = highest_lane(members);
     total_ = round_up(p0.payload + (k - 1u) * stride + s, 16u);
     if (((members >> lane_) & 1u) != 0u) {
       const unsigned rank = bits::popcount(members & bits::low_mask(lane_));
@@ -169,7 +167,7 @@ class SegmentCoalescing {
     }
     group_ = members;
     if (members == 0u) return;
-    last_lane_ = highest(members);
+    last_lane_ = highest_lane(members);
     total_ = round_up(cursor, 16u);
   }
 
