@@ -56,7 +56,7 @@ run_tests() {
   for t in "$heap_tests" "$dist_tests"; do
     name=$(basename "$t")
     say "== $name at full occupancy"
-    timeout 300 "$t" --gtest_output=json:"$OUT/$name.json" > "$OUT/$name.log" 2>&1
+    timeout 150 "$t" --gtest_output=json:"$OUT/$name.json" > "$OUT/$name.log" 2>&1
     rc=$?
     say "$name: exit $rc, $(grep -E '^\[  PASSED  \]|tests ran' "$OUT/$name.log" | tr '\n' ' ')"
     grep -E "^\[  FAILED  \]" "$OUT/$name.log" | tee -a "$LOG"
@@ -101,7 +101,7 @@ for stage in "${stages[@]}"; do
       done ;;
     repeat)
       say "== distribution GPU tests, 20 repetitions"
-      timeout 300 "$dist_tests" --gtest_repeat=20 --gtest_brief=1 > "$OUT/dist_tests_repeat.log" 2>&1
+      timeout 150 "$dist_tests" --gtest_repeat=20 --gtest_brief=1 > "$OUT/dist_tests_repeat.log" 2>&1
       rc=$?
       say "dist_tests_repeat: exit $rc, $(grep -c '^\[  FAILED  \]' "$OUT/dist_tests_repeat.log") failure lines"
       grep -E "^\[  FAILED  \]|Which is|Failure" "$OUT/dist_tests_repeat.log" | sort | uniq -c | head -20 | tee -a "$LOG"

@@ -44,7 +44,10 @@ MANYALLOC_FN std::uint64_t shfl64(const Acc& acc, std::uint32_t mask, std::uint6
 // docs/results/coalescing/warp_uniform_gpu_failure.md. Here every collective
 // takes the mask active_mask() returned to exactly the lanes executing it, so
 // it is uniform by construction; a lane whose root is not among them (and a
-// root still missing members) goes round again.
+// root still missing members) goes round again. The only collective on the
+// carried mask is the group's own barrier (sync_lanes(group)): the groups of
+// one warp are disjoint and each lane names its own group, which a warp
+// barrier allows (PTX bar.warp.sync).
 template <class Acc>
 MANYALLOC_FN std::uint64_t group_hand_over(const Acc& acc, std::uint32_t group, unsigned root, std::uint64_t value,
                                            bool barrier) {
@@ -52,6 +55,10 @@ MANYALLOC_FN std::uint64_t group_hand_over(const Acc& acc, std::uint32_t group, 
   std::uint32_t arrived = 0;  // root: members seen so far
   std::uint32_t served = 0;   // root: members that have the value
   for (;;) {
+    // Lanes that arrive early (the members, while the root still runs its
+    // divergent code) wait here for the group; without it a member and the
+    // root can spin in this loop for ever without being scheduled together.
+    acc.sync_lanes(group);
     const std::uint32_t now = acc.active_mask();
     const bool root_here = ((now >> root) & 1u) != 0u;
     if (is_root) arrived |= now & group;
