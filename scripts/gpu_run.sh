@@ -56,7 +56,7 @@ run_tests() {
   for t in "$heap_tests" "$dist_tests"; do
     name=$(basename "$t")
     say "== $name at full occupancy"
-    timeout 150 "$t" --gtest_output=json:"$OUT/$name.json" > "$OUT/$name.log" 2>&1
+    timeout 90 "$t" --gtest_output=json:"$OUT/$name.json" > "$OUT/$name.log" 2>&1
     rc=$?
     say "$name: exit $rc, $(grep -E '^\[  PASSED  \]|tests ran' "$OUT/$name.log" | tr '\n' ' ')"
     grep -E "^\[  FAILED  \]" "$OUT/$name.log" | tee -a "$LOG"
@@ -68,7 +68,7 @@ run_tests() {
   for tool in memcheck racecheck; do
     for t in "$heap_tests" "$dist_tests"; do
       name=$(basename "$t")_$tool
-      timeout 240 "${small[@]}" compute-sanitizer --tool $tool --error-exitcode 9 "$t" "$heap_filter" \
+      timeout 90 "${small[@]}" compute-sanitizer --tool $tool --error-exitcode 9 "$t" "$heap_filter" \
         > "$OUT/$name.log" 2>&1
       rc=$?
       say "$name: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$name.log" | tail -1)"

@@ -35,44 +35,25 @@ MANYALLOC_FN std::uint64_t shfl64(const Acc& acc, std::uint32_t mask, std::uint6
 // at different times; with `barrier`, no lane returns before every lane of the
 // group has called it (orders what the lanes wrote before the call).
 //
-// Why not shfl(group, ...): a mask carried across divergent code is not
-// uniform among the lanes that later execute the shuffle together. When two
-// groups of one warp meet at the same shuffle with different masks, the GPU
-// compiler's converged fast path (it takes the mask of one lane for the whole
-// convergent set, sm_70+) lets one group's root skip the other's rendezvous
-// and its lanes read another lane's register: the lost or garbage parts of
-// docs/results/coalescing/warp_uniform_gpu_failure.md. Here every collective
-// takes the mask active_mask() returned to exactly the lanes executing it, so
-// it is uniform by construction; a lane whose root is not among them (and a
-// root still missing members) goes round again. The only collective on the
-// carried mask is the group's own barrier (sync_lanes(group)): the groups of
-// one warp are disjoint and each lane names its own group, which a warp
-// barrier allows (PTX bar.warp.sync).
+// Why not shfl(group, ...) as right after collect: on the GPU the shuffle of a
+// mask carried across the root's divergent create lost the root's value for
+// some lanes when two inlined copies of alloc ran in divergent branches
+// (docs/results/coalescing/warp_uniform_gpu_failure.md). An accelerator that
+// provides group_broadcast64 (CUDA: the store / __syncwarp / load pattern
+// through shared memory that the CUDA guide documents for divergent lanes)
+// is used; otherwise (host threads, emulated warps, whose collectives are
+// barriers of exactly the named lanes) the shuffle is safe.
 template <class Acc>
 MANYALLOC_FN std::uint64_t group_hand_over(const Acc& acc, std::uint32_t group, unsigned root, std::uint64_t value,
                                            bool barrier) {
-  const bool is_root = acc.lane_id() == root;
-  std::uint32_t arrived = 0;  // root: members seen so far
-  std::uint32_t served = 0;   // root: members that have the value
-  for (;;) {
-    // Lanes that arrive early (the members, while the root still runs its
-    // divergent code) wait here for the group; without it a member and the
-    // root can spin in this loop for ever without being scheduled together.
+  if (barrier) {
     acc.sync_lanes(group);
-    const std::uint32_t now = acc.active_mask();
-    const bool root_here = ((now >> root) & 1u) != 0u;
-    if (is_root) arrived |= now & group;
-    const bool ready = is_root && (!barrier || arrived == group);
-    const unsigned source = root_here ? root : acc.lane_id();
-    const std::uint64_t got = shfl64(acc, now, value, source);
-    const bool root_ready = acc.shfl(now, ready ? 1u : 0u, source) != 0u;
-    acc.sync_lanes(now);  // memory of the lanes in `now` ordered before any returns
-    if (is_root) {
-      if (ready) served |= now & group;
-      if (ready && served == group) return value;
-    } else if (root_here && root_ready) {
-      return got;
-    }
+    return value;
+  }
+  if constexpr (requires { acc.group_broadcast64(group, root, value); }) {
+    return acc.group_broadcast64(group, root, value);
+  } else {
+    return shfl64(acc, group, value, root);
   }
 }
 

@@ -43,6 +43,21 @@ class CudaThread {
     return __shfl_sync(mask, v, static_cast<int>(lane));
   }
   __device__ void sync_lanes(std::uint32_t mask) const { __syncwarp(mask); }
+  // `value` of lane `root` for the lanes of `group`, which may arrive at
+  // different times (divergent code since the group formed): the root stores
+  // to a shared-memory box of its own (one per warp and lane, 8 KiB per
+  // block), a warp barrier of the group orders it before the loads, a second
+  // one keeps the root from reusing the box before every lane has read it.
+  __device__ std::uint64_t group_broadcast64(std::uint32_t group, unsigned root, std::uint64_t value) const {
+    __shared__ std::uint64_t box[32][32];
+    const unsigned tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    volatile std::uint64_t* slot = &box[tid / 32u][root];
+    if (lane_id() == root) *slot = value;
+    __syncwarp(group);
+    const std::uint64_t v = *slot;
+    __syncwarp(group);
+    return v;
+  }
   __device__ unsigned processor_id() const {
     unsigned sm;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
