@@ -17,6 +17,9 @@
 // of it is freed; one long-lived part keeps its neighbours' memory (up to 31
 // parts plus headers) allocated. See docs/results/coalescing/README.md.
 //
+// On CUDA the leader's pointer reaches the lanes through a static 8 KiB
+// shared-memory box per block (acc::CudaThread::group_broadcast64).
+//
 // Needs MixedWidthAtomics (16-bit CAS for 2-byte headers) from the worker.
 // Use with OOMPolicies::ReturnNull: a throwing OOM policy would leave the
 // other lanes of the group waiting in distribute().

@@ -21,7 +21,9 @@
 //             part -> superblock (superblock_map.hpp; install a SuperblockTable
 //             first).
 // Scopes:
-//   Warp:  the active lanes of the warp (any subset); shuffles.
+//   Warp:  the active lanes of the warp (any subset); shuffles, and the
+//          root's pointer through acc::group_hand_over (on CUDA a static
+//          8 KiB shared-memory box per block).
 //   Block: every thread of the block that has not exited, like __syncthreads
 //          (never call from divergent code); needs a BlockAccelerator (CUDA
 //          shared memory + barriers; EmulatedThread; a host thread is a block
