@@ -32,8 +32,8 @@ MANYALLOC_FN std::uint64_t shfl64(const Acc& acc, std::uint32_t mask, std::uint6
 // Hands `value` of lane `root` to every lane of `group` (root in group) after
 // the lanes diverged since the group was formed, typically because only the
 // root ran the creation policy. Every lane of `group` calls it once, possibly
-// at different times; with `barrier`, no lane returns before every lane of the
-// group has called it (orders what the lanes wrote before the call).
+// at different times. (A plain barrier of such a group is sync_lanes(group):
+// a warp barrier may be reached from different places.)
 //
 // Why not shfl(group, ...) as right after collect: on the GPU the shuffle of a
 // mask carried across the root's divergent create lost the root's value for
@@ -44,12 +44,7 @@ MANYALLOC_FN std::uint64_t shfl64(const Acc& acc, std::uint32_t mask, std::uint6
 // is used; otherwise (host threads, emulated warps, whose collectives are
 // barriers of exactly the named lanes) the shuffle is safe.
 template <class Acc>
-MANYALLOC_FN std::uint64_t group_hand_over(const Acc& acc, std::uint32_t group, unsigned root, std::uint64_t value,
-                                           bool barrier) {
-  if (barrier) {
-    acc.sync_lanes(group);
-    return value;
-  }
+MANYALLOC_FN std::uint64_t group_hand_over(const Acc& acc, std::uint32_t group, unsigned root, std::uint64_t value) {
   if constexpr (requires { acc.group_broadcast64(group, root, value); }) {
     return acc.group_broadcast64(group, root, value);
   } else {

@@ -126,11 +126,9 @@ class UniformCoalescing {
     }
     std::uint64_t base = 0;
     if constexpr (Scope == CoalescingScope::warp) {
-      // A lane outside the lowest lane's group is a group of its own.
-      const unsigned lane = acc.lane_id();
-      const bool member = ((group_ >> lane) & 1u) != 0u;
-      base = acc::group_hand_over(acc, member ? group_ : 1u << lane, member ? acc::lowest_lane(group_) : lane,
-                                  reinterpret_cast<std::uintptr_t>(mem), false);
+      // A lane outside the lowest lane's group allocated alone.
+      base = reinterpret_cast<std::uintptr_t>(mem);
+      if (((group_ >> acc.lane_id()) & 1u) != 0u) base = acc::group_hand_over(acc, group_, acc::lowest_lane(group_), base);
     } else {
       base = acc.block_broadcast(reinterpret_cast<std::uintptr_t>(mem), root);
     }

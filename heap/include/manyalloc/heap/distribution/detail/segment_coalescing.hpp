@@ -32,7 +32,6 @@
 namespace manyalloc::distribution::detail {
 
 using acc::lowest_lane;
-using acc::shfl64;
 using acc::highest_lane;
 
 // Requests at or above this size never fit a 32-bit shuffle: they go alone.
@@ -86,11 +85,8 @@ class SegmentCoalescing {
 
   template <class Acc>
   MANYALLOC_FN void* distribute(const Acc& acc, void* mem) {
-    // Lanes outside the group are groups of one: every lane of the active
-    // set takes part in both hand-overs (the emulated warp needs it).
-    const std::uint32_t group = in_group_ ? group_ : 1u << lane_;
-    const unsigned root = in_group_ ? leader_ : lane_;
-    const std::uint64_t base = acc::group_hand_over(acc, group, root, reinterpret_cast<std::uintptr_t>(mem), false);
+    std::uint64_t base = reinterpret_cast<std::uintptr_t>(mem);
+    if (in_group_) base = acc::group_hand_over(acc, group_, leader_, base);
     void* result = nullptr;
     if (base != 0u && (in_group_ || bytes_ > 0)) {
       auto* p = reinterpret_cast<std::byte*>(base) + my_payload_;
@@ -100,7 +96,7 @@ class SegmentCoalescing {
       write_header(acc, p, my_header_, my_offset_, flags);
       result = p;
     }
-    acc::group_hand_over(acc, group, root, 0u, true);  // every header before any part is freed
+    if (in_group_) acc.sync_lanes(group_);  // every header before any part is freed
     return result;
   }
 
