@@ -11,6 +11,9 @@
 #     coalescing  distribution-policy benchmark (coalescing paper, section 4)
 #     coalescing-scale  unit benchmark at 400 floats with DeviceMalloc at
 #                 65536 and 131072 threads (the ratio at higher occupancy)
+#     coalescing-occupancy  unit benchmark at 400 floats at full occupancy
+#                 (SMs x 2048 threads, the paper's setting), split kernels and
+#                 --fused (the paper's one-kernel Listing 3); fused at 32768 too
 #     repeat      the distribution GPU tests 20 times (intermittent failures)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
 #   default: tests throughput coalescing   (one call stays under 10 minutes;
@@ -98,6 +101,15 @@ for stage in "${stages[@]}"; do
         timeout 200 build-gpu/heap/bench/coalescing/manyalloc_coalescing_bench --only bounded --floats 400 \
           --small-threads $t --runs 3 --max-run-s 20 >> "$OUT/coalescing_scale.jsonl" 2>> "$OUT/bench_coalescing_scale.log" \
           || status=1
+      done ;;
+    coalescing-occupancy)
+      say "== coalescing unit benchmark at 400 floats, full occupancy, split and fused"
+      rm -f "$OUT/coalescing_occupancy.jsonl"
+      for mode in "0" "0 --fused" "32768 --fused"; do  # 0: SMs x 2048 threads
+        set -- $mode
+        timeout 200 build-gpu/heap/bench/coalescing/manyalloc_coalescing_bench --only bounded --floats 400 \
+          --small-threads "$@" --runs 3 --max-run-s 60 >> "$OUT/coalescing_occupancy.jsonl" \
+          2>> "$OUT/bench_coalescing_occupancy.log" || status=1
       done ;;
     repeat)
       say "== distribution GPU tests, 20 repetitions"

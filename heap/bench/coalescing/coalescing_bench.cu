@@ -19,13 +19,15 @@
 // DeviceMalloc (CUDA's malloc) is slow for these sizes, so everything that
 // involves it runs at a bounded thread count (--small-threads, default 32768)
 // with fewer n values; Scatter-backed runs use the full GPU (--threads,
-// default SMs x 2048). Each allocator stops its n sweep when one run takes
+// default SMs x 2048; --small-threads 0 means that too). Each allocator stops its n sweep when one run takes
 // longer than --max-run-s.
 //
 // Usage: manyalloc_coalescing_bench [--out FILE] [--threads N] [--small-threads N]
-//        [--runs R] [--max-run-s S] [--quick] [--only SECTIONS] [--floats N]
+//        [--runs R] [--max-run-s S] [--quick] [--only SECTIONS] [--floats N] [--fused]
 //   SECTIONS: comma-separated from full (unit benchmark, Scatter, whole GPU),
 //   bounded (unit benchmark with DeviceMalloc), alltoall, small16 (with blowup).
+//   --fused: the unit benchmark as the paper's Listing 3, one kernel per run
+//   (experiments unit_linear_fused / unit_quadratic_fused).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -75,6 +77,7 @@ struct Options {
   bool quick = false;
   std::string only;           // comma-separated sections; empty: all
   std::uint32_t floats = 0;   // one n instead of the sweep
+  bool fused = false;         // unit benchmark as one kernel per run (FusedRun)
   bool wants(const char* section) const {
     return only.empty() || ("," + only + ",").find(std::string(",") + section + ",") != std::string::npos;
   }
@@ -175,6 +178,57 @@ struct VerifyFree {
   }
 };
 
+// The paper's Listing 3 literally: one kernel per run in which every thread
+// allocates, initialises, runs the workload and frees, each part timed with
+// clock64 (--fused). The workload then reads data its own thread has just
+// written, and warps of a slow allocator reach it at different times.
+template <class Handle, bool Quadratic>
+struct FusedRun {
+  Handle heap;
+  std::uint32_t n;
+  Sums* sums;
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t) const {
+    const long long t0 = clock64();
+    auto* d = static_cast<float*>(heap.alloc(acc, n * sizeof(float)));
+    const long long t1 = clock64();
+    atomicAdd(&sums->malloc_cycles, static_cast<unsigned long long>(t1 - t0));
+    if (d != nullptr) {
+      for (std::uint32_t i = 0; i < n; ++i) d[i] = static_cast<float>(i);
+      const long long t2 = clock64();
+      float sum = 0;
+      if constexpr (Quadratic) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+          const float a = d[i];
+          for (std::uint32_t j = 0; j < n; ++j) sum = __fmaf_rn(a, d[j], sum);
+        }
+      } else {
+        for (std::uint32_t i = 0; i < n; ++i) sum += d[i];
+      }
+      d[0] = sum;
+      const long long t3 = clock64();
+      atomicAdd(&sums->work_cycles, static_cast<unsigned long long>(t3 - t2));
+      bool ok = true;
+      for (std::uint32_t i = 1; i < n && ok; ++i) ok = d[i] == static_cast<float>(i);
+      float expect = 0;
+      if constexpr (Quadratic) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+          for (std::uint32_t j = 0; j < n; ++j) expect = __fmaf_rn(static_cast<float>(i), static_cast<float>(j), expect);
+        }
+      } else {
+        expect = linear_ref(n);
+      }
+      if (!ok || d[0] != expect) atomicAdd(&sums->bad, 1ull);
+    } else {
+      atomicAdd(&sums->fails, 1ull);
+    }
+    const long long t4 = clock64();
+    heap.dealloc(acc, d);
+    const long long t5 = clock64();
+    atomicAdd(&sums->free_cycles, static_cast<unsigned long long>(t5 - t4));
+  }
+};
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -192,13 +246,20 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
       unsigned long long fails = 0, bad = 0;
       for (int r = 0; r < o.runs + 1; ++r) {  // the first run warms up
         sums.zero();
-        CudaRunner::run(threads, AllocInit<Handle>{handle, n, ptrs.data(), sums.data()});
-        const double ws = quad ? CudaRunner::timed_run(threads, Workload<true>{n, ptrs.data(), sums.data()})
-                               : CudaRunner::timed_run(threads, Workload<false>{n, ptrs.data(), sums.data()});
-        if (quad) {
-          CudaRunner::run(threads, VerifyFree<Handle, true>{handle, n, ptrs.data(), sums.data()});
+        double ws = 0;
+        if (o.fused) {
+          // Seconds = the whole kernel; the GFLOP/s that counts is the per-thread one.
+          ws = quad ? CudaRunner::timed_run(threads, FusedRun<Handle, true>{handle, n, sums.data()})
+                    : CudaRunner::timed_run(threads, FusedRun<Handle, false>{handle, n, sums.data()});
         } else {
-          CudaRunner::run(threads, VerifyFree<Handle, false>{handle, n, ptrs.data(), sums.data()});
+          CudaRunner::run(threads, AllocInit<Handle>{handle, n, ptrs.data(), sums.data()});
+          ws = quad ? CudaRunner::timed_run(threads, Workload<true>{n, ptrs.data(), sums.data()})
+                    : CudaRunner::timed_run(threads, Workload<false>{n, ptrs.data(), sums.data()});
+          if (quad) {
+            CudaRunner::run(threads, VerifyFree<Handle, true>{handle, n, ptrs.data(), sums.data()});
+          } else {
+            CudaRunner::run(threads, VerifyFree<Handle, false>{handle, n, ptrs.data(), sums.data()});
+          }
         }
         const Sums s = sums.to_host()[0];
         if (r == 0) continue;
@@ -213,7 +274,7 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
       const double flops_per_thread = quad ? 2.0 * n * n : 1.0 * n;
       ma::bench::Measurement m;
       m.suite = "coalescing";
-      m.experiment = quad ? "unit_quadratic" : "unit_linear";
+      m.experiment = std::string(quad ? "unit_quadratic" : "unit_linear") + (o.fused ? "_fused" : "");
       m.allocator = name;
       m.device = g_device;
       m.threads = threads;
@@ -475,9 +536,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--quick") o.quick = true;
     else if (a == "--only") o.only = next();
     else if (a == "--floats") o.floats = static_cast<std::uint32_t>(std::strtoul(next(), nullptr, 10));
+    else if (a == "--fused") o.fused = true;
     else {
       std::fprintf(stderr, "usage: %s [--out FILE] [--threads N] [--small-threads N] [--runs R] [--max-run-s S] [--quick]\n"
-                   "       [--only full,bounded,alltoall,small16] [--floats N]\n", argv[0]);
+                   "       [--only full,bounded,alltoall,small16] [--floats N] [--fused]\n", argv[0]);
       std::exit(2);
     }
   }
@@ -512,6 +574,7 @@ int main(int argc, char** argv) {
   g_clock_hz = clock_khz * 1e3;
   g_device = prop.name;
   if (o.threads == 0) o.threads = static_cast<std::uint32_t>(prop.multiProcessorCount) * 2048u;
+  if (o.small_threads == 0) o.small_threads = static_cast<std::uint32_t>(prop.multiProcessorCount) * 2048u;
   if (o.quick) {
     o.runs = 2;
     o.threads = std::min<std::uint32_t>(o.threads, 1u << 16);
@@ -527,8 +590,9 @@ int main(int argc, char** argv) {
   const auto t_start = std::chrono::steady_clock::now();
   std::vector<std::uint32_t> all_n;
   for (std::uint32_t n = 25; n <= 400; n += 25) all_n.push_back(n);
-  const std::vector<std::uint32_t> few_n{25, 100, 200, 300, 400};
+  std::vector<std::uint32_t> few_n{25, 100, 200, 300, 400};
   if (o.quick) all_n = few_n;
+  if (o.floats != 0) all_n = few_n = {o.floats};
 
   // The no-header policies' map (this translation unit's kernels use it).
   ma::distribution::SuperblockTable<ma::ReservePoolPolicies::CudaMalloc> table(std::uint64_t{1} << 22);

@@ -6,6 +6,10 @@
 // (visibly) when no GPU is present.
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "manyalloc_support/cuda_runner.hpp"
 #include "manyalloc_support/workers.hpp"
 
@@ -151,6 +155,45 @@ struct PipelineDiagnosis {
   }
 };
 
+// Where lost memory is, for the message of a failing leak check: parts the
+// no-header map still holds (a free that did not find its part), and the
+// page table's states (heap_layout.hpp I1-I4), with the superblock counter
+// of each multi-page run still allocated.
+template <class Heap>
+std::string leak_census(const Heap& heap, const distribution::SuperblockMapView* map) {
+  std::ostringstream out;
+  if (map != nullptr && map->mask != 0) {
+    std::vector<std::uint64_t> keys(map->mask + 1u);
+    acc::cuda_check(cudaMemcpy(keys.data(), map->keys, keys.size() * 8u, cudaMemcpyDeviceToHost), "census keys");
+    std::uint64_t live = 0;
+    for (auto k : keys) live += k > distribution::SuperblockMapView::tombstone;
+    out << "map: " << live << " live keys; ";
+  }
+  const auto& l = heap.creation().layout();
+  std::vector<heap::detail::PageEntry> pages(l.page_count);
+  acc::cuda_check(cudaMemcpy(pages.data(), l.pages, pages.size() * sizeof(heap::detail::PageEntry), cudaMemcpyDeviceToHost),
+                  "census pages");
+  std::uint64_t split_empty = 0, split_used = 0, locked_free = 0, run_pages = 0;
+  for (std::uint32_t i = 0; i < l.page_count; ++i) {
+    const auto& e = pages[i];
+    if (e.chunk_size == heap::detail::multi_page) {
+      ++run_pages;
+      if (e.mask != 0u) {
+        std::uint32_t counter = 0;
+        acc::cuda_check(cudaMemcpy(&counter, l.page_data(i, ResetConfig::pagesize), 4, cudaMemcpyDeviceToHost), "census counter");
+        out << "run at page " << i << " of " << e.mask << " pages (fill " << e.fill << ", counter " << counter << "); ";
+      }
+    } else if (e.chunk_size != 0u) {
+      (e.fill == 0u ? split_empty : split_used) += 1;
+    } else if (e.fill != 0u) {
+      ++locked_free;
+    }
+  }
+  out << "pages: " << run_pages << " in runs, " << split_empty << " split and empty, " << split_used
+      << " split and used, " << locked_free << " unused with fill != 0";
+  return out.str();
+}
+
 template <class Policy>
 class GpuCoalescing : public ::testing::Test {
  protected:
@@ -177,7 +220,8 @@ TYPED_TEST(GpuCoalescing, FullOccupancyAllocWriteFree) {
   EXPECT_EQ(c[1], 0u) << "corrupt parts";
   EXPECT_EQ(c[2], 0u) << "misaligned parts";
   EXPECT_EQ(heap.creation().template statistics<acc::Cuda>().misuse_reports, 0u);
-  EXPECT_EQ(heap.getAvailableSlots(64), slots_before) << "superblocks not returned";
+  EXPECT_EQ(heap.getAvailableSlots(64), slots_before)
+      << "superblocks not returned: " << leak_census(heap, this->table_ ? &this->table_->view() : nullptr);
 }
 
 // Run explicitly (--gtest_also_run_disabled_tests) to tell creation failures
