@@ -94,7 +94,7 @@ def breakdown_table(lst, groups, md):
     repetitions without first-touch page faults are the steady state."""
     phases = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in lst:
-        if "walk_seconds" not in r:
+        if "walk_seconds" not in r or r["allocator"] != "myrmics-region":
             continue
         key = (variant(r), int(r["workers"]), int(r["nodes"]))
         for f in ("walk_seconds", "send_recv_seconds", "pack_request_seconds", "barrier_seconds",
@@ -117,6 +117,48 @@ def breakdown_table(lst, groups, md):
                   f"| {med(p['send_recv_seconds']):.4f} | {med(p['pack_request_seconds']):.4f} "
                   f"| {med(p['barrier_seconds']):.4f} | {max(p['minor_faults']):.0f} "
                   f"| {min(p['nodes_in_address_order']):.3f} |")
+
+
+def roofline_table(lst, groups, md):
+    """Region zero-copy exchange against the roofline (bench_list_roofline:
+    the same lists, stages, barriers and walk in plain memory, no library)
+    and OpenSHMEM, where the run has roofline records. OpenSHMEM / roofline
+    is the best ratio any library could reach on this machine."""
+    walks = collections.defaultdict(list)
+    for r in lst:
+        if "walk_seconds" in r:
+            walks[(variant(r), int(r["workers"]), int(r["nodes"]))].append(r["walk_seconds"])
+    keys = sorted({(k[1], k[2]) for k in groups if k[0].startswith("roofline-")})
+    if not keys:
+        return
+    zc, peer, own, sh = ("myrmics-region zero-copy (1-level)", "roofline-peer-walk", "roofline-own-walk",
+                         "openshmem-getmem")
+    md.append("\nRoofline (medians; max over workers): the region zero-copy exchange and its walk, the same "
+              "stages, barriers and walk without any library (`roofline-peer-walk`: each worker walks its "
+              "partner's list in shared memory, last written by another core, as after a zero-copy receive; "
+              "`roofline-own-walk`: each walks its own list in private memory), OpenSHMEM, and the ratios; "
+              "OpenSHMEM / roofline is the best any library could reach here. ns/node: walk time per node "
+              "visit of one worker (walk s / (nodes x (workers-1))):\n")
+    md.append("| workers | nodes/worker | region s | region walk s | roofline peer s | roofline own s | OpenSHMEM s "
+              "| region walk ns/node | peer walk ns/node | OpenSHMEM / region | OpenSHMEM / roofline peer "
+              "| OpenSHMEM / roofline own |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def f4(x):
+        return f"{x:.4f}" if x == x else "-"
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a == a and b == b and b > 0 else "-"
+
+    def ns(w, n, nw):
+        return f"{w / (n * (nw - 1)) * 1e9:.1f}" if w == w and nw > 1 else "-"
+    for nw, n in keys:
+        r, rw = med(groups.get((zc, nw, n), [])), med(walks.get((zc, nw, n), []))
+        p, o = med(groups.get((peer, nw, n), [])), med(groups.get((own, nw, n), []))
+        pw = med(walks.get((peer, nw, n), []))
+        s_ = med(groups.get((sh, nw, n), []))
+        md.append(f"| {nw} | {n} | {f4(r)} | {f4(rw)} | {f4(p)} | {f4(o)} | {f4(s_)} | {ns(rw, n, nw)} "
+                  f"| {ns(pw, n, nw)} | {ratio(s_, r)} | {ratio(s_, p)} | {ratio(s_, o)} |")
 
 
 def list_plots(recs, out, md):
@@ -165,6 +207,7 @@ def list_plots(recs, out, md):
             sr = med(sendrecv[key])
             md.append(f"| {key[0]} | {key[1]} | {key[2]} | {sr:.4f} | {sr / med(groups[key]):.0%} |")
     breakdown_table(lst, groups, md)
+    roofline_table(lst, groups, md)
     # Plot (a): time vs nodes at wmax; (b): time vs workers at the most common node count.
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     names = sorted({k[0] for k in groups})

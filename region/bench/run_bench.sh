@@ -45,6 +45,13 @@ shmem() {
   [[ -x $BIN/region_bench_list_shmem ]] || return 0
   run "shmem W$workers" 240 $OSHRUN -n "$workers" "$BIN/region_bench_list_shmem" "$@"
 }
+# Roofline of the list exchange (same lists, stages, barriers and walk in
+# plain memory, no library; one rank per worker, no schedulers).
+roofline() {
+  local workers=$1; shift
+  [[ -x $BIN/region_bench_list_roofline ]] || { echo "== roofline W$workers: no $BIN/region_bench_list_roofline, skipped" | tee -a "$log"; return 0; }
+  run "roofline W$workers" 120 $MPIRUN -n "$workers" "$BIN/region_bench_list_roofline" "$@"
+}
 bh() {
   local levels=$1 fanout=$2 workers=$3 bodies=$4 steps=$5
   local nsched=1
@@ -59,6 +66,8 @@ case $profile in
     list 1 1 4 15000 30000 60000 --reps 3
     TRANSFER=copy list 1 1 4 15000 30000 60000 --reps 3 --no-mpi-get
     shmem 4 15000 30000 60000 --reps 3
+    roofline 4 15000 30000 60000 --reps 3
+    roofline 2 30000 --reps 3
     for w in 2 4; do
       list 1 1 $w 30000 --reps 3
       TRANSFER=copy list 1 1 $w 30000 --reps 3 --no-mpi-get
@@ -74,6 +83,7 @@ case $profile in
     list 1 1 16 15000 30000 60000 120000 240000 --reps 5
     TRANSFER=copy list 1 1 16 15000 30000 60000 120000 240000 --reps 5 --no-mpi-get
     shmem 16 15000 30000 60000 120000 240000 --reps 5
+    roofline 16 15000 30000 60000 120000 240000 --reps 5
     for w in 2 4 8 16; do
       list 1 1 $w 30000 --reps 3
       TRANSFER=copy list 1 1 $w 30000 --reps 3 --no-mpi-get

@@ -4,6 +4,10 @@
 # Usage: region/bench/run_device.sh OUTDIR      (< 5 minutes on 16 cores)
 # Writes OUTDIR/region.jsonl, OUTDIR/region.log and, when matplotlib is
 # importable, the report (else run region/bench/report.py on the JSONL later).
+# The list-exchange roofline (no library: region_bench_list_roofline, 16
+# ranks, 15K-240K nodes, 5 reps) comes from run_bench.sh's device16 profile;
+# a bundle from before it lacks the binary (rerun prepare_carry.sh), and the
+# run then logs it as skipped.
 set -uo pipefail
 out=${1:?usage: run_device.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -58,6 +62,7 @@ for mode in auto copy; do
 done
 
 BIN=$B/bin MPIRUN=$MPIRUN OSHRUN=$OSHRUN "$here/run_bench.sh" "$out" device16
+echo "run_device.sh: $SECONDS s in all" | tee -a "$out/machine.txt"
 if python3 -c "import matplotlib" 2>/dev/null; then
   python3 "$here/report.py" "$out/region.jsonl" "$out/report" --title "Region allocator, 16-core run" \
     --command "region/bench/run_device.sh OUTDIR"
