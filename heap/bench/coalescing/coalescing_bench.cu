@@ -92,6 +92,23 @@ struct Sums {
 };
 
 // ---- unit benchmark kernels ---------------------------------------------------
+// Not an allocator: thread w gets slice w of one preallocated array (the
+// parts of a warp side by side, no header, 16-byte aligned slices). It gives
+// the workload's throughput on the layout coalescing aims at, i.e. the best
+// ratio any allocator can reach against DeviceMalloc in the same run.
+struct IdealSlices {
+  std::byte* base;
+  std::size_t max_stride;  // bytes per thread the array was sized for
+  template <class Acc>
+  __device__ void* alloc(const Acc&, std::size_t bytes) const {
+    const std::size_t w = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+    const std::size_t stride = (bytes + 15u) / 16u * 16u;
+    return stride <= max_stride ? base + w * stride : nullptr;
+  }
+  template <class Acc>
+  __device__ void dealloc(const Acc&, void*) const {}
+};
+
 template <class Handle>
 struct AllocInit {
   Handle heap;
@@ -632,6 +649,9 @@ int main(int argc, char** argv) {
     bounded(std::type_identity<ScatterBig<DP::NoOp>>{}, "Scatter+NoOp");
     bounded(std::type_identity<ScatterBig<DP::DynamicWarp>>{}, "Scatter+DynamicWarp");
     bounded(std::type_identity<ScatterBig<DP::WarpHeader>>{}, "Scatter+WarpHeader");
+    const std::size_t stride = (std::size_t{*std::max_element(few_n.begin(), few_n.end())} * sizeof(float) + 15u) / 16u * 16u;
+    CudaRunner::Buffer<std::byte> slices(stride * o.small_threads);
+    unit_sweep("IdealSlices (no allocator)", IdealSlices{slices.data(), stride}, o.small_threads, few_n, o);
   }
   if (o.wants("alltoall")) {
     const std::uint32_t ranks = o.small_threads / 2;

@@ -6,7 +6,8 @@
 // a slot goes empty -> key -> tombstone -> key ..., never back to empty, so a
 // lookup that meets an empty slot knows the key is absent; the value of a
 // slot is written by the inserting worker before the part is handed out and
-// read only by the worker that frees the part.
+// read only by the worker that frees the part, before (fence) that worker
+// turns the key into a tombstone.
 //
 // There is one map per process (host workers) and one per translation unit
 // on the device (a __device__ variable in an unnamed namespace): install it
@@ -73,6 +74,14 @@ struct SuperblockMapView {
       if (k == empty) return 0;
       if (k == key) {
         const std::uint64_t v = acc.load64(values + i);
+        // The value must be read before the slot is given up: once the CAS
+        // below makes it a tombstone, an insert may reuse it and overwrite
+        // the value. The load and the CAS are independent and go to different
+        // addresses, so without a fence the GPU may perform the CAS first and
+        // the load return the next owner's value. (On an H200 1 run in 5 of
+        // the full-occupancy test ended with one superblock whose counter
+        // stayed at 1 while no key was left: a decrement had gone elsewhere.)
+        acc.fence();
         // Only the freeing worker removes its key: a CAS settles a racing
         // double free, so exactly one remover gets the value.
         if (acc.atomic_cas64(keys + i, key, tombstone) != key) return 0;
