@@ -28,6 +28,7 @@
 //   bounded (unit benchmark with DeviceMalloc), alltoall, small16 (with blowup).
 //   --fused: the unit benchmark as the paper's Listing 3, one kernel per run
 //   (experiments unit_linear_fused / unit_quadratic_fused).
+//   --ideal-pads: bounded also runs IdealSlices with these slice paddings.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -78,6 +79,7 @@ struct Options {
   std::string only;           // comma-separated sections; empty: all
   std::uint32_t floats = 0;   // one n instead of the sweep
   bool fused = false;         // unit benchmark as one kernel per run (FusedRun)
+  std::vector<std::size_t> ideal_pads;  // extra IdealSlices runs with these paddings
   bool wants(const char* section) const {
     return only.empty() || ("," + only + ",").find(std::string(",") + section + ",") != std::string::npos;
   }
@@ -96,13 +98,16 @@ struct Sums {
 // parts of a warp side by side, no header, 16-byte aligned slices). It gives
 // the workload's throughput on the layout coalescing aims at, i.e. the best
 // ratio any allocator can reach against DeviceMalloc in the same run.
+// `pad` bytes between slices (a multiple of 4) show how much the stride
+// between the lanes' parts matters (--ideal-pads).
 struct IdealSlices {
   std::byte* base;
   std::size_t max_stride;  // bytes per thread the array was sized for
+  std::size_t pad = 0;
   template <class Acc>
   __device__ void* alloc(const Acc&, std::size_t bytes) const {
     const std::size_t w = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-    const std::size_t stride = (bytes + 15u) / 16u * 16u;
+    const std::size_t stride = (bytes + 15u) / 16u * 16u + pad;
     return stride <= max_stride ? base + w * stride : nullptr;
   }
   template <class Acc>
@@ -554,9 +559,18 @@ Options parse(int argc, char** argv) {
     else if (a == "--only") o.only = next();
     else if (a == "--floats") o.floats = static_cast<std::uint32_t>(std::strtoul(next(), nullptr, 10));
     else if (a == "--fused") o.fused = true;
+    else if (a == "--ideal-pads") {
+      const std::string list = next();
+      for (std::size_t at = 0; at < list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        o.ideal_pads.push_back(std::strtoul(list.substr(at, comma - at).c_str(), nullptr, 10));
+        at = comma + 1;
+      }
+    }
     else {
       std::fprintf(stderr, "usage: %s [--out FILE] [--threads N] [--small-threads N] [--runs R] [--max-run-s S] [--quick]\n"
-                   "       [--only full,bounded,alltoall,small16] [--floats N] [--fused]\n", argv[0]);
+                   "       [--only full,bounded,alltoall,small16] [--floats N] [--fused]\n"
+                   "       [--ideal-pads P,P,...]\n", argv[0]);
       std::exit(2);
     }
   }
@@ -649,9 +663,17 @@ int main(int argc, char** argv) {
     bounded(std::type_identity<ScatterBig<DP::NoOp>>{}, "Scatter+NoOp");
     bounded(std::type_identity<ScatterBig<DP::DynamicWarp>>{}, "Scatter+DynamicWarp");
     bounded(std::type_identity<ScatterBig<DP::WarpHeader>>{}, "Scatter+WarpHeader");
-    const std::size_t stride = (std::size_t{*std::max_element(few_n.begin(), few_n.end())} * sizeof(float) + 15u) / 16u * 16u;
+    std::size_t max_pad = 0;
+    for (std::size_t pad : o.ideal_pads) max_pad = std::max(max_pad, pad);
+    const std::size_t stride =
+        (std::size_t{*std::max_element(few_n.begin(), few_n.end())} * sizeof(float) + 15u) / 16u * 16u + max_pad;
     CudaRunner::Buffer<std::byte> slices(stride * o.small_threads);
     unit_sweep("IdealSlices (no allocator)", IdealSlices{slices.data(), stride}, o.small_threads, few_n, o);
+    for (std::size_t pad : o.ideal_pads) {
+      if (pad % 4u != 0u) continue;
+      unit_sweep("IdealSlices+pad" + std::to_string(pad), IdealSlices{slices.data(), stride, pad}, o.small_threads,
+                 few_n, o);
+    }
   }
   if (o.wants("alltoall")) {
     const std::uint32_t ranks = o.small_threads / 2;
