@@ -42,6 +42,47 @@ constexpr std::uint32_t page_mask(unsigned npages, unsigned first) {
 
 unsigned keep_empty(const Heap& h) { return h.ctx->opts.profile == Profile::lowmem ? 0u : 1u; }
 
+// Idle pages: the 64 KiB pages of released runs stay resident, for new runs
+// to reuse without page faults (run_new takes them first), up to a per-heap
+// allowance; a run released beyond it is decommitted at once. Without a
+// bound, every page a heap ever gave to a run stayed resident (larson-like
+// workloads, whose heaps refill while the previous generation of their
+// chunks is freed by other threads, reached 1.4x glibc's peak RSS). But a
+// fixed small bound made producer/consumer pairs (xmalloc), which release
+// runs in bursts and create new ones right after, fault 40x more pages. So
+// the allowance adapts: it starts at idle_limit(h, true) (1/8 of the bytes
+// in use, at least 2 pages), doubles (up to idle_limit(h, false): 1/4, at
+// least 8 pages) when a run has to be placed on non-idle pages after a run
+// was decommitted, and halves at each purge (heap_purge), which also
+// decommits the idle pages above it. Lowmem keeps no idle page.
+unsigned idle_limit(const Heap& h, bool low) {
+  if (h.ctx->opts.profile == Profile::lowmem) return 0;
+  const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);
+  const std::uint64_t rel = low ? in_use / 8 : in_use / 4;
+  const std::uint64_t min = (low ? 2 : 8) * kPage;
+  return static_cast<unsigned>((rel > min ? rel : min) / kPage);
+}
+unsigned idle_allowance(const Heap& h) {
+  const unsigned low = idle_limit(h, true);
+  return h.idle_cap > low ? h.idle_cap : low;
+}
+
+// Decommits the idle pages of seg (before it goes back to its source, or on
+// trim): one madvise over the span of the idle pages (pages of live runs in
+// between are skipped range by range).
+void decommit_idle(Heap& h, SmallSegment& seg) {
+  std::uint32_t idle = seg.idle_pages;
+  h.idle_pages -= static_cast<unsigned>(std::popcount(idle));
+  seg.idle_pages = 0;
+  while (idle != 0) {
+    const unsigned first = static_cast<unsigned>(std::countr_zero(idle));
+    const unsigned n = static_cast<unsigned>(std::countr_one(idle >> first));
+    h.ctx->os->decommit(seg.base + static_cast<std::size_t>(first) * kPage,
+                        static_cast<std::size_t>(n) * kPage);
+    idle &= n >= 32 ? 0u : ~(((1u << n) - 1u) << first);
+  }
+}
+
 // ---- runs -------------------------------------------------------------------
 
 void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
@@ -67,18 +108,24 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
 }
 
 // A new run for class cls from the heap's segments, or a new segment.
+// Idle pages come first (they are resident: no page faults, and fewer idle
+// pages means fewer runs decommitted at release, see idle_limit); otherwise
+// the first free place.
 Run* run_new(Heap& h, unsigned cls) {
   const unsigned np = run_pages(cls);
-  SmallSegment* seg = h.avail;
+  const bool want_idle = h.idle_pages >= np;  // else no run fits in idle pages only
+  SmallSegment* seg = nullptr;
   unsigned first = kPagesPerSegment;
-  for (; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
-    const std::uint32_t used = seg->used_pages.load(std::memory_order_relaxed);
-    for (unsigned p = 0; p < kPagesPerSegment; p += np)
-      if ((used & page_mask(np, p)) == 0) {
-        first = p;
-        break;
-      }
-    if (first < kPagesPerSegment) break;
+  bool done = false;
+  for (SmallSegment* s = h.avail; s != nullptr && !done; s = static_cast<SmallSegment*>(s->next)) {
+    const std::uint32_t used = s->used_pages.load(std::memory_order_relaxed);
+    for (unsigned p = 0; p < kPagesPerSegment; p += np) {
+      const std::uint32_t m = page_mask(np, p);
+      if ((used & m) != 0) continue;
+      done = !want_idle || (s->idle_pages & m) == m;
+      if (seg == nullptr || done) seg = s, first = p;
+      if (done) break;
+    }
   }
   if (seg == nullptr) {
     seg = source_take_small(*h.ctx, *h.source);
@@ -92,11 +139,20 @@ Run* run_new(Heap& h, unsigned cls) {
   }
   std::uint32_t used = seg->used_pages.load(std::memory_order_relaxed);
   if (used == 0) --h.empty_segments;
+  const std::uint32_t mask = page_mask(np, first);
+  if ((seg->idle_pages & mask) != mask && h.idle_decommitted) {
+    // A run was decommitted and pages are needed again: allow more idle pages.
+    const unsigned high = idle_limit(h, false), twice = 2 * idle_allowance(h);
+    h.idle_cap = twice < high ? twice : high;
+    h.idle_decommitted = false;
+  }
+  h.idle_pages -= static_cast<unsigned>(std::popcount(seg->idle_pages & mask));
+  seg->idle_pages &= ~mask;
   Run& r = seg->runs[first];
   run_init(r, *seg, first, cls);
   for (unsigned p = first; p < first + np; ++p)
     seg->page_info[p].store(page_info_of(cls, first), std::memory_order_relaxed);
-  used |= page_mask(np, first);
+  used |= mask;
   seg->used_pages.store(used, std::memory_order_relaxed);
   if (used == 0xffffffffu) {
     seg_unlink(h.avail, *seg);
@@ -108,6 +164,7 @@ Run* run_new(Heap& h, unsigned cls) {
 
 void segment_release(Heap& h, SmallSegment& seg) {
   seg_unlink(seg.in_full_list ? h.full : h.avail, seg);
+  decommit_idle(h, seg);  // cached segments hold no resident free pages
   source_give_small(*h.ctx, &seg);
 }
 
@@ -127,8 +184,13 @@ void release_empty_segments(Heap& h, unsigned keep) {
 void run_release(Heap& h, Run& r) {
   SmallSegment& seg = *r.seg;
   r.state = RunState::unused;
-  if (h.ctx->opts.profile == Profile::lowmem)
+  if (h.idle_pages + r.npages > idle_allowance(h)) {
     h.ctx->os->decommit(r.base, static_cast<std::size_t>(r.npages) * kPage);
+    h.idle_decommitted = true;
+  } else {
+    seg.idle_pages |= page_mask(r.npages, r.first_page);
+    h.idle_pages += r.npages;
+  }
   for (unsigned p = r.first_page; p < r.first_page + r.npages; ++p)
     seg.page_info[p].store(0, std::memory_order_relaxed);
   const std::uint32_t used =
@@ -297,6 +359,16 @@ void heap_purge(Heap& h, bool all) {
       }
     }
   }
+  // Idle pages beyond the low bound are decommitted (oldest segments last in
+  // the list are trimmed first: the newest, at the head, take new runs).
+  h.idle_cap /= 2;
+  const unsigned keep = all ? 0 : idle_allowance(h);
+  for (SmallSegment* list : {h.full, h.avail})
+    for (SmallSegment* seg = list; seg != nullptr && h.idle_pages > keep;
+         seg = static_cast<SmallSegment*>(seg->next)) {
+      purged += static_cast<std::size_t>(std::popcount(seg->idle_pages)) * kPage;
+      decommit_idle(h, *seg);
+    }
   if (purged)
     h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,
                          std::memory_order_relaxed);

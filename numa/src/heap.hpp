@@ -111,9 +111,16 @@ void heap_cache_flush_all(Heap& h);
 
 // Allocation from the bin's current run (the free cache is empty).
 inline void* heap_alloc_run(Heap& h, unsigned cls) {
-  // Check mode (no cache) merges remote frees at every operation, so that
-  // a double free across threads is reported right away.
-  if (!h.cache_on && !h.rfq.maybe_empty()) [[unlikely]]
+  // Remote frees are merged before every allocation from a run (not before
+  // those served by the free cache: checking the queue there made
+  // producer/consumer pairs ping-pong its cache line). A heap whose chunks
+  // another thread frees while it keeps allocating (larson: the thread that
+  // inherited a table frees the previous generation's chunks) then reuses
+  // them at once instead of growing: merging only when a run was exhausted
+  // (or every 32 allocations from runs) left 1.2x more resident. In check
+  // mode (no cache) this is every operation, so that a double free across
+  // threads is reported right away.
+  if (!h.rfq.maybe_empty()) [[unlikely]]
     heap_flush_remote(h);
   Run* r = h.bins[cls].current;
   if (r != nullptr && r->free_count != 0) [[likely]]

@@ -126,12 +126,16 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // page p belongs to no run, so that the owner's free reads one 16-bit entry
 // to find both the class and the run start of a pointer (heap.hpp).
 // used_pages and page_info are written by the owner and read (relaxed) by
-// any thread that frees into the segment.
+// any thread that frees into the segment. Bit p of idle_pages (owner only)
+// is 1 iff page p belongs to no run but may still be resident (a released
+// run that was not decommitted); idle_pages & used_pages == 0, and a
+// segment is handed to or taken from a source with idle_pages == 0.
 struct SmallSegment : Segment {
   std::atomic<Heap*> heap;
   std::atomic<std::uint32_t> used_pages;
   std::atomic<std::uint16_t> page_info[kPagesPerSegment];
   bool in_full_list;
+  std::uint32_t idle_pages;
   Run runs[kPagesPerSegment];
 };
 
@@ -209,7 +213,9 @@ struct Source {
 // frees), so segment ownership never has to change piecewise.
 // Invariants: `avail` lists the owned small segments with a free page, `full`
 // the others; each owned segment is in exactly one of them; at most
-// `keep_empty` (0 or 1) segment without any run is kept.
+// `keep_empty` (0 or 1) segment without any run is kept; `idle_pages` is the
+// sum of popcount(idle_pages) over the owned segments and stays within
+// idle_limit (heap.cpp) after every run release.
 struct Heap {
   Bin bins[kNumClasses];
   FreeCache cache[kNumClasses];
@@ -218,12 +224,15 @@ struct Heap {
   SmallSegment* avail = nullptr;
   SmallSegment* full = nullptr;
   unsigned empty_segments = 0;
+  unsigned idle_pages = 0;  // run pages of no run that may be resident (SmallSegment)
+  unsigned idle_cap = 0;    // allowance of idle pages (heap.cpp, idle_allowance)
+  bool idle_decommitted = false;  // a released run was decommitted since idle_cap grew
   Source* source = nullptr;
   struct Context* ctx = nullptr;
   // Remote free queue (RFQ): runs that received remote frees, flushed by
-  // the owner at its next allocation that needs a run (slides: "RFQ flush on
-  // next memory operation"; flushing at every malloc made producer/consumer
-  // pairs ping-pong the queue's cache lines), at thread exit and on trim.
+  // the owner at its next allocation from a run (slides: "RFQ flush on next
+  // memory operation"; not on those served by the free cache, see heap.hpp),
+  // at thread exit and on trim.
   MpscQueue<Run, &Run::qnext> rfq;
   // Statistics (written by the owner with relaxed stores, read by anyone).
   // Bytes of chunks taken out of run bitmaps (chunks in the free caches
