@@ -32,7 +32,13 @@ template <class T>
 class MetaPool {
  public:
   static constexpr std::size_t kBlock = std::size_t{1} << 20;
-  static constexpr std::size_t kSlot = (sizeof(T) + alignof(T) - 1) / alignof(T) * alignof(T);
+  // Descriptors larger than a page start on a page boundary: only their
+  // first lines are written by a thread that uses one class (heap fields,
+  // segment header and first run), and a slot straddling a page boundary
+  // made that two resident pages instead of one (the untouched rest of
+  // the rounding costs address space only).
+  static constexpr std::size_t kAlign = sizeof(T) > 4096 ? 4096 : alignof(T);
+  static constexpr std::size_t kSlot = (sizeof(T) + kAlign - 1) / kAlign * kAlign;
   static_assert(kSlot <= kBlock && alignof(T) <= 4096);
 
   constexpr MetaPool() = default;

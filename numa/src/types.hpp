@@ -216,10 +216,11 @@ struct Source {
 // `keep_empty` (0 or 1) segment without any run is kept; `idle_pages` is the
 // sum of popcount(idle_pages) over the owned segments and stays within
 // idle_limit (heap.cpp) after every run release.
-struct Heap {
+// Layout: the owner's fields first (fast paths: cache, bins), then the RFQ
+// and the cache stacks (see there).
+struct alignas(64) Heap {
   Bin bins[kNumClasses];
   FreeCache cache[kNumClasses];
-  void* cache_items[kNumClasses][kCacheMax];
   bool cache_on = false;  // !check option
   SmallSegment* avail = nullptr;
   SmallSegment* full = nullptr;
@@ -229,11 +230,6 @@ struct Heap {
   bool idle_decommitted = false;  // a released run was decommitted since idle_cap grew
   Source* source = nullptr;
   struct Context* ctx = nullptr;
-  // Remote free queue (RFQ): runs that received remote frees, flushed by
-  // the owner at its next allocation from a run (slides: "RFQ flush on next
-  // memory operation"; not on those served by the free cache, see heap.hpp),
-  // at thread exit and on trim.
-  MpscQueue<Run, &Run::qnext> rfq;
   // Statistics (written by the owner with relaxed stores, read by anyone).
   // Bytes of chunks taken out of run bitmaps (chunks in the free caches
   // included; stats.cpp subtracts those).
@@ -247,6 +243,18 @@ struct Heap {
   std::atomic<bool> orphan{false};
   Heap* all_next = nullptr;     // list of every heap (under Context::heaps_lock)
   Heap* orphan_next = nullptr;  // orphan list (under Context::heaps_lock)
+  // Remote free queue (RFQ): runs that received remote frees, flushed by
+  // the owner at its next allocation from a run (slides: "RFQ flush on next
+  // memory operation"; not on those served by the free cache, see heap.hpp),
+  // at thread exit and on trim. On its own cache line: other threads write
+  // it, and it used to share one with small_in_use, which the owner writes
+  // at every allocation from a run.
+  alignas(64) MpscQueue<Run, &Run::qnext> rfq;
+  // The free cache stacks (FreeCache), last and line-aligned: a row is only
+  // written (made resident) once its class is used, so a heap that uses a
+  // few classes has one or two resident pages instead of the four that the
+  // stacks between the bins and the other fields used to spread it over.
+  alignas(64) void* cache_items[kNumClasses][kCacheMax];
 };
 
 }  // namespace manyalloc::numa
