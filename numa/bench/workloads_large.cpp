@@ -32,6 +32,8 @@ struct Counters {
 // 20 MiB; each step either reallocates an array to a new size (touching the
 // pages that are new) or frees it and allocates a fresh one (touching all of
 // it, as an application initialises a new array). bytes = bytes touched.
+// fails = NULL returns plus stamps that did not read back (an array whose
+// realloc failed keeps its stamp, so a NULL return is counted once).
 Result hera(const Params& p) {
   Counters c;
   const int steps = static_cast<int>(24 * p.scale);
@@ -39,13 +41,14 @@ Result hera(const Params& p) {
     Rng r(static_cast<std::uint64_t>(t) + 3);
     void* arr[3] = {nullptr, nullptr, nullptr};
     std::size_t len[3] = {0, 0, 0};
+    std::uint8_t last[3] = {0, 0, 0};  // the stamp each array carries
     std::uint64_t ops = 0, bytes = 0, fails = 0;
     for (int s = 0; s < steps; ++s) {
       for (int k = 0; k < 3; ++k) {
         const std::size_t n = (16u << 20) + r.below(8u << 20);  // 16 .. 24 MiB
         const auto tag = static_cast<std::uint8_t>(s * 3 + k);
         if (arr[k] != nullptr && r.below(2) == 0) {
-          if (!stamped(arr[k], len[k], static_cast<std::uint8_t>(tag - 3))) ++fails;
+          if (!stamped(arr[k], len[k], last[k])) ++fails;
           std::free(arr[k]);
           arr[k] = std::malloc(n);
           ops += 2;
@@ -56,12 +59,12 @@ Result hera(const Params& p) {
           void* q = std::realloc(arr[k], n);
           ++ops;
           if (!q) { ++fails; continue; }
-          if (arr[k] != nullptr && static_cast<std::uint8_t*>(q)[0] != static_cast<std::uint8_t>(tag - 3))
-            ++fails;
+          if (arr[k] != nullptr && static_cast<std::uint8_t*>(q)[0] != last[k]) ++fails;
           if (n > len[k]) touch(q, len[k], n, tag), bytes += n - len[k];
           arr[k] = q;
         }
         len[k] = n;
+        last[k] = tag;
         stamp(arr[k], n, tag);
       }
     }

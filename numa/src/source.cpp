@@ -171,12 +171,18 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes) {
   if (new_bytes == old_bytes) return true;
   Source& s = *seg->source;
   const int saved = errno;
+  // The registry forgets a range before the kernel releases it, never after:
+  // as soon as munmap or a moving mremap returns, another thread's mmap may
+  // get those addresses for a segment of its own and register it, and a late
+  // clear would erase that thread's entries (its pointers would then look
+  // foreign: realloc failing with EINVAL, free ignoring them).
   if (new_bytes < old_bytes) {
+    c.registry.clear(seg->base + new_bytes, old_bytes - new_bytes);
     if (c.os->unmap(seg->base + new_bytes, old_bytes - new_bytes) != 0) {
+      c.registry.set(seg->base + new_bytes, old_bytes - new_bytes, seg);
       errno = saved;
       return false;
     }
-    c.registry.clear(seg->base + new_bytes, old_bytes - new_bytes);
     seg->bytes = new_bytes;
     if (seg->touched > new_bytes) seg->touched = new_bytes;
     s.mapped_bytes.fetch_sub(old_bytes - new_bytes, std::memory_order_relaxed);
@@ -189,15 +195,20 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes) {
     q = static_cast<std::uint8_t*>(c.os->remap(seg->base, old_bytes, new_bytes, nullptr));
   if (q == nullptr) {
     // Not in place: move the pages (no copy) onto a fresh aligned reservation.
+    // The old range is forgotten before the move (see above); the segment
+    // is in the middle of its owner's realloc, so no other thread may look
+    // its pointer up meanwhile.
     auto* target = static_cast<std::uint8_t*>(map_aligned(*c.os, new_bytes));
-    if (target != nullptr && c.registry.reserve(*c.os, target, new_bytes))
+    if (target != nullptr && c.registry.reserve(*c.os, target, new_bytes)) {
+      c.registry.clear(seg->base, old_bytes);
       q = static_cast<std::uint8_t*>(c.os->remap(seg->base, old_bytes, new_bytes, target));
+      if (q == nullptr) c.registry.set(seg->base, old_bytes, seg);
+    }
     if (q == nullptr) {
       if (target != nullptr) c.os->unmap(target, new_bytes);
       errno = saved;
       return false;
     }
-    c.registry.clear(seg->base, old_bytes);
     advise(c, s, q, new_bytes);
   } else {
     advise(c, s, q + old_bytes, new_bytes - old_bytes);

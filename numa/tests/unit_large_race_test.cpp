@@ -1,0 +1,174 @@
+// Registry updates around the address ranges a large segment gives back to
+// the kernel (source_resize_large): once munmap or a moving mremap returns,
+// another thread may get those addresses from mmap for a segment of its own
+// and register it. The resizing thread must not clear the registry after
+// that point, or the other segment's pointers look foreign (realloc fails
+// with EINVAL, free ignores them: seen as `fails` in the hera benchmark).
+//
+// Deterministic: an OS back end that, right after the kernel released a
+// range, plays the other thread (takes a large segment whose mmap lands on
+// exactly the released addresses), on a private lowmem context.
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "large.hpp"
+#include "source.hpp"
+
+namespace manyalloc::numa {
+namespace {
+
+struct Intruder {
+  static inline Context* ctx = nullptr;
+  static inline std::uint8_t* next_hint = nullptr;  // where the next map goes (once)
+  static inline LargeSegment* seg = nullptr;        // what "the other thread" took
+  static inline bool armed = false;
+  static inline bool refuse_in_place = false;
+  static inline bool fail_move = false;
+  static void reset(Context* c) {
+    ctx = c;
+    next_hint = nullptr;
+    seg = nullptr;
+    armed = false;
+    refuse_in_place = false;
+    fail_move = false;
+  }
+  // Plays the other thread: a fresh 2 MiB large segment at `freed`.
+  static void strike(void* freed) {
+    if (!armed) return;
+    armed = false;
+    next_hint = static_cast<std::uint8_t*>(freed);
+    seg = source_take_large(*ctx, ctx->common(), kSegment);
+    next_hint = nullptr;
+  }
+};
+
+struct IntruderOs {
+  static void* map(void* hint, std::size_t n) {
+    if (hint == nullptr && Intruder::next_hint != nullptr) {
+      void* at = Intruder::next_hint;
+      Intruder::next_hint = nullptr;
+      void* p = ::mmap(at, n, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+      return p == MAP_FAILED ? nullptr : p;
+    }
+    return LinuxOs::map(hint, n);
+  }
+  static int unmap(void* p, std::size_t n) {
+    const int r = LinuxOs::unmap(p, n);
+    if (r == 0) Intruder::strike(p);
+    return r;
+  }
+  static void* remap(void* p, std::size_t o, std::size_t n, void* target) {
+    if (target == nullptr && Intruder::refuse_in_place) return nullptr;
+    if (target != nullptr && Intruder::fail_move) return nullptr;
+    void* q = LinuxOs::remap(p, o, n, target);
+    if (q != nullptr && q != p) Intruder::strike(p);  // moved: [p, p + o) is free
+    return q;
+  }
+  static int decommit(void* p, std::size_t n) { return LinuxOs::decommit(p, n); }
+  static int advise_huge(void* p, std::size_t n) { return LinuxOs::advise_huge(p, n); }
+};
+static_assert(OsBackend<IntruderOs>);
+constexpr OsOps kIntruderOs = make_os_ops<IntruderOs>();
+
+std::unique_ptr<Context> make_lowmem_context() {
+  auto c = std::make_unique<Context>();
+  Options o;
+  o.profile = Profile::lowmem;
+  o.cache_max = 0;
+  o.colour = true;
+  context_setup(*c, o);
+  c->os = &kIntruderOs;
+  Intruder::reset(c.get());
+  return c;
+}
+
+TEST(LargeRace, ShrinkDoesNotForgetASegmentMappedOnTheReleasedTail) {
+  auto c = make_lowmem_context();
+  Source& s = c->common();
+  void* p = large_alloc(*c, s, 8 * kSegment, 16, false);
+  ASSERT_NE(p, nullptr);
+  auto* seg = static_cast<LargeSegment*>(c->registry.lookup(p));
+  ASSERT_NE(seg, nullptr);
+  std::memset(p, 0x5A, 1000);
+  Intruder::armed = true;
+  // lowmem: any shrink gives the tail back at once.
+  void* q = large_realloc(*c, *seg, 3 * kSegment);
+  ASSERT_EQ(q, p);
+  std::uint8_t* tail = seg->base + seg->bytes;  // the first byte given back
+  ASSERT_LT(seg->bytes, 8 * kSegment);
+  ASSERT_NE(Intruder::seg, nullptr) << "the intruder's mapping did not happen";
+  ASSERT_EQ(Intruder::seg->base, tail) << "mmap did not reuse the released tail";
+  EXPECT_EQ(c->registry.lookup(tail), Intruder::seg);
+  EXPECT_EQ(c->registry.lookup(tail + kSegment - 1), Intruder::seg);
+  EXPECT_EQ(c->registry.lookup(p), seg);
+  EXPECT_EQ(c->registry.lookup(tail - 1), seg);
+  EXPECT_EQ(static_cast<std::uint8_t*>(q)[999], 0x5A);
+  source_give_large(*c, Intruder::seg);
+  large_free(*c, *seg, q);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+  EXPECT_EQ(c->misuses.load(), 0u);
+}
+
+TEST(LargeRace, MoveDoesNotForgetASegmentMappedOnTheOldRange) {
+  auto c = make_lowmem_context();
+  Source& s = c->common();
+  void* p = large_alloc(*c, s, 3 * kSegment, 16, false);
+  ASSERT_NE(p, nullptr);
+  auto* seg = static_cast<LargeSegment*>(c->registry.lookup(p));
+  ASSERT_NE(seg, nullptr);
+  std::uint8_t* old_base = seg->base;
+  const std::size_t off = static_cast<std::size_t>(static_cast<std::uint8_t*>(p) - old_base);
+  std::memset(p, 0xC3, 3 * kSegment - off);
+  Intruder::armed = true;
+  Intruder::refuse_in_place = true;  // growth must move the pages
+  void* q = large_realloc(*c, *seg, 6 * kSegment);
+  Intruder::refuse_in_place = false;
+  ASSERT_NE(q, nullptr);
+  ASSERT_NE(seg->base, old_base);
+  ASSERT_NE(Intruder::seg, nullptr) << "the intruder's mapping did not happen";
+  ASSERT_EQ(Intruder::seg->base, old_base) << "mmap did not reuse the released range";
+  EXPECT_EQ(c->registry.lookup(old_base), Intruder::seg);
+  EXPECT_EQ(c->registry.lookup(old_base + kSegment - 1), Intruder::seg);
+  EXPECT_EQ(c->registry.lookup(q), seg);
+  EXPECT_EQ(c->registry.lookup(seg->base + 5 * kSegment), seg);
+  EXPECT_EQ(static_cast<std::uint8_t*>(q)[0], 0xC3);
+  EXPECT_EQ(static_cast<std::uint8_t*>(q)[3 * kSegment - off - 1], 0xC3);
+  EXPECT_TRUE(large_is_start(*seg, q));
+  source_give_large(*c, Intruder::seg);
+  large_free(*c, *seg, q);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+  EXPECT_EQ(c->misuses.load(), 0u);
+}
+
+// A failed move leaves the segment registered where it is.
+TEST(LargeRace, FailedMoveKeepsTheSegmentRegistered) {
+  auto c = make_lowmem_context();
+  Source& s = c->common();
+  void* p = large_alloc(*c, s, 2 * kSegment, 16, false);
+  ASSERT_NE(p, nullptr);
+  auto* seg = static_cast<LargeSegment*>(c->registry.lookup(p));
+  ASSERT_NE(seg, nullptr);
+  std::uint8_t* base = seg->base;
+  Intruder::refuse_in_place = true;
+  Intruder::fail_move = true;
+  errno = 0;
+  EXPECT_EQ(large_realloc(*c, *seg, 5 * kSegment), nullptr);
+  EXPECT_EQ(errno, 0);
+  Intruder::refuse_in_place = false;
+  Intruder::fail_move = false;
+  EXPECT_EQ(seg->base, base);
+  EXPECT_EQ(seg->bytes, 2 * kSegment);
+  EXPECT_EQ(c->registry.lookup(p), seg);
+  EXPECT_EQ(c->registry.lookup(base + 2 * kSegment - 1), seg);
+  EXPECT_EQ(s.mapped_bytes.load(), 2 * kSegment);  // the target was given back
+  large_free(*c, *seg, p);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+}
+
+}  // namespace
+}  // namespace manyalloc::numa
