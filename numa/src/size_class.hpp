@@ -25,6 +25,8 @@ inline constexpr unsigned kMaxChunks = kPage / 16;    // 4096 chunks of 16 B in 
 inline constexpr unsigned kBitmapWords = kMaxChunks / 64;
 inline constexpr unsigned kMaxNodes = 64;
 inline constexpr unsigned kMaxSources = kMaxNodes + 1;  // index 0: the common source
+// Allocations from runs between two checks of the remote free queue (heap.hpp).
+inline constexpr std::uint8_t kRfqPollEvery = 255;
 
 
 inline constexpr unsigned kLinearClasses = 8;  // 16 .. 128

@@ -228,6 +228,7 @@ struct alignas(64) Heap {
   unsigned idle_pages = 0;  // run pages of no run that may be resident (SmallSegment)
   unsigned idle_cap = 0;    // allowance of idle pages (heap.cpp, idle_allowance)
   bool idle_decommitted = false;  // a released run was decommitted since idle_cap grew
+  std::uint8_t rfq_poll = 1;      // allocations from runs until the RFQ is checked (heap.hpp)
   Source* source = nullptr;
   struct Context* ctx = nullptr;
   // Statistics (written by the owner with relaxed stores, read by anyone).
