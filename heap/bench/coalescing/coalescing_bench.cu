@@ -19,8 +19,8 @@
 // DeviceMalloc (CUDA's malloc) is slow for these sizes, so everything that
 // involves it runs at a bounded thread count (--small-threads, default 32768)
 // with fewer n values; Scatter-backed runs use the full GPU (--threads,
-// default SMs x 2048; --small-threads 0 means that too). Each allocator stops its n sweep when one run takes
-// longer than --max-run-s.
+// default SMs x 2048; --small-threads 0 means that too). Each allocator
+// stops its n sweep when one run takes longer than --max-run-s.
 //
 // Usage: manyalloc_coalescing_bench [--out FILE] [--threads N] [--small-threads N]
 //        [--runs R] [--max-run-s S] [--quick] [--only SECTIONS] [--floats N] [--fused]
@@ -114,6 +114,69 @@ struct IdealSlices {
   __device__ void dealloc(const Acc&, void*) const {}
 };
 
+// The three timed parts of one run of the unit benchmark, shared by the
+// separate kernels and the one-kernel run (FusedRun).
+
+// Allocates n floats (malloc timed) and initialises them to 0..n-1.
+template <class Handle, class Acc>
+__device__ float* alloc_init(const Handle& heap, const Acc& acc, std::uint32_t n, Sums* sums) {
+  const long long t0 = clock64();
+  auto* p = static_cast<float*>(heap.alloc(acc, n * sizeof(float)));
+  const long long t1 = clock64();
+  atomicAdd(&sums->malloc_cycles, static_cast<unsigned long long>(t1 - t0));
+  if (p == nullptr) {
+    atomicAdd(&sums->fails, 1ull);
+    return nullptr;
+  }
+  for (std::uint32_t i = 0; i < n; ++i) p[i] = static_cast<float>(i);
+  return p;
+}
+
+// The Linear or Quadratic workload of Listing 2 on d (timed with clock64,
+// as in the paper's Listing 3); the sum goes to d[0].
+template <bool Quadratic>
+__device__ void workload(float* d, std::uint32_t n, Sums* sums) {
+  const long long t0 = clock64();
+  float sum = 0;
+  if constexpr (Quadratic) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const float a = d[i];
+      for (std::uint32_t j = 0; j < n; ++j) sum = __fmaf_rn(a, d[j], sum);
+    }
+  } else {
+    for (std::uint32_t i = 0; i < n; ++i) sum += d[i];
+  }
+  d[0] = sum;
+  const long long t1 = clock64();
+  atomicAdd(&sums->work_cycles, static_cast<unsigned long long>(t1 - t0));
+}
+
+// Whether d holds the workload's result and, after it, the initial values
+// (no other thread wrote into this part).
+template <bool Quadratic>
+__device__ bool verified(const float* d, std::uint32_t n) {
+  float expect = 0;
+  if constexpr (Quadratic) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const float a = static_cast<float>(i);
+      for (std::uint32_t j = 0; j < n; ++j) expect = __fmaf_rn(a, static_cast<float>(j), expect);
+    }
+  } else {
+    for (std::uint32_t i = 0; i < n; ++i) expect += static_cast<float>(i);
+  }
+  bool ok = d[0] == expect;
+  for (std::uint32_t i = 1; i < n && ok; ++i) ok = d[i] == static_cast<float>(i);
+  return ok;
+}
+
+template <class Handle, class Acc>
+__device__ void timed_free(const Handle& heap, const Acc& acc, float* d, Sums* sums) {
+  const long long t0 = clock64();
+  heap.dealloc(acc, d);
+  const long long t1 = clock64();
+  atomicAdd(&sums->free_cycles, static_cast<unsigned long long>(t1 - t0));
+}
+
 template <class Handle>
 struct AllocInit {
   Handle heap;
@@ -122,27 +185,11 @@ struct AllocInit {
   Sums* sums;
   template <class Acc>
   __device__ void operator()(const Acc& acc, std::uint32_t w) const {
-    const long long t0 = clock64();
-    auto* p = static_cast<float*>(heap.alloc(acc, n * sizeof(float)));
-    const long long t1 = clock64();
-    atomicAdd(&sums->malloc_cycles, static_cast<unsigned long long>(t1 - t0));
-    ptrs[w] = p;
-    if (p == nullptr) {
-      atomicAdd(&sums->fails, 1ull);
-      return;
-    }
-    for (std::uint32_t i = 0; i < n; ++i) p[i] = static_cast<float>(i);
+    ptrs[w] = alloc_init(heap, acc, n, sums);
   }
 };
 
-__device__ __forceinline__ float linear_ref(std::uint32_t n) {
-  float s = 0;
-  for (std::uint32_t i = 0; i < n; ++i) s += static_cast<float>(i);
-  return s;
-}
-
-// Timed twice: the kernel with events, and each thread's loop with clock64
-// as in the paper's Listing 3 (mean over threads).
+// Timed twice: the kernel with events, and each thread's loop with clock64.
 template <bool Quadratic>
 struct Workload {
   std::uint32_t n;
@@ -150,21 +197,7 @@ struct Workload {
   Sums* sums;
   template <class Acc>
   __device__ void operator()(const Acc&, std::uint32_t w) const {
-    float* d = ptrs[w];
-    if (d == nullptr) return;
-    const long long t0 = clock64();
-    float sum = 0;
-    if constexpr (Quadratic) {
-      for (std::uint32_t i = 0; i < n; ++i) {
-        const float a = d[i];
-        for (std::uint32_t j = 0; j < n; ++j) sum = __fmaf_rn(a, d[j], sum);
-      }
-    } else {
-      for (std::uint32_t i = 0; i < n; ++i) sum += d[i];
-    }
-    d[0] = sum;
-    const long long t1 = clock64();
-    atomicAdd(&sums->work_cycles, static_cast<unsigned long long>(t1 - t0));
+    if (float* d = ptrs[w]) workload<Quadratic>(d, n, sums);
   }
 };
 
@@ -178,32 +211,15 @@ struct VerifyFree {
   template <class Acc>
   __device__ void operator()(const Acc& acc, std::uint32_t w) const {
     float* d = ptrs[w];
-    bool ok = true;
-    if (d != nullptr) {
-      float expect = 0;
-      if constexpr (Quadratic) {
-        for (std::uint32_t i = 0; i < n; ++i) {
-          const float a = static_cast<float>(i);
-          for (std::uint32_t j = 0; j < n; ++j) expect = __fmaf_rn(a, static_cast<float>(j), expect);
-        }
-      } else {
-        expect = linear_ref(n);
-      }
-      ok = d[0] == expect;
-      for (std::uint32_t i = 1; i < n && ok; ++i) ok = d[i] == static_cast<float>(i);
-    }
-    if (!ok) atomicAdd(&sums->bad, 1ull);
-    const long long t0 = clock64();
-    heap.dealloc(acc, d);
-    const long long t1 = clock64();
-    atomicAdd(&sums->free_cycles, static_cast<unsigned long long>(t1 - t0));
+    if (d != nullptr && !verified<Quadratic>(d, n)) atomicAdd(&sums->bad, 1ull);
+    timed_free(heap, acc, d, sums);
   }
 };
 
 // The paper's Listing 3 literally: one kernel per run in which every thread
-// allocates, initialises, runs the workload and frees, each part timed with
-// clock64 (--fused). The workload then reads data its own thread has just
-// written, and warps of a slow allocator reach it at different times.
+// allocates, initialises, runs the workload and frees (--fused). The
+// workload then reads data its own thread has just written, and warps of a
+// slow allocator reach it at different times.
 template <class Handle, bool Quadratic>
 struct FusedRun {
   Handle heap;
@@ -211,43 +227,12 @@ struct FusedRun {
   Sums* sums;
   template <class Acc>
   __device__ void operator()(const Acc& acc, std::uint32_t) const {
-    const long long t0 = clock64();
-    auto* d = static_cast<float*>(heap.alloc(acc, n * sizeof(float)));
-    const long long t1 = clock64();
-    atomicAdd(&sums->malloc_cycles, static_cast<unsigned long long>(t1 - t0));
+    float* d = alloc_init(heap, acc, n, sums);
     if (d != nullptr) {
-      for (std::uint32_t i = 0; i < n; ++i) d[i] = static_cast<float>(i);
-      const long long t2 = clock64();
-      float sum = 0;
-      if constexpr (Quadratic) {
-        for (std::uint32_t i = 0; i < n; ++i) {
-          const float a = d[i];
-          for (std::uint32_t j = 0; j < n; ++j) sum = __fmaf_rn(a, d[j], sum);
-        }
-      } else {
-        for (std::uint32_t i = 0; i < n; ++i) sum += d[i];
-      }
-      d[0] = sum;
-      const long long t3 = clock64();
-      atomicAdd(&sums->work_cycles, static_cast<unsigned long long>(t3 - t2));
-      bool ok = true;
-      for (std::uint32_t i = 1; i < n && ok; ++i) ok = d[i] == static_cast<float>(i);
-      float expect = 0;
-      if constexpr (Quadratic) {
-        for (std::uint32_t i = 0; i < n; ++i) {
-          for (std::uint32_t j = 0; j < n; ++j) expect = __fmaf_rn(static_cast<float>(i), static_cast<float>(j), expect);
-        }
-      } else {
-        expect = linear_ref(n);
-      }
-      if (!ok || d[0] != expect) atomicAdd(&sums->bad, 1ull);
-    } else {
-      atomicAdd(&sums->fails, 1ull);
+      workload<Quadratic>(d, n, sums);
+      if (!verified<Quadratic>(d, n)) atomicAdd(&sums->bad, 1ull);
     }
-    const long long t4 = clock64();
-    heap.dealloc(acc, d);
-    const long long t5 = clock64();
-    atomicAdd(&sums->free_cycles, static_cast<unsigned long long>(t5 - t4));
+    timed_free(heap, acc, d, sums);
   }
 };
 
