@@ -31,9 +31,13 @@ def load(path):
     return [r for r in rows if r.get("suite") == "coalescing"]
 
 
-def ratio_table(rows, title, note):
-    """Linear workload at 400 floats: each allocator against DeviceMalloc of the same run and thread count."""
-    L = [f"\n### {title}\n\n{note}\n\n| threads | allocator | kernel GFLOP/s | ratio | per-thread GFLOP/s | ratio |\n|---|---|---|---|---|---|\n"]
+def ratio_table(rows, title, note, kernel=True):
+    """Linear workload at 400 floats: each allocator against DeviceMalloc of the same run and thread count.
+    kernel=False leaves out the kernel-time columns (meaningless when the kernel includes malloc)."""
+    head = "| threads | allocator | kernel GFLOP/s | ratio | per-thread GFLOP/s | ratio |\n|---|---|---|---|---|---|\n"
+    if not kernel:
+        head = "| threads | allocator | per-thread GFLOP/s | ratio |\n|---|---|---|---|\n"
+    L = [f"\n### {title}\n\n{note}\n\n{head}"]
     for t in sorted({r["threads"] for r in rows}):
         sel = [r for r in rows if r["threads"] == t]
         base = [r for r in sel if r["allocator"] == "DeviceMalloc"]
@@ -43,7 +47,8 @@ def ratio_table(rows, title, note):
         for r in sorted(sel, key=lambda r: -r.get("gflops_thread_clock", 0)):
             kr = r["gflops"] / b["gflops"] if b["gflops"] > 0 else 0
             tr = r["gflops_thread_clock"] / b["gflops_thread_clock"] if b["gflops_thread_clock"] > 0 else 0
-            L.append(f"| {t} | {r['allocator']} | {r['gflops']:.1f} | {kr:.2f} | {r['gflops_thread_clock']:.1f} | {tr:.2f} |\n")
+            kcols = f"{r['gflops']:.1f} | {kr:.2f} | " if kernel else ""
+            L.append(f"| {t} | {r['allocator']} | {kcols}{r['gflops_thread_clock']:.1f} | {tr:.2f} |\n")
     return L
 
 
@@ -61,9 +66,9 @@ def linear_studies(out):
                                  "`--only bounded --floats 400 --small-threads 0` (SMs x 2048 threads, the paper's setting)."))
         if fused:
             L.extend(ratio_table(fused, "One kernel per run (`--fused`, the paper's Listing 3)",
-                                 "Only the per-thread figure counts here (the kernel time includes malloc). A slow "
+                                 "Per-thread figures only (the kernel time includes malloc). A slow "
                                  "allocator staggers the warps, so each thread's workload reads data it has just "
-                                 "written with less contention: DeviceMalloc gains most."))
+                                 "written with less contention: DeviceMalloc gains most.", kernel=False))
     pads = os.path.join(out, "linear_pads.jsonl")
     if os.path.exists(pads):
         rows = [r for r in load(pads) if r["floats"] == 400 and r["experiment"] == "unit_linear"]
