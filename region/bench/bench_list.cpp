@@ -8,30 +8,21 @@
 // Usage: mpiexec -n <1 + workers or more> region_bench_list [nodes...] [--reps R]
 // Workers must be a power of two.
 #include <mpi.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
+#include <cstdio>
 #include <string>
 #include <vector>
 
-#include "bench_json.hpp"
+#include "bench_list_common.hpp"
 #include "manyalloc/region/mpi_interop.h"
 #include "manyalloc/region/region.hpp"
 
 namespace mr = manyalloc::region;
+using region_bench::Node;
 
 namespace {
-
-struct Node {
-  Node* next;
-  std::uint64_t value;
-  std::uint64_t next_index;  // for the MPI_Get variant: index of the next node
-  char pad[232];
-};
-static_assert(sizeof(Node) == 256);
 
 struct Result {
   double build = 0, exchange = 0;
@@ -46,12 +37,7 @@ struct Result {
 };
 
 double now() { return MPI_Wtime(); }
-
-double minor_faults() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_minflt);
-}
+using region_bench::minor_faults;
 
 // ---- regions -------------------------------------------------------------
 Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
@@ -70,7 +56,7 @@ Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   for (std::uint64_t i = 0; i < n; ++i) {
     auto* x = static_cast<Node*>(nodes[i]);
     x->next = i + 1 < n ? static_cast<Node*>(nodes[i + 1]) : nullptr;
-    x->value = static_cast<std::uint64_t>(me) << 32 | i;
+    x->value = region_bench::initial_value(me, i);
   }
   head->next = static_cast<Node*>(nodes[0]);
   res.build = now() - t0;
@@ -119,10 +105,7 @@ Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   mr_times(&sched_s, &worker_s, &res.barrier);
   res.send_recv = sched_s + worker_s;
   res.pack = sched_s;
-  std::uint64_t i = 0;
-  for (Node* x = head->next; x != nullptr; x = x->next, ++i)
-    if (x->value != ((static_cast<std::uint64_t>(me) << 32 | i) + static_cast<std::uint64_t>(nw - 1))) res.verified = false;
-  if (i != n) res.verified = false;
+  if (!region_bench::check_list(head, n, me, nw)) res.verified = false;
   if (mr::rfree(rid.value) != mr::Status::ok) ++res.fails;
   (void)comm;
   return res;
@@ -136,10 +119,7 @@ Result run_mpi_get(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   Node* base = nullptr;
   MPI_Win win;
   MPI_Win_allocate(static_cast<MPI_Aint>(n * sizeof(Node)), sizeof(Node), MPI_INFO_NULL, comm, &base, &win);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    base[i].next_index = i + 1 < n ? i + 1 : ~std::uint64_t{0};
-    base[i].value = static_cast<std::uint64_t>(me) << 32 | i;
-  }
+  region_bench::build_indexed(base, n, me);
   res.build = now() - t0;
   MPI_Barrier(comm);
   const double f0 = minor_faults();
@@ -148,7 +128,7 @@ Result run_mpi_get(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   for (int stage = 1; stage < nw; ++stage) {
     const int peer = me ^ stage;
     Node local;
-    for (std::uint64_t idx = 0; idx != ~std::uint64_t{0};) {
+    for (std::uint64_t idx = 0; idx != region_bench::no_index;) {
       MPI_Get(&local, sizeof(Node), MPI_BYTE, peer, static_cast<MPI_Aint>(idx), sizeof(Node), MPI_BYTE, win);
       MPI_Win_flush(peer, win);
       local.value += 1;
@@ -162,8 +142,7 @@ Result run_mpi_get(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   res.exchange = now() - t0;
   res.faults = minor_faults() - f0;
   MPI_Barrier(comm);  // all puts into our window completed (unlock_all + barrier)
-  for (std::uint64_t i = 0; i < n; ++i)
-    if (base[i].value != ((static_cast<std::uint64_t>(me) << 32 | i) + static_cast<std::uint64_t>(nw - 1))) res.verified = false;
+  if (!region_bench::check_indexed(base, n, me, nw)) res.verified = false;
   MPI_Win_free(&win);
   return res;
 }
@@ -184,17 +163,10 @@ void report(const char* alloc, int nw, std::uint64_t n, int rep, Result r, MPI_C
   MPI_Reduce(&r.fails, &fails, 1, MPI_LONG, MPI_SUM, 0, comm);
   MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, 0, comm);
   if (me != 0) return;
-  region_bench::Record rec;
-  rec.experiment = "list_exchange";
-  rec.allocator = alloc;
-  rec.threads = nw;
-  rec.bytes = static_cast<double>(n) * sizeof(Node) * nw;
-  rec.ops = static_cast<double>(n) * nw * (nw - 1);  // node visits
+  region_bench::Record rec = region_bench::list_record(alloc, nw, n);
   rec.seconds = exch;
   rec.fails = fails;
   rec.verified = all_ok == 1;
-  rec.extra("nodes", static_cast<double>(n));
-  rec.extra("workers", nw);
   rec.extra("schedulers", mr_num_schedulers());
   rec.extra("scheduler_levels", mr_scheduler_levels());
   rec.extra("build_seconds", build);
@@ -227,26 +199,16 @@ int main(int argc, char** argv) {
   mr::Session session(&argc, &argv);
   if (session.status() != mr::Status::ok) return 1;
   if (!session.is_worker()) return 0;
-  std::vector<std::uint64_t> sizes;
-  int reps = 3;
-  bool skip_get = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--reps" && i + 1 < argc)
-      reps = std::atoi(argv[++i]);
-    else if (std::string(argv[i]) == "--no-mpi-get")
-      skip_get = true;
-    else
-      sizes.push_back(std::strtoull(argv[i], nullptr, 10));
-  }
-  if (sizes.empty()) sizes = {15000, 30000};
+  const region_bench::ListArgs args = region_bench::parse_list_args(argc, argv, "--no-mpi-get");
+  const bool skip_get = args.flag;
   const int me = session.worker_id(), nw = session.num_workers();
   MPI_Comm comm = mr_worker_comm();
-  if ((nw & (nw - 1)) != 0) {
+  if (!region_bench::power_of_two(nw)) {
     if (me == 0) std::fprintf(stderr, "bench_list: workers (%d) must be a power of two\n", nw);
     return 1;
   }
-  for (std::uint64_t n : sizes) {
-    for (int rep = 0; rep < reps; ++rep) {
+  for (std::uint64_t n : args.sizes) {
+    for (int rep = 0; rep < args.reps; ++rep) {
       report("myrmics-region", nw, n, rep, run_region(me, nw, n, comm), comm, me);
       if (!skip_get) report("mpi-get", nw, n, rep, run_mpi_get(me, nw, n, comm), comm, me);
     }

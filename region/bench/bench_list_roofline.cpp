@@ -26,27 +26,19 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
-#include "bench_json.hpp"
+#include "bench_list_common.hpp"
 
 namespace {
 
-struct Node {  // as in bench_list.cpp
-  Node* next;
-  std::uint64_t value;
-  std::uint64_t next_index;
-  char pad[232];
-};
-static_assert(sizeof(Node) == 256);
+using region_bench::minor_faults;
+using region_bench::Node;  // as in bench_list.cpp
 
 #ifdef MAP_FIXED_NOREPLACE
 constexpr int fixed_noreplace = MAP_FIXED_NOREPLACE;
@@ -64,14 +56,11 @@ constexpr std::uint64_t mib = 1ull << 20;
 
 double now() { return MPI_Wtime(); }
 
-double minor_faults() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_minflt);
-}
-
 struct Result {
   double build = 0, exchange = 0, walk = 0, barrier = 0, faults = 0;
+  // Share of nodes right after their predecessor: 1 by construction, but
+  // counted (check_list, after the stages) as bench_list counts it, not assumed.
+  double in_order = 0;
   bool verified = true;
 };
 
@@ -80,7 +69,7 @@ Node* build(char* mem, std::uint64_t n, int me) {
   auto* nodes = reinterpret_cast<Node*>(mem);
   for (std::uint64_t i = 0; i < n; ++i) {
     nodes[i].next = i + 1 < n ? &nodes[i + 1] : nullptr;
-    nodes[i].value = static_cast<std::uint64_t>(me) << 32 | i;
+    nodes[i].value = region_bench::initial_value(me, i);
   }
   nodes[n].next = n > 0 ? &nodes[0] : nullptr;
   return &nodes[n];
@@ -89,14 +78,6 @@ Node* build(char* mem, std::uint64_t n, int me) {
 // The region variant's walk, word for word (not inlined into the timing loop).
 [[gnu::noinline]] void walk(Node* anchor) {
   for (Node* x = anchor->next; x != nullptr; x = x->next) x->value += 1;
-}
-
-bool check(Node* anchor, std::uint64_t n, int me, int nw) {
-  std::uint64_t i = 0;
-  bool ok = true;
-  for (Node* x = anchor->next; x != nullptr; x = x->next, ++i)
-    if (x->value != ((static_cast<std::uint64_t>(me) << 32 | i) + static_cast<std::uint64_t>(nw - 1))) ok = false;
-  return ok && i == n;
 }
 
 // Stages as in bench_list.cpp: stage s (1..nw-1) walks list_of(me ^ s), then
@@ -121,26 +102,21 @@ void stages(int me, int nw, ListOf list_of, Result& res) {
 void report(const char* alloc, const char* memory, int nw, std::uint64_t n, int rep, const Result& r, int me) {
   double v[5] = {r.build, r.exchange, r.walk, r.barrier, r.faults}, m[5] = {};
   MPI_Reduce(v, m, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  double in_order = 0;
+  MPI_Reduce(&r.in_order, &in_order, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
   int ok = r.verified ? 1 : 0, all_ok = 0;
   MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
   if (me != 0) return;
-  region_bench::Record rec;
-  rec.experiment = "list_exchange";
-  rec.allocator = alloc;
-  rec.threads = nw;
-  rec.bytes = static_cast<double>(n) * sizeof(Node) * nw;
-  rec.ops = static_cast<double>(n) * nw * (nw - 1);  // node visits
+  region_bench::Record rec = region_bench::list_record(alloc, nw, n);
   rec.seconds = m[1];
   rec.fails = 0;
   rec.verified = all_ok == 1;
-  rec.extra("nodes", static_cast<double>(n));
-  rec.extra("workers", nw);
   rec.extra("build_seconds", m[0]);
   rec.extra("rep", rep);
   rec.extra("minor_faults", m[4]);
   rec.extra("walk_seconds", m[2]);     // max over workers of the walks alone
   rec.extra("barrier_seconds", m[3]);  // MPI_Barrier after each stage
-  rec.extra("nodes_in_address_order", 1.0);
+  rec.extra("nodes_in_address_order", in_order);  // min over workers
   rec.extra_str("memory", memory);
   rec.print();
 }
@@ -196,21 +172,14 @@ int main(int argc, char** argv) {
   int me = 0, nw = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &nw);
-  std::vector<std::uint64_t> sizes;
-  int reps = 3;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--reps" && i + 1 < argc)
-      reps = std::atoi(argv[++i]);
-    else
-      sizes.push_back(std::strtoull(argv[i], nullptr, 10));
-  }
-  if (sizes.empty()) sizes = {15000, 30000};
+  const region_bench::ListArgs args = region_bench::parse_list_args(argc, argv);
+  const std::vector<std::uint64_t>& sizes = args.sizes;
   MPI_Comm host;
   int host_size = 0;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &host);
   MPI_Comm_size(host, &host_size);
   MPI_Comm_free(&host);
-  if ((nw & (nw - 1)) != 0 || host_size != nw) {
+  if (!region_bench::power_of_two(nw) || host_size != nw) {
     if (me == 0) std::fprintf(stderr, "bench_list_roofline: ranks (%d) must be a power of two on one host\n", nw);
     MPI_Finalize();
     return 1;
@@ -238,7 +207,7 @@ int main(int argc, char** argv) {
   std::vector<Node*> anchors(static_cast<std::size_t>(nw));
 
   for (std::uint64_t n : sizes) {
-    for (int rep = 0; rep < reps; ++rep) {
+    for (int rep = 0; rep < args.reps; ++rep) {
       {  // own list, private memory
         Result res;
         MPI_Barrier(MPI_COMM_WORLD);
@@ -246,7 +215,7 @@ int main(int argc, char** argv) {
         Node* anchor = build(own, n, me);
         res.build = now() - t0;
         stages(me, nw, [&](int) { return anchor; }, res);
-        res.verified = check(anchor, n, me, nw);
+        res.verified = region_bench::check_list(anchor, n, me, nw, &res.in_order);
         report("roofline-own-walk", "private-anonymous", nw, n, rep, res, me);
       }
       {  // the partner's list, shared memory
@@ -260,7 +229,8 @@ int main(int argc, char** argv) {
         for (int w = 0; w < nw; ++w)
           anchors[static_cast<std::size_t>(w)] = reinterpret_cast<Node*>(shared + slot * static_cast<std::uint64_t>(w)) + n;
         stages(me, nw, [&](int peer) { return anchors[static_cast<std::size_t>(peer)]; }, res);
-        res.verified = check(anchor, n, me, nw);  // after the last barrier: every partner is done
+        // After the last barrier: every partner is done.
+        res.verified = region_bench::check_list(anchor, n, me, nw, &res.in_order);
         report("roofline-peer-walk", "shared-memfd", nw, n, rep, res, me);
       }
     }

@@ -6,20 +6,12 @@
 
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
-#include <vector>
+#include <cstdio>
 
-#include "bench_json.hpp"
+#include "bench_list_common.hpp"
 
 namespace {
-struct Node {
-  std::uint64_t pad0;
-  std::uint64_t value;
-  std::uint64_t next_index;
-  char pad[232];
-};
-static_assert(sizeof(Node) == 256);
+using region_bench::Node;  // linked by next_index
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -33,37 +25,26 @@ int red_i_src, red_i_dst;
 int main(int argc, char** argv) {
   shmem_init();
   const int me = shmem_my_pe(), nw = shmem_n_pes();
-  std::vector<std::uint64_t> sizes;
-  int reps = 3;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--reps" && i + 1 < argc)
-      reps = std::atoi(argv[++i]);
-    else
-      sizes.push_back(std::strtoull(argv[i], nullptr, 10));
-  }
-  if (sizes.empty()) sizes = {15000, 30000};
+  const region_bench::ListArgs args = region_bench::parse_list_args(argc, argv);
   for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; ++i) psync[i] = SHMEM_SYNC_VALUE;
-  if ((nw & (nw - 1)) != 0) {
+  if (!region_bench::power_of_two(nw)) {
     if (me == 0) std::fprintf(stderr, "bench_list_shmem: PEs (%d) must be a power of two\n", nw);
     shmem_finalize();
     return 1;
   }
   shmem_barrier_all();
-  for (std::uint64_t n : sizes) {
-    for (int rep = 0; rep < reps; ++rep) {
+  for (std::uint64_t n : args.sizes) {
+    for (int rep = 0; rep < args.reps; ++rep) {
       double t0 = now();
       auto* base = static_cast<Node*>(shmem_malloc(n * sizeof(Node)));
-      for (std::uint64_t i = 0; i < n; ++i) {
-        base[i].next_index = i + 1 < n ? i + 1 : ~std::uint64_t{0};
-        base[i].value = static_cast<std::uint64_t>(me) << 32 | i;
-      }
+      region_bench::build_indexed(base, n, me);
       const double build = now() - t0;
       shmem_barrier_all();
       t0 = now();
       for (int stage = 1; stage < nw; ++stage) {
         const int peer = me ^ stage;
         Node local;
-        for (std::uint64_t idx = 0; idx != ~std::uint64_t{0};) {
+        for (std::uint64_t idx = 0; idx != region_bench::no_index;) {
           shmem_getmem(&local, &base[idx], sizeof(Node), peer);
           local.value += 1;
           shmem_putmem(&base[idx], &local, sizeof(Node), peer);
@@ -73,9 +54,7 @@ int main(int argc, char** argv) {
         shmem_barrier_all();
       }
       const double exch = now() - t0;
-      int ok = 1;
-      for (std::uint64_t i = 0; i < n; ++i)
-        if (base[i].value != ((static_cast<std::uint64_t>(me) << 32 | i) + static_cast<std::uint64_t>(nw - 1))) ok = 0;
+      const int ok = region_bench::check_indexed(base, n, me, nw) ? 1 : 0;
       red_d_src = exch;
       shmem_double_max_to_all(&red_d_dst, &red_d_src, 1, 0, 0, nw, pwrk_d, psync);
       shmem_barrier_all();
@@ -83,16 +62,9 @@ int main(int argc, char** argv) {
       shmem_int_min_to_all(&red_i_dst, &red_i_src, 1, 0, 0, nw, pwrk_i, psync);
       shmem_barrier_all();
       if (me == 0) {
-        region_bench::Record rec;
-        rec.experiment = "list_exchange";
-        rec.allocator = "openshmem-getmem";
-        rec.threads = nw;
-        rec.bytes = static_cast<double>(n) * sizeof(Node) * nw;
-        rec.ops = static_cast<double>(n) * nw * (nw - 1);
+        region_bench::Record rec = region_bench::list_record("openshmem-getmem", nw, n);
         rec.seconds = red_d_dst;
         rec.verified = red_i_dst == 1;
-        rec.extra("nodes", static_cast<double>(n));
-        rec.extra("workers", nw);
         rec.extra("build_seconds", build);
         rec.extra("rep", rep);
         rec.print();

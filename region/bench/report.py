@@ -88,6 +88,24 @@ def variant(r):
     return f"myrmics-region {r.get('transfer', 'copy')} ({r.get('scheduler_levels', 0)}-level)"
 
 
+def key(r):
+    """(variant, workers, nodes): the key of every list-exchange table."""
+    return (variant(r), int(r["workers"]), int(r["nodes"]))
+
+
+def by_key(lst, field):
+    """field's values by key(r), over the records that have it."""
+    d = collections.defaultdict(list)
+    for r in lst:
+        if field in r:
+            d[key(r)].append(r[field])
+    return d
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a == a and b == b and b > 0 else "-"
+
+
 def breakdown_table(lst, groups, md):
     """Phases of the region exchange (records from bench_list with walk_seconds):
     each column is the max over workers, median over repetitions; the
@@ -96,10 +114,9 @@ def breakdown_table(lst, groups, md):
     for r in lst:
         if "walk_seconds" not in r or r["allocator"] != "myrmics-region":
             continue
-        key = (variant(r), int(r["workers"]), int(r["nodes"]))
         for f in ("walk_seconds", "send_recv_seconds", "pack_request_seconds", "barrier_seconds",
                   "minor_faults", "nodes_in_address_order"):
-            phases[key][f].append(r.get(f, float("nan")))
+            phases[key(r)][f].append(r.get(f, float("nan")))
     if not phases:
         return
     md.append("\nPhases of the region exchange (max over workers, median of repetitions): the application's "
@@ -111,9 +128,9 @@ def breakdown_table(lst, groups, md):
     md.append("| variant | workers | nodes/worker | exchange s | walk s | send+recv s | pack s | barrier s "
               "| page faults (max) | in address order |")
     md.append("|---|---|---|---|---|---|---|---|---|---|")
-    for key in sorted(phases):
-        p = phases[key]
-        md.append(f"| {key[0]} | {key[1]} | {key[2]} | {med(groups[key]):.4f} | {med(p['walk_seconds']):.4f} "
+    for k in sorted(phases):
+        p = phases[k]
+        md.append(f"| {k[0]} | {k[1]} | {k[2]} | {med(groups[k]):.4f} | {med(p['walk_seconds']):.4f} "
                   f"| {med(p['send_recv_seconds']):.4f} | {med(p['pack_request_seconds']):.4f} "
                   f"| {med(p['barrier_seconds']):.4f} | {max(p['minor_faults']):.0f} "
                   f"| {min(p['nodes_in_address_order']):.3f} |")
@@ -124,10 +141,7 @@ def roofline_table(lst, groups, md):
     the same lists, stages, barriers and walk in plain memory, no library)
     and OpenSHMEM, where the run has roofline records. OpenSHMEM / roofline
     is the best ratio any library could reach on this machine."""
-    walks = collections.defaultdict(list)
-    for r in lst:
-        if "walk_seconds" in r:
-            walks[(variant(r), int(r["workers"]), int(r["nodes"]))].append(r["walk_seconds"])
+    walks = by_key(lst, "walk_seconds")
     keys = sorted({(k[1], k[2]) for k in groups if k[0].startswith("roofline-")})
     if not keys:
         return
@@ -147,9 +161,6 @@ def roofline_table(lst, groups, md):
     def f4(x):
         return f"{x:.4f}" if x == x else "-"
 
-    def ratio(a, b):
-        return f"{a / b:.2f}" if a == a and b == b and b > 0 else "-"
-
     def ns(w, n, nw):
         return f"{w / (n * (nw - 1)) * 1e9:.1f}" if w == w and nw > 1 else "-"
     for nw, n in keys:
@@ -165,23 +176,18 @@ def list_plots(recs, out, md):
     lst = [r for r in recs if r["experiment"] == "list_exchange"]
     if not lst:
         return
-    groups = collections.defaultdict(list)
-    for r in lst:
-        groups[(variant(r), int(r["workers"]), int(r["nodes"]))].append(r["seconds"])
+    groups = by_key(lst, "seconds")
     md.append("## Linked-list exchange (paper Fig. 4g-h)\n")
     md.append("Exchange phase only (all stages, max over workers); median of repetitions, [min, max].\n")
     md.append("| variant | workers | nodes/worker | seconds (median) | spread | verified |")
     md.append("|---|---|---|---|---|---|")
-    sendrecv = collections.defaultdict(list)
-    for r in lst:
-        if "send_recv_seconds" in r:
-            sendrecv[(variant(r), int(r["workers"]), int(r["nodes"]))].append(r["send_recv_seconds"])
+    sendrecv = by_key(lst, "send_recv_seconds")
     ver = collections.defaultdict(lambda: True)
     for r in lst:
-        ver[(variant(r), int(r["workers"]), int(r["nodes"]))] &= bool(r["verified"]) and r["fails"] == 0
-    for key in sorted(groups):
-        lo, hi = spread(groups[key])
-        md.append(f"| {key[0]} | {key[1]} | {key[2]} | {med(groups[key]):.4f} | [{lo:.4f}, {hi:.4f}] | {ver[key]} |")
+        ver[key(r)] &= bool(r["verified"]) and r["fails"] == 0
+    for k in sorted(groups):
+        lo, hi = spread(groups[k])
+        md.append(f"| {k[0]} | {k[1]} | {k[2]} | {med(groups[k]):.4f} | [{lo:.4f}, {hi:.4f}] | {ver[k]} |")
     # Ratios at the largest worker count.
     wmax = max(k[1] for k in groups)
     md.append(f"\nRatios at {wmax} workers (baseline time / region time, > 1 means regions faster; "
@@ -189,9 +195,6 @@ def list_plots(recs, out, md):
               "MANYALLOC_REGION_TRANSFER=copy, every send copies the list):\n")
     md.append("| nodes | zero-copy vs MPI_Get | zero-copy vs OpenSHMEM | copy vs MPI_Get | copy vs OpenSHMEM |")
     md.append("|---|---|---|---|---|")
-
-    def ratio(base, reg):
-        return f"{base / reg:.2f}" if base == base and reg == reg else "-"
     for n in sorted({k[2] for k in groups if k[1] == wmax}):
         zc = med(groups.get(("myrmics-region zero-copy (1-level)", wmax, n), []))
         cp = med(groups.get(("myrmics-region copy (1-level)", wmax, n), []))
@@ -203,9 +206,9 @@ def list_plots(recs, out, md):
                   "includes waiting for the peer to reach its call), as a share of the exchange time:\n")
         md.append("| variant | workers | nodes/worker | send+recv s | share |")
         md.append("|---|---|---|---|---|")
-        for key in sorted(sendrecv):
-            sr = med(sendrecv[key])
-            md.append(f"| {key[0]} | {key[1]} | {key[2]} | {sr:.4f} | {sr / med(groups[key]):.0%} |")
+        for k in sorted(sendrecv):
+            sr = med(sendrecv[k])
+            md.append(f"| {k[0]} | {k[1]} | {k[2]} | {sr:.4f} | {sr / med(groups[k]):.0%} |")
     breakdown_table(lst, groups, md)
     roofline_table(lst, groups, md)
     # Plot (a): time vs nodes at wmax; (b): time vs workers at the most common node count.
@@ -253,14 +256,14 @@ def bh_plots(recs, out, md):
     md.append("|---|---|---|---|---|---|---|---|---|---|")
     parts = ["compute_s", "worker_comm_s", "sched_comm_s", "barrier_s"]
     labels, stacks = [], {p: [] for p in parts}
-    for key in sorted(groups):
-        rs = groups[key]
+    for k in sorted(groups):
+        rs = groups[k]
         vals = {p: med([r[p] for r in rs]) for p in parts}
         ok = all(r["verified"] and r["fails"] == 0 for r in rs)
-        md.append(f"| {key[0]} | {key[1]} | {int(rs[0]['schedulers'])} | {int(rs[0]['bodies'])} | "
+        md.append(f"| {k[0]} | {k[1]} | {int(rs[0]['schedulers'])} | {int(rs[0]['bodies'])} | "
                   + " | ".join(f"{vals[p]:.4f}" for p in parts)
                   + f" | {max(r['max_rel_force_error'] for r in rs):.3g} | {ok} |")
-        labels.append(f"{key[0]}w\n{key[1].replace('myrmics-region-', '')}")
+        labels.append(f"{k[0]}w\n{k[1].replace('myrmics-region-', '')}")
         for p in parts:
             stacks[p].append(vals[p])
     for w in sorted({k[0] for k in groups}):
