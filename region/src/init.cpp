@@ -20,6 +20,19 @@ long env_long(const char* name, long fallback) {
   const long x = std::strtol(v, &end, 10);
   return (end != nullptr && *end == '\0') ? x : fallback;
 }
+
+// A two-way mr_config setting: the explicit field when nonzero, else the
+// environment variable (unset or empty: `dflt`); 0 for a value that is
+// neither choice.
+int choice(int field, const char* env, const char* dflt_name, int dflt, const char* other_name, int other) {
+  if (field == 0) {
+    const char* v = std::getenv(env);
+    if (v == nullptr || *v == '\0' || std::strcmp(v, dflt_name) == 0) return dflt;
+    if (std::strcmp(v, other_name) == 0) return other;
+    return 0;
+  }
+  return field == dflt || field == other ? field : 0;
+}
 }  // namespace
 
 extern "C" {
@@ -41,30 +54,14 @@ mr_status mr_init(int* argc, char*** argv, const mr_config* cfg) {
       c.gas_bytes > 0 ? c.gas_bytes
                       : static_cast<std::uint64_t>(env_long("MANYALLOC_REGION_GAS_MIB", 64 * 1024)) << 20;
   // Transfer mode: the explicit field, else MANYALLOC_REGION_TRANSFER
-  // (copy | auto), default auto. Decided before any collective so that a
-  // bad value fails on every rank alike.
-  int transfer = c.transfer;
-  if (transfer == 0) {
-    const char* v = std::getenv("MANYALLOC_REGION_TRANSFER");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0)
-      transfer = MR_TRANSFER_AUTO;
-    else if (std::strcmp(v, "copy") == 0)
-      transfer = MR_TRANSFER_COPY;
-    else
-      return MR_ERR_INIT;
-  }
-  if (transfer != MR_TRANSFER_AUTO && transfer != MR_TRANSFER_COPY) return MR_ERR_INIT;
-  int prefault = c.prefault;
-  if (prefault == 0) {
-    const char* v = std::getenv("MANYALLOC_REGION_PREFAULT");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "on") == 0)
-      prefault = MR_PREFAULT_ON;
-    else if (std::strcmp(v, "off") == 0)
-      prefault = MR_PREFAULT_OFF;
-    else
-      return MR_ERR_INIT;
-  }
-  if (prefault != MR_PREFAULT_ON && prefault != MR_PREFAULT_OFF) return MR_ERR_INIT;
+  // (copy | auto), default auto; prefault likewise (on | off), default on.
+  // Decided before any collective so that a bad value fails on every rank
+  // alike.
+  const int transfer =
+      choice(c.transfer, "MANYALLOC_REGION_TRANSFER", "auto", MR_TRANSFER_AUTO, "copy", MR_TRANSFER_COPY);
+  const int prefault =
+      choice(c.prefault, "MANYALLOC_REGION_PREFAULT", "on", MR_PREFAULT_ON, "off", MR_PREFAULT_OFF);
+  if (transfer == 0 || prefault == 0) return MR_ERR_INIT;
   int world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);

@@ -13,6 +13,15 @@ namespace {
 constexpr int tag_ctl = 1;
 constexpr int tag_hdr = 2;
 constexpr int tag_data = 3;
+
+// Receives the message of uint64 words that `st` (from a probe of `tag` on
+// `comm`) announced into `out`, sized to it.
+void recv_probed(const MPI_Status& st, int tag, MPI_Comm comm, std::vector<std::uint64_t>& out) {
+  int count = 0;
+  MPI_Get_count(&st, MPI_UINT64_T, &count);
+  out.resize(static_cast<std::size_t>(count));
+  MPI_Recv(out.data(), count, MPI_UINT64_T, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
+}
 }  // namespace
 
 struct MpiTransport::Impl {
@@ -57,20 +66,14 @@ int MpiTransport::try_recv_any(Message& out) {
   MPI_Status st;
   MPI_Iprobe(MPI_ANY_SOURCE, tag_ctl, impl_->ctl, &flag, &st);
   if (!flag) return -1;
-  int count = 0;
-  MPI_Get_count(&st, MPI_UINT64_T, &count);
-  out.resize(static_cast<std::size_t>(count));
-  MPI_Recv(out.data(), count, MPI_UINT64_T, st.MPI_SOURCE, tag_ctl, impl_->ctl, MPI_STATUS_IGNORE);
+  recv_probed(st, tag_ctl, impl_->ctl, out);
   return st.MPI_SOURCE;
 }
 
 void MpiTransport::recv_from(int peer, Message& out) {
   MPI_Status st;
   MPI_Probe(peer, tag_ctl, impl_->ctl, &st);
-  int count = 0;
-  MPI_Get_count(&st, MPI_UINT64_T, &count);
-  out.resize(static_cast<std::size_t>(count));
-  MPI_Recv(out.data(), count, MPI_UINT64_T, peer, tag_ctl, impl_->ctl, MPI_STATUS_IGNORE);
+  recv_probed(st, tag_ctl, impl_->ctl, out);
 }
 
 void MpiTransport::poll() {
@@ -95,10 +98,7 @@ void MpiTransport::send_header(int peer, std::span<const std::uint64_t> header) 
 void MpiTransport::recv_header(int peer, std::vector<std::uint64_t>& out) {
   MPI_Status st;
   MPI_Probe(peer, tag_hdr, impl_->workers, &st);
-  int count = 0;
-  MPI_Get_count(&st, MPI_UINT64_T, &count);
-  out.resize(static_cast<std::size_t>(count));
-  MPI_Recv(out.data(), count, MPI_UINT64_T, peer, tag_hdr, impl_->workers, MPI_STATUS_IGNORE);
+  recv_probed(st, tag_hdr, impl_->workers, out);
 }
 
 namespace {

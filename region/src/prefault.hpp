@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "local_regions.hpp"
@@ -41,17 +42,17 @@ class Prefaulter {
   Prefaulter(std::uint64_t gas_base, bool enabled) : base_(gas_base), enabled_(enabled) {}
 
   // Maps the pages of `extents` (inside the GAS) that this process has not
-  // mapped before. Returns the number of pages asked for.
-  std::uint64_t populate(const std::vector<Extent>& extents);
+  // mapped before.
+  void populate(const std::vector<Extent>& extents);
   // Records the pages of `extents` as mapped without a system call (pages
   // this process has written itself). A page recorded but not mapped is only
   // faulted on touch, as without prefaulting.
   void note_mapped(const std::vector<Extent>& extents);
 
-  bool enabled() const { return enabled_; }
-  const MappedPages& mapped() const { return mapped_; }
-
  private:
+  // The pages [first, end) of the GAS that `e` touches.
+  std::pair<std::uint64_t, std::uint64_t> pages(const Extent& e) const;
+
   std::uint64_t base_ = 0;
   bool enabled_ = false;
   MappedPages mapped_;
