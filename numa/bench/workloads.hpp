@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "xorshift.hpp"  // Rng
+
 namespace manyalloc::numa::bench {
 
 struct Result {
@@ -33,19 +35,6 @@ Result cache_thrash(const Params& p);  // active false sharing
 Result hera(const Params& p);          // alloc/realloc around 20 MiB, pages touched
 Result firsttouch(const Params& p);    // first-touch page-fault cost of recycled arrays
 Result alias4k(const Params& p);       // a[i] = b[i-1] over two large arrays
-
-// Deterministic per-thread random numbers (xorshift).
-struct Rng {
-  std::uint64_t s;
-  explicit Rng(std::uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 1) {}
-  std::uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
-};
 
 // Writes / checks a stamp at both ends of a block of n >= 1 bytes.
 inline void stamp(void* p, std::size_t n, std::uint8_t v) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "manyalloc/numa/numa.h"
+#include "xorshift.hpp"
 
 namespace {
 
@@ -107,17 +108,7 @@ bool known(void* p, std::size_t n, int t, const char* when) {
   return true;
 }
 
-struct Rng {
-  std::uint64_t s;
-  explicit Rng(std::uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 7) {}
-  std::uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
-};
+using manyalloc::numa::Rng;
 
 void worker(int t, int narrays, std::size_t lo, std::size_t hi,
             std::chrono::steady_clock::time_point deadline) {
