@@ -27,21 +27,9 @@ bool load(HwlocApi& a) {
   void* lib = dlopen("libhwloc.so.15", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) return false;
   // The handle is kept: the functions stay valid for the process's life.
-  return resolve(lib, a.topology_init, "hwloc_topology_init") &&
-         resolve(lib, a.topology_set_synthetic, "hwloc_topology_set_synthetic") &&
-         resolve(lib, a.topology_set_xml, "hwloc_topology_set_xml") &&
-         resolve(lib, a.topology_load, "hwloc_topology_load") &&
-         resolve(lib, a.topology_destroy, "hwloc_topology_destroy") &&
-         resolve(lib, a.topology_is_thissystem, "hwloc_topology_is_thissystem") &&
-         resolve(lib, a.get_type_depth, "hwloc_get_type_depth") &&
-         resolve(lib, a.get_nbobjs_by_depth, "hwloc_get_nbobjs_by_depth") &&
-         resolve(lib, a.get_obj_by_depth, "hwloc_get_obj_by_depth") &&
-         resolve(lib, a.bitmap_alloc, "hwloc_bitmap_alloc") &&
-         resolve(lib, a.bitmap_free, "hwloc_bitmap_free") &&
-         resolve(lib, a.bitmap_iszero, "hwloc_bitmap_iszero") &&
-         resolve(lib, a.bitmap_isincluded, "hwloc_bitmap_isincluded") &&
-         resolve(lib, a.get_cpubind, "hwloc_get_cpubind") &&
-         resolve(lib, a.set_area_membind, "hwloc_set_area_membind");
+#define MANYALLOC_NUMA_HWLOC_RESOLVE(f) && resolve(lib, a.f, "hwloc_" #f)
+  return true MANYALLOC_NUMA_HWLOC_FUNCTIONS(MANYALLOC_NUMA_HWLOC_RESOLVE);
+#undef MANYALLOC_NUMA_HWLOC_RESOLVE
 }
 
 }  // namespace

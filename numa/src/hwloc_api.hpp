@@ -11,22 +11,18 @@
 
 namespace manyalloc::numa {
 
+// Every function, by its name without the "hwloc_" prefix: X(name) for each.
+#define MANYALLOC_NUMA_HWLOC_FUNCTIONS(X)                                          \
+  X(topology_init) X(topology_set_synthetic) X(topology_set_xml) X(topology_load) \
+  X(topology_destroy) X(topology_is_thissystem) X(get_type_depth)                 \
+  X(get_nbobjs_by_depth) X(get_obj_by_depth) X(bitmap_alloc) X(bitmap_free)       \
+  X(bitmap_iszero) X(bitmap_isincluded) X(get_cpubind) X(set_area_membind)
+
+// HwlocApi::f is hwloc_f.
 struct HwlocApi {
-  decltype(&::hwloc_topology_init) topology_init;
-  decltype(&::hwloc_topology_set_synthetic) topology_set_synthetic;
-  decltype(&::hwloc_topology_set_xml) topology_set_xml;
-  decltype(&::hwloc_topology_load) topology_load;
-  decltype(&::hwloc_topology_destroy) topology_destroy;
-  decltype(&::hwloc_topology_is_thissystem) topology_is_thissystem;
-  decltype(&::hwloc_get_type_depth) get_type_depth;
-  decltype(&::hwloc_get_nbobjs_by_depth) get_nbobjs_by_depth;
-  decltype(&::hwloc_get_obj_by_depth) get_obj_by_depth;
-  decltype(&::hwloc_bitmap_alloc) bitmap_alloc;
-  decltype(&::hwloc_bitmap_free) bitmap_free;
-  decltype(&::hwloc_bitmap_iszero) bitmap_iszero;
-  decltype(&::hwloc_bitmap_isincluded) bitmap_isincluded;
-  decltype(&::hwloc_get_cpubind) get_cpubind;
-  decltype(&::hwloc_set_area_membind) set_area_membind;
+#define MANYALLOC_NUMA_HWLOC_FIELD(f) decltype(&::hwloc_##f) f;
+  MANYALLOC_NUMA_HWLOC_FUNCTIONS(MANYALLOC_NUMA_HWLOC_FIELD)
+#undef MANYALLOC_NUMA_HWLOC_FIELD
 };
 
 // Loads libhwloc and resolves every function once (thread-safe; may
