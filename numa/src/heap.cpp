@@ -295,6 +295,7 @@ void heap_init(Heap& h, Context& c, Source& s) {
 
 void heap_set_cache(Heap& h, bool on) {
   h.cache_on = on;
+  h.rfq_poll = 1;  // the next allocation from a run merges the RFQ
   for (unsigned c = 0; c < kNumClasses; ++c) {
     h.cache[c].cap = on ? cache_capacity(c) : 0;
     if (h.cache[c].count.load(std::memory_order_relaxed) > h.cache[c].cap) heap_cache_flush(h, c, false);

@@ -109,6 +109,9 @@ inline void* run_pop(Heap& h, Run& r) {
 void heap_cache_flush(Heap& h, unsigned cls, bool half);
 void heap_cache_flush_all(Heap& h);
 
+// Allocations from runs between two merges of the RFQ.
+inline std::uint8_t rfq_poll_every(const Heap& h) { return h.cache_on ? kRfqPollEvery : 1; }
+
 // Allocation from the bin's current run (the free cache is empty).
 inline void* heap_alloc_run(Heap& h, unsigned cls) {
   // Remote frees are merged every kRfqPollEvery-th allocation from a run
@@ -119,9 +122,10 @@ inline void* heap_alloc_run(Heap& h, unsigned cls) {
   // took 1.65x, every 8th 1.4x, every 255th 1.05-1.2x (0.5-0.75x before the
   // idle-page bound of heap.cpp), while larson's peak RSS was 1.19-1.20x
   // glibc's at every interval. In check mode (no cache) it is every
-  // operation, so that a double free across threads is reported at once.
-  if (--h.rfq_poll == 0 || !h.cache_on) [[unlikely]] {
-    h.rfq_poll = kRfqPollEvery;
+  // operation, so that a double free across threads is reported at once
+  // (rfq_poll_every, heap_set_cache).
+  if (--h.rfq_poll == 0) [[unlikely]] {
+    h.rfq_poll = rfq_poll_every(h);
     if (!h.rfq.maybe_empty()) heap_flush_remote(h);
   }
   Run* r = h.bins[cls].current;

@@ -67,12 +67,10 @@ SmallSegment* source_take_small(Context& c, Source& s) {
     if (s.small_cache != nullptr) {
       seg = static_cast<SmallSegment*>(s.small_cache);
       unlink(s.small_cache, seg);
-      --s.small_count;
-      s.cached_bytes -= kSegment;
+      s.cached_bytes.fetch_sub(kSegment, std::memory_order_relaxed);
     }
   }
   if (seg != nullptr) {
-    s.cached_bytes_stat.fetch_sub(kSegment, std::memory_order_relaxed);
     s.reuses.fetch_add(1, std::memory_order_relaxed);
     return seg;
   }
@@ -92,11 +90,9 @@ void source_give_small(Context& c, SmallSegment* seg) {
   seg->used_pages.store(0, std::memory_order_relaxed);
   {
     SpinGuard g(s.lock);
-    if (s.cached_bytes + kSegment <= c.opts.cache_max) {
+    if (s.cached_bytes.load(std::memory_order_relaxed) + kSegment <= c.opts.cache_max) {
       push(s.small_cache, seg);
-      ++s.small_count;
-      s.cached_bytes += kSegment;
-      s.cached_bytes_stat.fetch_add(kSegment, std::memory_order_relaxed);
+      s.cached_bytes.fetch_add(kSegment, std::memory_order_relaxed);
       return;
     }
   }
@@ -123,8 +119,7 @@ LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
     if (seg != nullptr) {
       unlink(s.large_cache, seg);
       --s.large_count;
-      s.cached_bytes -= seg->bytes;
-      s.cached_bytes_stat.fetch_sub(seg->bytes, std::memory_order_relaxed);
+      s.cached_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
     }
   }
   if (seg != nullptr) {
@@ -155,11 +150,11 @@ void source_give_large(Context& c, LargeSegment* seg) {
   Source& s = *seg->source;
   {
     SpinGuard g(s.lock);
-    if (s.cached_bytes + seg->bytes <= c.opts.cache_max && s.large_count < kMaxCachedLarge) {
+    if (s.cached_bytes.load(std::memory_order_relaxed) + seg->bytes <= c.opts.cache_max &&
+        s.large_count < kMaxCachedLarge) {
       push(s.large_cache, seg);
       ++s.large_count;
-      s.cached_bytes += seg->bytes;
-      s.cached_bytes_stat.fetch_add(seg->bytes, std::memory_order_relaxed);
+      s.cached_bytes.fetch_add(seg->bytes, std::memory_order_relaxed);
       return;
     }
   }
@@ -229,9 +224,8 @@ void source_release_cache(Context& c, Source& s) {
     list[0] = s.small_cache;
     list[1] = s.large_cache;
     s.small_cache = s.large_cache = nullptr;
-    s.small_count = s.large_count = 0;
-    s.cached_bytes_stat.fetch_sub(s.cached_bytes, std::memory_order_relaxed);
-    s.cached_bytes = 0;
+    s.large_count = 0;
+    s.cached_bytes.store(0, std::memory_order_relaxed);
   }
   for (Segment* head : list) {
     while (head != nullptr) {

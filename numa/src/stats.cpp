@@ -22,7 +22,7 @@ void stats_gather(Context& c, manyalloc_numa_stats& out) noexcept {
     manyalloc_numa_source_stats& o = out.sources[i];
     o.node = s.node;
     o.mapped_bytes = s.mapped_bytes.load(rl);
-    o.cached_bytes = s.cached_bytes_stat.load(rl);
+    o.cached_bytes = s.cached_bytes.load(rl);
     o.large_in_use_bytes = s.large_in_use_bytes.load(rl);
     o.os_maps = s.os_maps.load(rl);
     o.os_unmaps = s.os_unmaps.load(rl);

@@ -180,8 +180,10 @@ struct FreeCache {
 // larger than 2 MB, acts as a cache"). One common source (index 0) for
 // threads that are not bound to a node and one per NUMA node ("memory sources
 // with confidence levels"); sources never exchange memory with each other.
-// Invariants: the cache lists and cached_bytes change only under `lock`;
-// cached_bytes == kSegment * small_count + sum of cached large segments'
+// Invariants: the cache lists, large_count and cached_bytes change only
+// under `lock` (cached_bytes is atomic so that statistics read it without
+// the lock); large_count is the length of large_cache; cached_bytes ==
+// kSegment * (length of small_cache) + sum of cached large segments'
 // bytes <= the cache limit of the options (0 in the lowmem profile); every
 // cached descriptor stays registered (a stale free finds a segment that is
 // not in use and is reported). The lock is never held across a call that can
@@ -190,13 +192,11 @@ struct Source {
   SpinLock lock;
   std::int32_t node = 0;  // context_setup: -1 for the common source, else the node
   Segment* small_cache = nullptr;
-  std::size_t small_count = 0;
   Segment* large_cache = nullptr;  // LargeSegment descriptors
   std::size_t large_count = 0;
-  std::size_t cached_bytes = 0;
+  std::atomic<std::uint64_t> cached_bytes{0};
   // Statistics, updated with relaxed atomics.
   std::atomic<std::uint64_t> mapped_bytes{0};
-  std::atomic<std::uint64_t> cached_bytes_stat{0};
   std::atomic<std::uint64_t> large_in_use_bytes{0};
   std::atomic<std::uint64_t> os_maps{0};
   std::atomic<std::uint64_t> os_unmaps{0};

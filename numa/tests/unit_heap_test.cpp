@@ -59,7 +59,7 @@ TEST(Heap, EveryClassGivesDisjointAlignedChunks) {
   EXPECT_EQ(f.c->misuses.load(), 0u);
   // Everything free: only the current runs of classes below 16 KiB (runs of
   // at most 128 KiB) and one spare segment are kept; the rest is cached.
-  EXPECT_LE(f.c->common().mapped_bytes.load() - f.c->common().cached_bytes_stat.load(),
+  EXPECT_LE(f.c->common().mapped_bytes.load() - f.c->common().cached_bytes.load(),
             4 * kSegment);
 }
 

@@ -28,12 +28,12 @@ TEST(Source, SmallSegmentsAreAlignedRegisteredAndRecycled) {
   EXPECT_EQ(s.mapped_bytes.load(), kSegment);
   std::uint8_t* base = a->base;
   source_give_small(*c, a);
-  EXPECT_EQ(s.cached_bytes_stat.load(), kSegment);
+  EXPECT_EQ(s.cached_bytes.load(), kSegment);
   EXPECT_EQ(c->registry.lookup(base), a);  // cached segments stay registered
   SmallSegment* b = source_take_small(*c, s);
   EXPECT_EQ(b, a);
   EXPECT_EQ(s.reuses.load(), 1u);
-  EXPECT_EQ(s.cached_bytes_stat.load(), 0u);
+  EXPECT_EQ(s.cached_bytes.load(), 0u);
   source_give_small(*c, b);
   source_release_cache(*c, s);
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
@@ -47,7 +47,7 @@ TEST(Source, LowmemReturnsSegmentsAtOnce) {
   ASSERT_NE(a, nullptr);
   source_give_small(*c, a);
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
-  EXPECT_EQ(s.cached_bytes_stat.load(), 0u);
+  EXPECT_EQ(s.cached_bytes.load(), 0u);
   LargeSegment* l = source_take_large(*c, s, 5 * kSegment);
   ASSERT_NE(l, nullptr);
   source_give_large(*c, l);
