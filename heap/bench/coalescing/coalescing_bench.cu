@@ -575,6 +575,18 @@ void with_handle(const Device& device, std::size_t heap_bytes, F&& f) {
   }
 }
 
+// Calls f(std::type_identity<H>{}, name) for CUDA's malloc alone and under
+// every coalescing policy (the paper's baseline and its variants).
+template <class F>
+void for_each_device_malloc_variant(F&& f) {
+  f(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
+  f(std::type_identity<Device<DP::DynamicWarp>>{}, "DeviceMalloc+DynamicWarp");
+  f(std::type_identity<Device<DP::WarpHeader>>{}, "DeviceMalloc+WarpHeader");
+  f(std::type_identity<Device<DP::WarpNoHeader>>{}, "DeviceMalloc+WarpNoHeader");
+  f(std::type_identity<Device<DP::BlockHeader>>{}, "DeviceMalloc+BlockHeader");
+  f(std::type_identity<Device<DP::BlockNoHeader>>{}, "DeviceMalloc+BlockNoHeader");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -639,12 +651,7 @@ int main(int argc, char** argv) {
       with_handle<typename decltype(tag)::type>(device, big_heap,
                                                 [&](const auto& h) { unit_sweep(name, h, o.small_threads, few_n, o); });
     };
-    bounded(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
-    bounded(std::type_identity<Device<DP::DynamicWarp>>{}, "DeviceMalloc+DynamicWarp");
-    bounded(std::type_identity<Device<DP::WarpHeader>>{}, "DeviceMalloc+WarpHeader");
-    bounded(std::type_identity<Device<DP::WarpNoHeader>>{}, "DeviceMalloc+WarpNoHeader");
-    bounded(std::type_identity<Device<DP::BlockHeader>>{}, "DeviceMalloc+BlockHeader");
-    bounded(std::type_identity<Device<DP::BlockNoHeader>>{}, "DeviceMalloc+BlockNoHeader");
+    for_each_device_malloc_variant(bounded);
     bounded(std::type_identity<ScatterBig<DP::NoOp>>{}, "Scatter+NoOp");
     bounded(std::type_identity<ScatterBig<DP::DynamicWarp>>{}, "Scatter+DynamicWarp");
     bounded(std::type_identity<ScatterBig<DP::WarpHeader>>{}, "Scatter+WarpHeader");
@@ -666,12 +673,7 @@ int main(int argc, char** argv) {
       with_handle<typename decltype(tag)::type>(device, big_heap,
                                                 [&](const auto& h) { alltoall(name, h, ranks, o); });
     };
-    a2a(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
-    a2a(std::type_identity<Device<DP::DynamicWarp>>{}, "DeviceMalloc+DynamicWarp");
-    a2a(std::type_identity<Device<DP::WarpHeader>>{}, "DeviceMalloc+WarpHeader");
-    a2a(std::type_identity<Device<DP::WarpNoHeader>>{}, "DeviceMalloc+WarpNoHeader");
-    a2a(std::type_identity<Device<DP::BlockHeader>>{}, "DeviceMalloc+BlockHeader");
-    a2a(std::type_identity<Device<DP::BlockNoHeader>>{}, "DeviceMalloc+BlockNoHeader");
+    for_each_device_malloc_variant(a2a);
     a2a(std::type_identity<Scatter4K<DP::NoOp>>{}, "Scatter+NoOp");
     a2a(std::type_identity<Scatter4K<DP::XMallocSIMD<4096>>>{}, "Scatter+XMallocSIMD");
     a2a(std::type_identity<Scatter4K<DP::DynamicWarp>>{}, "Scatter+DynamicWarp");
