@@ -77,9 +77,8 @@ std::size_t usable_of(Context& c, void* p, const char* where, Segment** out = nu
     return 0;
   }
   if (s->kind == SegKind::small) {
-    std::uint32_t idx;
-    Run* r = small_chunk_of(c, *static_cast<SmallSegment*>(s), p, &idx, where);
-    return r ? r->chunk_size : 0;
+    const ChunkRef ch = small_chunk_of(c, *static_cast<SmallSegment*>(s), p, where);
+    return ch.run ? class_size(ch.cls) : 0;
   }
   auto* l = static_cast<LargeSegment*>(s);
   if (!large_is_start(*l, p)) {

@@ -1,4 +1,5 @@
-// Per-thread local heaps: runs, bins, segments, remote frees (heap.hpp).
+// Per-thread local heaps: runs, bins, segments, purge (heap.hpp); remote
+// frees are in remote_free.cpp.
 #include "heap.hpp"
 
 #include <bit>
@@ -311,30 +312,30 @@ std::uint64_t heap_small_in_use(const Heap& h) {
 }
 
 void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
-  std::uint32_t idx;
-  Run* r = small_chunk_of(c, seg, p, &idx, "free");
-  if (r == nullptr) return;
+  const ChunkRef ch = small_chunk_of(c, seg, p, "free");
+  if (ch.run == nullptr) return;
   if (self == nullptr || seg.heap.load(std::memory_order_relaxed) != self) {
-    heap_free_remote(c, *r, idx);
+    if (self != nullptr && self->cache_on) heap_free_remote_batched(*self, ch);
+    else heap_free_remote(c, *ch.run, ch.idx);
     return;
   }
-  FreeCache& fc = self->cache[r->cls];
+  FreeCache& fc = self->cache[ch.cls];
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
-  if (n != 0 && self->cache_items[r->cls][n - 1] == p) {
+  if (n != 0 && self->cache_items[ch.cls][n - 1] == p) {
     misuse(c, "free", Misuse::double_free, p);  // the most common double free
     return;
   }
   if (fc.cap != 0) {
     // The cache is full: its older half goes back to the runs.
-    heap_cache_flush(*self, r->cls, true);
+    heap_cache_flush(*self, ch.cls, true);
     heap_maybe_purge(*self);
     const std::uint32_t k = fc.count.load(std::memory_order_relaxed);
-    self->cache_items[r->cls][k] = p;
+    self->cache_items[ch.cls][k] = p;
     fc.count.store(k + 1, std::memory_order_relaxed);
     return;
   }
   if (!self->cache_on && !self->rfq.maybe_empty()) heap_flush_remote(*self);
-  heap_free_local(*self, *r, idx);
+  heap_free_local(*self, *ch.run, ch.idx);
   heap_maybe_purge(*self);
 }
 
@@ -383,14 +384,29 @@ void heap_cache_flush(Heap& h, unsigned cls, bool half) {
   const std::uint32_t count = fc.count.load(std::memory_order_relaxed);
   const std::uint32_t n = half ? (count + 1) / 2 : count;
   if (n == 0) return;
-  // The oldest entries (bottom of the stack) go back to their runs.
+  // The oldest entries (bottom of the stack) go back to their runs. The
+  // free fast path only checked that p's page belonged to a run of class
+  // cls of this heap (heap.hpp). A pointer that was not a chunk start
+  // holds no chunk, so its run, even its segment, may have been released
+  // and reused since: p must still lie in a small segment of this heap and
+  // be a chunk start of a run of cls (same class, same chunk grid: runs of
+  // a class start at multiples of their size), and its bit must be clear
+  // (heap_free_local reports a double free that reached the cache).
   for (std::uint32_t k = 0; k < n; ++k) {
     void* p = items[k];
-    auto& seg = *static_cast<SmallSegment*>(h.ctx->registry.lookup(p));
-    std::uint32_t idx;
-    Run* r = small_chunk_of(*h.ctx, seg, p, &idx, "free");
-    if (r == nullptr) continue;
-    heap_free_local(h, *r, idx);  // detects a double free that reached the cache
+    Segment* s = h.ctx->registry.lookup(p);
+    if (s == nullptr || s->kind != SegKind::small ||
+        static_cast<SmallSegment*>(s)->heap.load(std::memory_order_relaxed) != &h) [[unlikely]] {
+      misuse(*h.ctx, "free", Misuse::not_a_chunk_start, p);
+      continue;
+    }
+    const ChunkRef ch = small_chunk_of(*h.ctx, *static_cast<SmallSegment*>(s), p, "free");
+    if (ch.run == nullptr) continue;
+    if (ch.cls != cls) [[unlikely]] {
+      misuse(*h.ctx, "free", Misuse::not_a_chunk_start, p);
+      continue;
+    }
+    heap_free_local(h, *ch.run, ch.idx);
   }
   for (std::uint32_t k = n; k < count; ++k) items[k - n] = items[k];
   fc.count.store(count - n, std::memory_order_relaxed);
@@ -401,6 +417,7 @@ void heap_cache_flush_all(Heap& h) {
 }
 
 void* heap_alloc_slow(Heap& h, unsigned cls) {
+  heap_remote_batch_flush(h);
   if (!h.rfq.maybe_empty()) heap_flush_remote(h);
   heap_maybe_purge(h);
   Bin& bin = h.bins[cls];
@@ -454,72 +471,8 @@ void heap_after_free(Heap& h, Run& r) {
   }
 }
 
-void heap_free_remote(Context& c, Run& r, std::uint32_t idx) {
-  const std::uint32_t w = idx >> 6;
-  const std::uint64_t bit = std::uint64_t{1} << (idx & 63);
-  // seq_cst pairs with the owner's flush (see heap_flush_remote).
-  const std::uint64_t old = r.remote_bits[w].fetch_or(bit, std::memory_order_seq_cst);
-  if (old & bit) [[unlikely]] {
-    misuse(c, "free", Misuse::double_free, r.base + static_cast<std::size_t>(idx) * r.chunk_size);
-    return;
-  }
-  // The first pending bit of a word marks the word, so that the owner only
-  // drains marked words. If the word was not empty, it is marked already or
-  // the owner's drain of the word (after it cleared the marks) is still to
-  // come and will see our bit.
-  if (old == 0) r.remote_words.fetch_or(std::uint64_t{1} << w, std::memory_order_seq_cst);
-  // Already queued: nothing to do. A seq_cst load that still sees 1 comes
-  // before the owner's reset of `queued` and therefore before its drain,
-  // which then sees our bit (see heap_flush_remote).
-  if (r.queued.load(std::memory_order_seq_cst) == 0 &&
-      r.queued.exchange(1, std::memory_order_seq_cst) == 0) {
-    Heap* owner = r.seg->heap.load(std::memory_order_relaxed);
-    owner->rfq.push(&r);
-  }
-}
-
-void heap_flush_remote(Heap& h) {
-  Run* list = h.rfq.take_all();
-  std::uint64_t merged_total = 0, bytes = 0;
-  while (list != nullptr) {
-    Run& r = *list;
-    list = r.qnext;
-    // Clear `queued` before draining: a remote free whose bit we miss below
-    // then sees queued == 0 and queues the run again. With seq_cst on both
-    // sides, "drain missed the bit" implies "its queued.exchange saw 0".
-    r.queued.store(0, std::memory_order_seq_cst);
-    std::uint32_t merged = 0;
-    for (std::uint64_t words = r.remote_words.exchange(0, std::memory_order_seq_cst); words != 0;
-         words &= words - 1) {
-      const unsigned w = static_cast<unsigned>(std::countr_zero(words));
-      std::uint64_t bits = r.remote_bits[w].exchange(0, std::memory_order_seq_cst);
-      if (const std::uint64_t dup = bits & r.free_bits[w]) [[unlikely]] {
-        misuse(*h.ctx, "free", Misuse::double_free,
-               r.base + (static_cast<std::size_t>(w) * 64 + std::countr_zero(dup)) * r.chunk_size);
-        bits &= ~dup;
-      }
-      if (bits == 0) continue;
-      r.free_bits[w] |= bits;
-      if (w < r.cursor) r.cursor = w;
-      r.dirty = 1;
-      merged += static_cast<std::uint32_t>(std::popcount(bits));
-    }
-    if (merged == 0) continue;
-    r.free_count += merged;
-    merged_total += merged;
-    bytes += static_cast<std::uint64_t>(merged) * r.chunk_size;
-    h.purge_credit += static_cast<std::uint64_t>(merged) * r.chunk_size;
-    if (r.state == RunState::full || r.free_count == r.nchunks) heap_after_free(h, r);
-  }
-  if (merged_total) {
-    h.remote_frees.store(h.remote_frees.load(std::memory_order_relaxed) + merged_total,
-                         std::memory_order_relaxed);
-    h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) - bytes,
-                         std::memory_order_relaxed);
-  }
-}
-
 void heap_abandon(Heap& h) {
+  heap_remote_batch_flush(h);
   heap_cache_flush_all(h);
   heap_flush_remote(h);
   for (Bin& bin : h.bins) {
@@ -540,6 +493,7 @@ void heap_abandon(Heap& h) {
 }
 
 void heap_trim(Heap& h) {
+  heap_remote_batch_flush(h);
   heap_cache_flush_all(h);
   heap_flush_remote(h);
   release_empty_segments(h, 0);

@@ -165,14 +165,31 @@ struct Bin {
 // chunks, so memory never moves between heaps or NUMA sources through it).
 // `cap` is the class's capacity (size_class.hpp, cache_capacity), 0 in the
 // check mode, where every free goes to the bitmap and is verified at once.
-// Invariants: count <= kCacheMax; each cached pointer is the start of a chunk
-// whose bitmap bit is 0 (allocated from the run's point of view). `count` is
+// Invariants: count <= kCacheMax; each cached pointer is 16-byte aligned and
+// lay, when it was pushed, in a page of a run of this class of this heap.
+// When the program frees correctly it is the start of a chunk whose bitmap
+// bit is 0 (allocated from the run's point of view); anything else (a double
+// free, a pointer inside a chunk) is refused when the cache is written back
+// (heap_cache_flush), which checks the pointer again in full. `count` is
 // written by the owner only; it is atomic so that statistics can read it.
 // The stacks themselves are Heap::cache_items[cls][0 .. count) (a separate
 // array with a power-of-two stride: fewer instructions on the fast paths).
 struct FreeCache {
   std::atomic<std::uint32_t> count;
   std::uint32_t cap;
+};
+
+// Remote frees that the owner of a heap (the freeing thread) has gathered
+// for one bitmap word of one run of another heap and not yet published
+// (remote_free.cpp). Invariants: run == nullptr iff bits == 0; the bits are
+// chunks of `run` that are allocated from its owner's point of view, so the
+// run is not released while they wait; a batch waits at most until the
+// freeing thread frees a chunk of another word of that class, takes an
+// allocation slow path, trims or exits.
+struct RemoteBatch {
+  Run* run = nullptr;
+  std::uint32_t word = 0;
+  std::uint64_t bits = 0;
 };
 
 // A memory source: trades segments with the OS and caches them (slides:
@@ -241,6 +258,12 @@ struct alignas(64) Heap {
   // run bitmaps since the last purge, and the amount that triggers the next.
   std::uint64_t purge_credit = 0;
   std::uint64_t purge_at = 0;
+  // Frees of other heaps' chunks waiting to be published, per class
+  // (RemoteBatch); bit c of remote_batch_classes is 1 iff remote_batch[c]
+  // holds a batch.
+  std::uint64_t remote_batch_classes = 0;
+  static_assert(kNumClasses <= 64, "remote_batch_classes has one bit per class");
+  RemoteBatch remote_batch[kNumClasses];
   std::atomic<bool> orphan{false};
   Heap* all_next = nullptr;     // list of every heap (under Context::heaps_lock)
   Heap* orphan_next = nullptr;  // orphan list (under Context::heaps_lock)

@@ -138,16 +138,51 @@ TEST(Heap, SegmentMapFailureGivesNull) {
 }
 
 TEST(Heap, LocalDoubleFreeAndInteriorPointerAreReportedNotApplied) {
+  for (const bool cache : {false, true}) {
+    SCOPED_TRACE(cache ? "free cache on" : "free cache off (check mode)");
+    HeapFixture f;
+    heap_set_cache(*f.h, cache);
+    const unsigned cls = size_to_class(64);
+    auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+    auto* q = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+    f.free(p, f.h);
+    f.free(p, f.h);       // double free
+    f.free(q + 8, f.h);   // not a chunk start, misaligned: refused by the fast path
+    f.free(q + 16, f.h);  // not a chunk start, 16-byte aligned
+    // Without the cache every misuse is found at once; with it, the aligned
+    // ones when the cache is written back (heap.hpp, heap_free_cached).
+    EXPECT_EQ(f.c->misuses.load(), cache ? 1u : 3u);
+    heap_cache_flush_all(*f.h);
+    EXPECT_EQ(f.c->misuses.load(), 3u);
+    // p is handed out once again, q is still allocated.
+    EXPECT_EQ(heap_alloc(*f.h, cls), p);
+    EXPECT_NE(heap_alloc(*f.h, cls), q);
+  }
+}
+
+// The free fast path caches a pointer after looking only at its page
+// (heap.hpp); writing the cache back must refuse whatever is no chunk of
+// that class of this heap any more, and change nothing for it.
+TEST(Heap, CacheWriteBackRefusesPointersThatAreNoChunkOfTheClass) {
   HeapFixture f;
-  auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, size_to_class(64)));
-  auto* q = static_cast<std::uint8_t*>(heap_alloc(*f.h, size_to_class(64)));
-  f.free(p, f.h);
-  f.free(p, f.h);       // double free
-  f.free(q + 8, f.h);   // not a chunk start
-  EXPECT_EQ(f.c->misuses.load(), 2u);
-  // p is handed out once again, q is still allocated.
-  EXPECT_EQ(heap_alloc(*f.h, size_to_class(64)), p);
-  EXPECT_NE(heap_alloc(*f.h, size_to_class(64)), q);
+  Heap* other = heap_acquire(*f.c, f.c->common());
+  ASSERT_NE(other, f.h);
+  const unsigned a = size_to_class(64), b = size_to_class(96);
+  void* of_b = heap_alloc(*f.h, b);              // a live chunk of another class
+  void* of_other = heap_alloc(*other, a);        // a chunk of another heap
+  alignas(16) static std::uint8_t not_ours[64];  // no segment at all
+  const std::uint64_t in_use = heap_small_in_use(*f.h);
+  for (void* bad : {of_b, of_other, static_cast<void*>(not_ours)}) {
+    const std::uint32_t n = f.h->cache[a].count.load();
+    f.h->cache_items[a][n] = bad;
+    f.h->cache[a].count.store(n + 1);
+  }
+  heap_cache_flush_all(*f.h);
+  EXPECT_EQ(f.c->misuses.load(), 3u);
+  EXPECT_EQ(f.h->cache[a].count.load(), 0u);
+  EXPECT_EQ(heap_small_in_use(*f.h), in_use);  // no bit was set for them
+  for (int i = 0; i < 100; ++i) ASSERT_NE(heap_alloc(*f.h, b), of_b);
+  for (int i = 0; i < 100; ++i) ASSERT_NE(heap_alloc(*other, a), of_other);
 }
 
 TEST(Heap, RemoteFreesAreQueuedAndMergedByTheOwner) {
@@ -181,6 +216,51 @@ TEST(Heap, RemoteFreesAreQueuedAndMergedByTheOwner) {
   t3.join();
   heap_flush_remote(*f.h);
   heap_cache_flush_all(*f.h);  // q was in the free cache: found when written back
+  EXPECT_EQ(f.c->misuses.load(), 2u);
+}
+
+// A thread with a heap gathers its frees of another heap's chunks per class
+// and bitmap word (remote_free.cpp) and publishes them at its next
+// allocation slow path, trim or exit.
+TEST(Heap, BatchedRemoteFreesArePublishedLaterAndCheckedForDoubles) {
+  HeapFixture f;
+  Heap* other = heap_acquire(*f.c, f.c->common());
+  const unsigned a = size_to_class(48), b = size_to_class(200);
+  std::vector<void*> v;
+  for (int i = 0; i < 300; ++i) v.push_back(heap_alloc(*f.h, i % 3 == 0 ? b : a));
+  const std::uint64_t in_use = heap_small_in_use(*f.h);
+  for (void* p : v) f.free(p, other);
+  // Only the batches that were replaced by one of a later word are out.
+  EXPECT_NE(other->remote_batch_classes, 0u);
+  heap_flush_remote(*f.h);
+  EXPECT_LT(heap_small_in_use(*f.h), in_use);
+  EXPECT_GT(heap_small_in_use(*f.h), 0u);
+  heap_remote_batch_flush(*other);
+  EXPECT_EQ(other->remote_batch_classes, 0u);
+  heap_flush_remote(*f.h);
+  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+  EXPECT_EQ(f.h->remote_frees.load(), 300u);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+  // A double free inside one batch is found at once, one across batches
+  // when the second batch is published.
+  void* p = heap_alloc(*f.h, a);
+  void* q = heap_alloc(*f.h, b);
+  f.free(p, other);
+  f.free(p, other);
+  EXPECT_EQ(f.c->misuses.load(), 1u);
+  f.free(q, other);
+  heap_remote_batch_flush(*other);
+  f.free(q, other);
+  heap_remote_batch_flush(*other);
+  EXPECT_EQ(f.c->misuses.load(), 2u);
+  heap_flush_remote(*f.h);
+  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+  // Thread exit publishes too.
+  void* r = heap_alloc(*f.h, a);
+  f.free(r, other);
+  heap_abandon(*other);
+  heap_flush_remote(*f.h);
+  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
   EXPECT_EQ(f.c->misuses.load(), 2u);
 }
 

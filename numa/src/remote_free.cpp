@@ -1,0 +1,121 @@
+// Remote frees (slides: "remote free without locks: the chunk goes into its
+// owner's atomic queue, flushed at the owner's next memory operation").
+//
+// A thread that frees another heap's chunk sets the chunk's bit in the run's
+// remote bitmap and queues the run (not the chunk) in the owner's remote
+// free queue (RFQ) if it is not queued yet; the owner merges the queued runs'
+// remote bits into their free bitmaps (heap_flush_remote). With the free
+// cache on, the freeing thread first gathers, per size class, the frees of
+// one bitmap word of one run and publishes them together (RemoteBatch,
+// types.hpp): a producer hands out consecutive chunks of a class, so a
+// consumer's frees arrive word by word and one atomic OR then covers up to
+// 64 frees instead of one each.
+#include <bit>
+
+#include "heap.hpp"
+
+namespace manyalloc::numa {
+
+namespace {
+
+// Publishes the frees `bits` (non-zero) of word w of run r.
+void publish(Context& c, Run& r, std::uint32_t w, std::uint64_t bits) {
+  // seq_cst pairs with the owner's flush (see heap_flush_remote).
+  const std::uint64_t old = r.remote_bits[w].fetch_or(bits, std::memory_order_seq_cst);
+  if (const std::uint64_t dup = old & bits) [[unlikely]] {
+    misuse(c, "free", Misuse::double_free,
+           r.base + (static_cast<std::size_t>(w) * 64 + std::countr_zero(dup)) * r.chunk_size);
+    if ((bits & ~dup) == 0) return;  // nothing new: the word is marked and queued already
+  }
+  // The first pending bit of a word marks the word, so that the owner only
+  // drains marked words. If the word was not empty, it is marked already or
+  // the owner's drain of the word (after it cleared the marks) is still to
+  // come and will see our bits.
+  if (old == 0) r.remote_words.fetch_or(std::uint64_t{1} << w, std::memory_order_seq_cst);
+  // Already queued: nothing to do. A seq_cst load that still sees 1 comes
+  // before the owner's reset of `queued` and therefore before its drain,
+  // which then sees our bits (see heap_flush_remote).
+  if (r.queued.load(std::memory_order_seq_cst) == 0 &&
+      r.queued.exchange(1, std::memory_order_seq_cst) == 0) {
+    Heap* owner = r.seg->heap.load(std::memory_order_relaxed);
+    owner->rfq.push(&r);
+  }
+}
+
+}  // namespace
+
+void heap_free_remote(Context& c, Run& r, std::uint32_t idx) {
+  publish(c, r, idx >> 6, std::uint64_t{1} << (idx & 63));
+}
+
+void heap_free_remote_batched(Heap& self, const ChunkRef& chunk) {
+  Run& r = *chunk.run;
+  const std::uint32_t w = chunk.idx >> 6;
+  const std::uint64_t bit = std::uint64_t{1} << (chunk.idx & 63);
+  RemoteBatch& b = self.remote_batch[chunk.cls];
+  if (b.run == &r && b.word == w) {
+    if (b.bits & bit) [[unlikely]] {
+      misuse(*self.ctx, "free", Misuse::double_free,
+             r.base + static_cast<std::size_t>(chunk.idx) * class_size(chunk.cls));
+      return;
+    }
+    b.bits |= bit;
+    return;
+  }
+  if (b.run != nullptr) publish(*self.ctx, *b.run, b.word, b.bits);
+  b = RemoteBatch{&r, w, bit};
+  self.remote_batch_classes |= std::uint64_t{1} << chunk.cls;
+}
+
+void heap_remote_batch_flush(Heap& self) {
+  for (std::uint64_t m = self.remote_batch_classes; m != 0; m &= m - 1) {
+    RemoteBatch& b = self.remote_batch[std::countr_zero(m)];
+    publish(*self.ctx, *b.run, b.word, b.bits);
+    b = RemoteBatch{};
+  }
+  self.remote_batch_classes = 0;
+}
+
+void heap_flush_remote(Heap& h) {
+  Run* list = h.rfq.take_all();
+  std::uint64_t merged_total = 0, bytes = 0;
+  while (list != nullptr) {
+    Run& r = *list;
+    list = r.qnext;
+    // Clear `queued` before draining: a remote free whose bit we miss below
+    // then sees queued == 0 and queues the run again. With seq_cst on both
+    // sides, "drain missed the bit" implies "its queued.exchange saw 0".
+    r.queued.store(0, std::memory_order_seq_cst);
+    std::uint32_t merged = 0;
+    for (std::uint64_t words = r.remote_words.exchange(0, std::memory_order_seq_cst); words != 0;
+         words &= words - 1) {
+      const unsigned w = static_cast<unsigned>(std::countr_zero(words));
+      std::uint64_t bits = r.remote_bits[w].exchange(0, std::memory_order_seq_cst);
+      if (const std::uint64_t dup = bits & r.free_bits[w]) [[unlikely]] {
+        misuse(*h.ctx, "free", Misuse::double_free,
+               r.base + (static_cast<std::size_t>(w) * 64 + std::countr_zero(dup)) * r.chunk_size);
+        bits &= ~dup;
+      }
+      if (bits == 0) continue;
+      r.free_bits[w] |= bits;
+      if (w < r.cursor) r.cursor = w;
+      r.dirty = 1;
+      merged += static_cast<std::uint32_t>(std::popcount(bits));
+    }
+    if (merged == 0) continue;
+    r.free_count += merged;
+    merged_total += merged;
+    bytes += static_cast<std::uint64_t>(merged) * r.chunk_size;
+    h.purge_credit += static_cast<std::uint64_t>(merged) * r.chunk_size;
+    if (r.state == RunState::full || r.free_count == r.nchunks) heap_after_free(h, r);
+  }
+  if (merged_total) {
+    h.remote_frees.store(h.remote_frees.load(std::memory_order_relaxed) + merged_total,
+                         std::memory_order_relaxed);
+    h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) - bytes,
+                         std::memory_order_relaxed);
+  }
+}
+
+
+}  // namespace manyalloc::numa
