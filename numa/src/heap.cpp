@@ -37,13 +37,13 @@ void seg_unlink(SmallSegment*& head, SmallSegment& s) {
   s.next = s.prev = nullptr;
 }
 
-constexpr std::uint32_t page_mask(unsigned npages, unsigned first) {
-  return (npages >= 32 ? 0xffffffffu : ((1u << npages) - 1u)) << first;
+constexpr PageMask page_mask(unsigned npages, unsigned first) {
+  return (npages >= kPagesPerSegment ? kAllPages : ((PageMask{1} << npages) - 1u)) << first;
 }
 
 unsigned keep_empty(const Heap& h) { return h.ctx->opts.profile == Profile::lowmem ? 0u : 1u; }
 
-// Idle pages: the 64 KiB pages of released runs stay resident, for new runs
+// Idle pages: the pages of released runs stay resident, for new runs
 // to reuse without page faults (run_new takes them first), up to a per-heap
 // allowance; a run released beyond it is decommitted at once. Without a
 // bound, every page a heap ever gave to a run stayed resident (larson-like
@@ -60,7 +60,7 @@ unsigned idle_limit(const Heap& h, bool low) {
   if (h.ctx->opts.profile == Profile::lowmem) return 0;
   const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);
   const std::uint64_t rel = low ? in_use / 8 : in_use / 4;
-  const std::uint64_t min = (low ? 2 : 8) * kPage;
+  const std::uint64_t min = (low ? 64 : 256) * std::uint64_t{1024};
   return static_cast<unsigned>((rel > min ? rel : min) / kPage);
 }
 unsigned idle_allowance(const Heap& h) {
@@ -72,7 +72,7 @@ unsigned idle_allowance(const Heap& h) {
 // trim): one madvise over the span of the idle pages (pages of live runs in
 // between are skipped range by range).
 void decommit_idle(Heap& h, SmallSegment& seg) {
-  std::uint32_t idle = seg.idle_pages;
+  PageMask idle = seg.idle_pages;
   h.idle_pages -= static_cast<unsigned>(std::popcount(idle));
   seg.idle_pages = 0;
   while (idle != 0) {
@@ -80,7 +80,7 @@ void decommit_idle(Heap& h, SmallSegment& seg) {
     const unsigned n = static_cast<unsigned>(std::countr_one(idle >> first));
     h.ctx->os->decommit(seg.base + static_cast<std::size_t>(first) * kPage,
                         static_cast<std::size_t>(n) * kPage);
-    idle &= n >= 32 ? 0u : ~(((1u << n) - 1u) << first);
+    idle &= ~page_mask(n, first);
   }
 }
 
@@ -119,9 +119,9 @@ Run* run_new(Heap& h, unsigned cls) {
   unsigned first = kPagesPerSegment;
   bool done = false;
   for (SmallSegment* s = h.avail; s != nullptr && !done; s = static_cast<SmallSegment*>(s->next)) {
-    const std::uint32_t used = s->used_pages.load(std::memory_order_relaxed);
+    const PageMask used = s->used_pages.load(std::memory_order_relaxed);
     for (unsigned p = 0; p < kPagesPerSegment; p += np) {
-      const std::uint32_t m = page_mask(np, p);
+      const PageMask m = page_mask(np, p);
       if ((used & m) != 0) continue;
       done = !want_idle || (s->idle_pages & m) == m;
       if (seg == nullptr || done) seg = s, first = p;
@@ -138,9 +138,9 @@ Run* run_new(Heap& h, unsigned cls) {
     ++h.empty_segments;
     first = 0;
   }
-  std::uint32_t used = seg->used_pages.load(std::memory_order_relaxed);
+  PageMask used = seg->used_pages.load(std::memory_order_relaxed);
   if (used == 0) --h.empty_segments;
-  const std::uint32_t mask = page_mask(np, first);
+  const PageMask mask = page_mask(np, first);
   if ((seg->idle_pages & mask) != mask && h.idle_decommitted) {
     // A run was decommitted and pages are needed again: allow more idle pages.
     const unsigned high = idle_limit(h, false), twice = 2 * idle_allowance(h);
@@ -155,7 +155,7 @@ Run* run_new(Heap& h, unsigned cls) {
     seg->page_info[p].store(page_info_of(cls, first), std::memory_order_relaxed);
   used |= mask;
   seg->used_pages.store(used, std::memory_order_relaxed);
-  if (used == 0xffffffffu) {
+  if (used == kAllPages) {
     seg_unlink(h.avail, *seg);
     seg_push(h.full, *seg);
     seg->in_full_list = true;
@@ -194,7 +194,7 @@ void run_release(Heap& h, Run& r) {
   }
   for (unsigned p = r.first_page; p < r.first_page + r.npages; ++p)
     seg.page_info[p].store(0, std::memory_order_relaxed);
-  const std::uint32_t used =
+  const PageMask used =
       seg.used_pages.load(std::memory_order_relaxed) & ~page_mask(r.npages, r.first_page);
   seg.used_pages.store(used, std::memory_order_relaxed);
   if (seg.in_full_list) {
@@ -216,7 +216,7 @@ void run_release(Heap& h, Run& r) {
 // pages cost a page fault when reused, and on a 2-core run a 1 MiB
 // threshold made the xmalloc-like workload 3x slower.
 constexpr std::uint64_t kLowmemPurgeMin = 256 * 1024;
-constexpr std::uint64_t kPurgeMin = 16 * 1024 * 1024;
+constexpr std::uint64_t kPurgeMin = 8 * 1024 * 1024;
 
 void set_purge_threshold(Heap& h) {
   const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);
@@ -345,7 +345,7 @@ void heap_purge(Heap& h, bool all) {
   std::size_t purged = 0;
   for (SmallSegment* list : {h.avail, h.full}) {
     for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
-      const std::uint32_t used = seg->used_pages.load(std::memory_order_relaxed);
+      const PageMask used = seg->used_pages.load(std::memory_order_relaxed);
       for (unsigned p = 0; p < kPagesPerSegment;) {
         if (!((used >> p) & 1u)) {
           ++p;

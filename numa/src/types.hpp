@@ -23,7 +23,7 @@
 //
 // Two kinds of segments:
 //  * small segments (exactly 2 MiB) are owned by one local heap and cut into
-//    32 pages of 64 KiB; a run is 1..32 aligned contiguous pages holding
+//    64 pages of 32 KiB; a run is 1..64 aligned contiguous pages holding
 //    chunks of one size class (size_class.hpp);
 //  * large segments hold one allocation above kMaxSmall, placed at a varied
 //    "colour" offset (large.hpp) so that big arrays do not all share the
@@ -132,10 +132,10 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // segment is handed to or taken from a source with idle_pages == 0.
 struct SmallSegment : Segment {
   std::atomic<Heap*> heap;
-  std::atomic<std::uint32_t> used_pages;
+  std::atomic<PageMask> used_pages;
   std::atomic<std::uint16_t> page_info[kPagesPerSegment];
   bool in_full_list;
-  std::uint32_t idle_pages;
+  PageMask idle_pages;
   Run runs[kPagesPerSegment];
 };
 
