@@ -228,24 +228,18 @@ MA_EXPORT int manyalloc_numa_owns(const void* p) noexcept {
   if (s == nullptr) return 0;
   if (s->kind == SegKind::large) return large_is_start(*static_cast<LargeSegment*>(s), p);
   auto& seg = *static_cast<SmallSegment*>(s);
-  if (seg.heap.load(std::memory_order_relaxed) == nullptr) return 0;
-  const std::size_t off = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - seg.base);
-  const unsigned page = static_cast<unsigned>(off >> kPageShift);
-  const std::uint16_t info = seg.page_info[page].load(std::memory_order_relaxed);
-  if (info == 0) return 0;
-  const Run& r = seg.runs[page_info_first(info)];
-  const std::size_t roff = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - r.base);
-  const std::uint32_t i = divide(roff, r.recip);
-  if (i >= r.nchunks || static_cast<std::size_t>(i) * r.chunk_size != roff) return 0;
+  const ChunkRef ch = find_chunk(seg, p);
+  if (ch.run == nullptr) return 0;
   // Only the owner can read the free bitmap; for other threads the answer
   // is "p is a chunk start in a live run".
   if (seg.heap.load(std::memory_order_relaxed) != t_heap) return 1;
-  const std::uint64_t bit = std::uint64_t{1} << (i & 63);
-  if ((r.free_bits[i >> 6] & bit) || (r.remote_bits[i >> 6].load(std::memory_order_relaxed) & bit))
-    return 0;
-  const FreeCache& fc = t_heap->cache[r.cls];
+  const Run& r = *ch.run;
+  const std::uint32_t w = ch.idx >> 6;
+  const std::uint64_t bit = std::uint64_t{1} << (ch.idx & 63);
+  if ((r.free_bits[w] & bit) || (r.remote_bits[w].load(std::memory_order_relaxed) & bit)) return 0;
+  const FreeCache& fc = t_heap->cache[ch.cls];
   for (std::uint32_t k = 0, n = fc.count.load(std::memory_order_relaxed); k < n; ++k)
-    if (t_heap->cache_items[r.cls][k] == p) return 0;
+    if (t_heap->cache_items[ch.cls][k] == p) return 0;
   return 1;
 }
 

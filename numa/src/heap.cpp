@@ -94,7 +94,6 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
   r.cls = static_cast<std::uint16_t>(cls);
   r.chunk_size = static_cast<std::uint32_t>(class_size(cls));
   r.nchunks = run_chunks(cls);
-  r.recip = reciprocal(r.chunk_size);
   for (std::uint32_t w = 0; w < r.nwords(); ++w) {
     const std::uint32_t left = r.nchunks - w * 64;
     r.free_bits[w] = left >= 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << left) - 1);
@@ -248,6 +247,7 @@ std::size_t purge_run(Heap& h, Run& r) {
   r.dirty = 0;
   const std::size_t s = r.chunk_size;
   const std::uint32_t n = r.nchunks;
+  const std::uint64_t recip = kClasses.info[r.cls].recip;
   std::uint32_t limit = (static_cast<std::uint32_t>(r.hw) + 1) * 64;
   if (limit > n) limit = n;
   std::size_t end = (static_cast<std::size_t>(limit) * s + kOsPage - 1) & ~(kOsPage - 1);
@@ -261,8 +261,8 @@ std::size_t purge_run(Heap& h, Run& r) {
     range = SIZE_MAX;
   };
   for (std::size_t q = 0; q < end; q += kOsPage) {
-    const std::uint32_t first = divide(q, r.recip);
-    std::uint32_t last = divide(q + kOsPage - 1, r.recip);
+    const std::uint32_t first = divide(q, recip);
+    std::uint32_t last = divide(q + kOsPage - 1, recip);
     if (last >= n) last = n - 1;
     const bool free = first >= n || all_free(r, first, last);
     if (free) {
@@ -397,14 +397,11 @@ void heap_cache_flush(Heap& h, unsigned cls, bool half) {
   for (std::uint32_t k = 0; k < n; ++k) {
     void* p = items[k];
     Segment* s = h.ctx->registry.lookup(p);
-    if (s == nullptr || s->kind != SegKind::small ||
-        static_cast<SmallSegment*>(s)->heap.load(std::memory_order_relaxed) != &h) [[unlikely]] {
-      misuse(*h.ctx, "free", Misuse::not_a_chunk_start, p);
-      continue;
-    }
-    const ChunkRef ch = small_chunk_of(*h.ctx, *static_cast<SmallSegment*>(s), p, "free");
-    if (ch.run == nullptr) continue;
-    if (ch.cls != cls) [[unlikely]] {
+    ChunkRef ch{nullptr, 0, 0};
+    if (s != nullptr && s->kind == SegKind::small &&
+        static_cast<SmallSegment*>(s)->heap.load(std::memory_order_relaxed) == &h)
+      ch = find_chunk(*static_cast<SmallSegment*>(s), p);
+    if (ch.run == nullptr || ch.cls != cls) [[unlikely]] {
       misuse(*h.ctx, "free", Misuse::not_a_chunk_start, p);
       continue;
     }

@@ -65,28 +65,33 @@ inline void heap_maybe_purge(Heap& h) {
     heap_purge(h);
 }
 
-// Finds the run, chunk index and class of p inside a small segment. Returns
-// {nullptr} (and reports the misuse as `where`) when p is not the start of a
-// chunk of a live run. Reads the page's entry and the constant class table,
-// never the run descriptor: its first cache line is the owner's (run_pop
-// writes it at every allocation), and a remote free that read it made the
-// producer and the consumer of xmalloc fight over that line.
-inline ChunkRef small_chunk_of(Context& c, SmallSegment& seg, const void* p, const char* where) {
+// Finds the run, chunk index and class of p inside a small segment, or
+// {nullptr} when p is not the start of a chunk of a live run. Reads the
+// page's entry and the constant class table, never the run descriptor: its
+// first cache line is the owner's (run_pop writes it at every allocation),
+// and a remote free that read it made the producer and the consumer of
+// xmalloc fight over that line.
+inline ChunkRef find_chunk(SmallSegment& seg, const void* p) {
   const std::size_t off = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - seg.base);
   const std::uint16_t info = seg.page_info[off >> kPageShift].load(std::memory_order_relaxed);
-  if (seg.heap.load(std::memory_order_relaxed) == nullptr || info == 0) [[unlikely]] {
-    misuse(c, where, Misuse::not_a_chunk_start, p);
+  if (seg.heap.load(std::memory_order_relaxed) == nullptr || info == 0) [[unlikely]]
     return ChunkRef{nullptr, 0, 0};
-  }
   const unsigned cls = page_info_cls(info);
   const ClassInfo& ci = kClasses.info[cls];
   const std::size_t roff = off - static_cast<std::size_t>(page_info_first(info)) * kPage;
   const std::uint32_t i = divide(roff, ci.recip);
-  if (i >= ci.chunks || static_cast<std::size_t>(i) * ci.size != roff) [[unlikely]] {
-    misuse(c, where, Misuse::not_a_chunk_start, p);
+  if (i >= ci.chunks || static_cast<std::size_t>(i) * ci.size != roff) [[unlikely]]
     return ChunkRef{nullptr, 0, 0};
-  }
   return ChunkRef{&seg.runs[page_info_first(info)], i, cls};
+}
+
+// find_chunk that reports a pointer which is no chunk start as a misuse of
+// `where`.
+inline ChunkRef small_chunk_of(Context& c, SmallSegment& seg, const void* p, const char* where) {
+  const ChunkRef ch = find_chunk(seg, p);
+  if (ch.run == nullptr) [[unlikely]]
+    misuse(c, where, Misuse::not_a_chunk_start, p);
+  return ch;
 }
 
 // Owner frees chunk `idx` of run r.

@@ -117,5 +117,4 @@ void heap_flush_remote(Heap& h) {
   }
 }
 
-
 }  // namespace manyalloc::numa

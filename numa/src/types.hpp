@@ -85,7 +85,6 @@ enum class RunState : std::uint8_t { unused, current, partial, full };
 struct alignas(64) Run {
   // Header: everything the fast paths read, in the first cache line.
   std::uint8_t* base;
-  std::uint64_t recip;  // ceil(2^40 / chunk_size): division by multiplication
   struct SmallSegment* seg;
   Run* next;            // bin's partial list
   Run* prev;

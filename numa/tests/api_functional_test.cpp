@@ -214,6 +214,22 @@ struct alignas(256) Wide {
   char bytes[256];
 };
 
+TEST(Api, OwnsAnswersForChunkStartsOnly) {
+  char* p = static_cast<char*>(manyalloc_numa_malloc(96));
+  char* big = static_cast<char*>(manyalloc_numa_malloc(3 << 20));
+  EXPECT_EQ(manyalloc_numa_owns(p), 1);
+  EXPECT_EQ(manyalloc_numa_owns(big), 1);
+  EXPECT_EQ(manyalloc_numa_owns(p + 16), 0);
+  EXPECT_EQ(manyalloc_numa_owns(big + 4096), 0);
+  int local = 0;
+  EXPECT_EQ(manyalloc_numa_owns(&local), 0);
+  // Another thread's chunk: "a chunk start in a live run" only.
+  std::thread([p] { EXPECT_EQ(manyalloc_numa_owns(p), 1); }).join();
+  manyalloc_numa_free(p);  // now in this thread's free cache
+  EXPECT_EQ(manyalloc_numa_owns(p), 0);
+  manyalloc_numa_free(big);
+}
+
 TEST(Api, CxxNewDeleteAllFormsReachThisAllocator) {
   if (!standard_names_are_ours()) GTEST_SKIP() << "operator new is not ours (sanitizer runtime)";
   const auto before = stats();

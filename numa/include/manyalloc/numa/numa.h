@@ -43,7 +43,9 @@ size_t manyalloc_numa_usable_size(void* p) MANYALLOC_NUMA_NOEXCEPT;
 
 /* 1 when p is the start of a live allocation of this allocator. For a small
  * chunk owned by another thread's heap the answer is only "p is the start of
- * a chunk in a live run" (that heap's free bitmap is private to it). */
+ * a chunk in a live run" (that heap's free bitmap is private to it); a chunk
+ * that another thread freed counts as live until that thread publishes the
+ * free (remote frees are gathered, see numa/README.md). */
 int manyalloc_numa_owns(const void* p) MANYALLOC_NUMA_NOEXCEPT;
 
 /* ---- NUMA ---------------------------------------------------------------- */
