@@ -236,10 +236,10 @@ MA_EXPORT int manyalloc_numa_owns(const void* p) noexcept {
   const Run& r = *ch.run;
   const std::uint32_t w = ch.idx >> 6;
   const std::uint64_t bit = std::uint64_t{1} << (ch.idx & 63);
-  if ((r.free_bits[w] & bit) || (r.remote_bits[w].load(std::memory_order_relaxed) & bit)) return 0;
+  if ((r.free_word(w) & bit) || (r.remote_bits[w].load(std::memory_order_relaxed) & bit)) return 0;
   const FreeCache& fc = t_heap->cache[ch.cls];
   for (std::uint32_t k = 0, n = fc.count.load(std::memory_order_relaxed); k < n; ++k)
-    if (t_heap->cache_items[ch.cls][k] == p) return 0;
+    if (t_heap->cache_stack(ch.cls)[k] == p) return 0;
   return 1;
 }
 

@@ -58,7 +58,8 @@ void heap_trim(Heap& h);
 // the bytes merged into run bitmaps since the last purge reach `purge_at`
 // (a small amount in the lowmem profile, a large one otherwise); lowmem
 // also writes the free caches back first. The bins' current runs are left
-// alone unless `all` (thread exit in lowmem, malloc_trim). Owner only.
+// alone unless `all` (thread exit in lowmem, malloc_trim) or nothing was
+// allocated from them since the last purge. Owner only.
 void heap_purge(Heap& h, bool all = false);
 inline void heap_maybe_purge(Heap& h) {
   if (h.purge_credit >= h.purge_at) [[unlikely]]
@@ -98,11 +99,11 @@ inline ChunkRef small_chunk_of(Context& c, SmallSegment& seg, const void* p, con
 inline void heap_free_local(Heap& h, Run& r, std::uint32_t idx) {
   const std::uint32_t w = idx >> 6;
   const std::uint64_t bit = std::uint64_t{1} << (idx & 63);
-  if (r.free_bits[w] & bit) [[unlikely]] {
+  if (r.free_word(w) & bit) [[unlikely]] {
     misuse(*h.ctx, "free", Misuse::double_free, r.base + static_cast<std::size_t>(idx) * r.chunk_size);
     return;
   }
-  r.free_bits[w] |= bit;
+  r.free_word(w) |= bit;
   if (w < r.cursor) r.cursor = w;
   r.dirty = 1;
   h.purge_credit += r.chunk_size;
@@ -115,12 +116,13 @@ inline void heap_free_local(Heap& h, Run& r, std::uint32_t idx) {
 inline void* run_pop(Heap& h, Run& r) {
   std::uint32_t w = r.cursor;
   std::uint64_t bits;
-  while ((bits = r.free_bits[w]) == 0) ++w;  // free_count > 0: a bit is set at >= cursor
+  while ((bits = r.free_word(w)) == 0) ++w;  // free_count > 0: a bit is set at >= cursor
   const unsigned b = static_cast<unsigned>(__builtin_ctzll(bits));
-  r.free_bits[w] = bits & (bits - 1);
+  r.free_word(w) = bits & (bits - 1);
   r.cursor = w;
   if (w > r.hw) r.hw = static_cast<std::uint8_t>(w);
   --r.free_count;
+  r.popped = 1;
   h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) + r.chunk_size,
                        std::memory_order_relaxed);
   return r.base + (static_cast<std::size_t>(w) * 64 + b) * r.chunk_size;
@@ -162,7 +164,7 @@ inline void* heap_alloc_cached(Heap& h, unsigned cls) {
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
   if (n == 0) return nullptr;
   fc.count.store(n - 1, std::memory_order_relaxed);
-  return h.cache_items[cls][n - 1];
+  return h.cache_slots[fc.first + n - 1];
 }
 
 inline void* heap_alloc(Heap& h, unsigned cls) {
@@ -193,7 +195,7 @@ inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
   if (n >= fc.cap) [[unlikely]]
     return false;
-  h.cache_items[cls][n] = p;
+  h.cache_slots[fc.first + n] = p;
   fc.count.store(n + 1, std::memory_order_relaxed);
   return true;
 }

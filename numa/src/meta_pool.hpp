@@ -12,15 +12,20 @@
 // constructed, because a fresh anonymous mapping already reads as zero and
 // every pooled type (Heap, SmallSegment, LargeSegment) is defined so that
 // all-zero bytes are its value-initialised state. Writing those zeros would
-// fault in every page of every descriptor (a SmallSegment is about 37 KiB,
-// a Heap about 28 KiB) although most of it is never used: this kept
-// hundreds of KiB resident per process for nothing. Reused slots, which
-// hold old contents, are value-initialised as before.
+// fault in every page of every descriptor (a SmallSegment is about 40 KiB,
+// a Heap about 11 KiB) although most of it is never used: this kept
+// hundreds of KiB resident per process for nothing. A slot of several
+// pages gets the same treatment when it is freed: its pages after the first
+// are decommitted (they read as zero again), and reuse clears only the
+// first page (lowmem returns segments, and with them their descriptors, all
+// the time; value-initialising a reused segment descriptor wrote all of its
+// 40 KiB). Smaller slots are value-initialised on reuse.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 
 #include "manyalloc/common/spin_lock.hpp"
@@ -39,6 +44,8 @@ class MetaPool {
   // the rounding costs address space only).
   static constexpr std::size_t kAlign = sizeof(T) > 4096 ? 4096 : alignof(T);
   static constexpr std::size_t kSlot = (sizeof(T) + kAlign - 1) / kAlign * kAlign;
+  static constexpr std::size_t kOsPageBytes = 4096;
+  static constexpr bool kPaged = kAlign == kOsPageBytes && kSlot >= 2 * kOsPageBytes;
   static_assert(kSlot <= kBlock && alignof(T) <= 4096);
 
   constexpr MetaPool() = default;
@@ -71,12 +78,19 @@ class MetaPool {
       fresh = true;
     }
     live_.fetch_add(1, std::memory_order_relaxed);
-    if (fresh) return std::launder(static_cast<T*>(mem));  // zero == value-initialised
-    return new (mem) T();
+    if (!fresh && !kPaged) return new (mem) T();
+    if (!fresh) std::memset(mem, 0, kOsPageBytes);  // the rest was decommitted by destroy
+    return std::launder(static_cast<T*>(mem));  // zero == value-initialised
   }
 
-  void destroy(T* obj) noexcept {
+  void destroy(T* obj, const OsOps& os) noexcept {
     obj->~T();
+    if constexpr (kPaged) {
+      // Zero again and not resident (see above); if the kernel refuses, the
+      // slot is cleared by hand.
+      auto* tail = reinterpret_cast<std::uint8_t*>(obj) + kOsPageBytes;
+      if (os.decommit(tail, kSlot - kOsPageBytes) != 0) std::memset(tail, 0, kSlot - kOsPageBytes);
+    }
     auto* f = reinterpret_cast<FreeSlot*>(obj);
     live_.fetch_sub(1, std::memory_order_relaxed);
     SpinGuard g(lock_);

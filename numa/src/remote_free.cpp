@@ -91,13 +91,13 @@ void heap_flush_remote(Heap& h) {
          words &= words - 1) {
       const unsigned w = static_cast<unsigned>(std::countr_zero(words));
       std::uint64_t bits = r.remote_bits[w].exchange(0, std::memory_order_seq_cst);
-      if (const std::uint64_t dup = bits & r.free_bits[w]) [[unlikely]] {
+      if (const std::uint64_t dup = bits & r.free_word(w)) [[unlikely]] {
         misuse(*h.ctx, "free", Misuse::double_free,
                r.base + (static_cast<std::size_t>(w) * 64 + std::countr_zero(dup)) * r.chunk_size);
         bits &= ~dup;
       }
       if (bits == 0) continue;
-      r.free_bits[w] |= bits;
+      r.free_word(w) |= bits;
       if (w < r.cursor) r.cursor = w;
       r.dirty = 1;
       merged += static_cast<std::uint32_t>(std::popcount(bits));

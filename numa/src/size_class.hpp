@@ -116,6 +116,24 @@ constexpr std::uint32_t cache_capacity(unsigned c) {
   const std::size_t n = 16384 / s;
   return n >= kCacheMax ? kCacheMax : n < 4 ? 4 : static_cast<std::uint32_t>(n);
 }
+// The classes' stacks are packed in one array of kCacheSlots pointers
+// (Heap::cache_slots), class c's from kCacheLayout.first[c]: rows of
+// kCacheMax pointers for every class took 26 KiB per heap, and each class
+// a thread used made its row's page resident.
+struct CacheLayout {
+  std::uint16_t first[kNumClasses];
+  std::uint32_t total;
+  constexpr CacheLayout() : first{}, total(0) {
+    for (unsigned c = 0; c < kNumClasses; ++c) {
+      first[c] = static_cast<std::uint16_t>(total);
+      total += cache_capacity(c);
+    }
+  }
+};
+inline constexpr CacheLayout kCacheLayout{};
+inline constexpr std::size_t kCacheSlots = kCacheLayout.total;
+static_assert(kCacheSlots <= 0xffff, "FreeCache::first is 16 bits");
+
 struct ClassTable {
   ClassInfo info[kNumClasses];
   constexpr ClassTable() : info{} {

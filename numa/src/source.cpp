@@ -31,8 +31,8 @@ void unmap_segment(Context& c, Segment* seg) {
   c.os->unmap(seg->base, seg->bytes);
   s.mapped_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
   s.os_unmaps.fetch_add(1, std::memory_order_relaxed);
-  if (seg->kind == SegKind::small) c.small_pool.destroy(static_cast<SmallSegment*>(seg));
-  else c.large_pool.destroy(static_cast<LargeSegment*>(seg));
+  if (seg->kind == SegKind::small) c.small_pool.destroy(static_cast<SmallSegment*>(seg), *c.os);
+  else c.large_pool.destroy(static_cast<LargeSegment*>(seg), *c.os);
 }
 
 void advise(Context& c, Source& s, void* p, std::size_t bytes) {
@@ -78,7 +78,7 @@ SmallSegment* source_take_small(Context& c, Source& s) {
   if (seg == nullptr) return nullptr;
   seg->kind = SegKind::small;
   if (!source_map(c, s, seg, kSegment)) {
-    c.small_pool.destroy(seg);
+    c.small_pool.destroy(seg, *c.os);
     return nullptr;
   }
   return seg;
@@ -140,7 +140,7 @@ LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
   seg->kind = SegKind::large;
   seg->bound_node = -1;
   if (!source_map(c, s, seg, bytes)) {
-    c.large_pool.destroy(seg);
+    c.large_pool.destroy(seg, *c.os);
     return nullptr;
   }
   return seg;

@@ -66,8 +66,9 @@ enum class RunState : std::uint8_t { unused, current, partial, full };
 // A run: chunks of one class in pages [first_page, first_page + npages).
 // Owner-side fields are touched only by the thread owning the segment's heap.
 // Invariants (owner side, outside a transition):
-//  * bit i of free_bits is 1 iff chunk i is free and merged; bits >= nchunks
-//    are 0; free_count == popcount(free_bits);
+//  * bit i of the free bitmap (words free_word(w), stored transposed in the
+//    segment, see SmallSegment::free_words) is 1 iff chunk i is free and
+//    merged; bits >= nchunks are 0; free_count == its popcount;
 //  * every free bit is in a word >= cursor;
 //  * state == current iff the run is its bin's current run; partial iff it is
 //    in the bin's partial list (then 0 < free_count); full iff it is in no
@@ -96,17 +97,21 @@ struct alignas(64) Run {
   std::uint8_t first_page;
   std::uint8_t npages;
   RunState state;
-  std::uint8_t dirty;  // chunks were merged into free_bits since the last purge
+  std::uint8_t dirty;  // chunks were merged into the free bitmap since the last purge
   std::uint8_t hw;     // highest bitmap word handed out since run_init or the last purge
-  std::uint64_t free_bits[kBitmapWords];
-  // Shared with remote threads, on their own cache lines.
-  alignas(64) std::atomic<std::uint64_t> remote_bits[kBitmapWords];
+  std::uint8_t popped;  // a chunk was handed out since run_init or the last purge
+  std::uint64_t* free_col;  // &seg->free_words[0][first_page]
+  // Shared with remote threads, on their own cache line.
+  alignas(64) std::atomic<std::uint64_t>* remote_bits;  // seg->remote_rows[first_page]
   std::atomic<std::uint64_t> remote_words;  // bit w: remote_bits[w] may be non-zero
   std::atomic<std::uint32_t> queued;
   Run* qnext;  // RFQ link (owned by the queue while queued == 1)
 
   std::uint32_t nwords() const { return (nchunks + 63) / 64; }
+  std::uint64_t& free_word(std::uint32_t w) { return free_col[w * kPagesPerSegment]; }
+  std::uint64_t free_word(std::uint32_t w) const { return free_col[w * kPagesPerSegment]; }
 };
+static_assert(sizeof(Run) == 128, "a run descriptor is its owner's line and the remote line");
 
 // Entry of SmallSegment::page_info for a page of a run of class cls that
 // starts at page `first` (0 means: no run).
@@ -129,6 +134,18 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // is 1 iff page p belongs to no run but may still be resident (a released
 // run that was not decommitted); idle_pages & used_pages == 0, and a
 // segment is handed to or taken from a source with idle_pages == 0.
+//
+// The runs' bitmaps are outside their descriptors, so that the descriptor
+// pages a segment makes resident follow the words its runs use: a run of
+// a class from 128 B up needs at most 4 words, one of 1 KiB up one word,
+// but with 32 words in each descriptor (for 16-byte chunks) every used run
+// touched its own 640-byte descriptor, and a segment cut into one-page runs
+// kept all ten of its descriptor pages resident. free_words is transposed
+// (word w of the run at page p is free_words[w][p]): the first words of all
+// 64 possible runs share one 4 KiB page, and only classes below 128 B touch
+// the rows after it. remote_rows[p] is the remote bitmap of the run at page
+// p (row-major: remote threads freeing into two runs never share a line),
+// touched only by remote frees.
 struct SmallSegment : Segment {
   std::atomic<Heap*> heap;
   std::atomic<PageMask> used_pages;
@@ -136,6 +153,8 @@ struct SmallSegment : Segment {
   bool in_full_list;
   PageMask idle_pages;
   Run runs[kPagesPerSegment];
+  std::uint64_t free_words[kBitmapWords][kPagesPerSegment];
+  alignas(64) std::atomic<std::uint64_t> remote_rows[kPagesPerSegment][kBitmapWords];
 };
 
 // A large segment holding one allocation at base + offset. Owned by no heap:
@@ -164,18 +183,20 @@ struct Bin {
 // chunks, so memory never moves between heaps or NUMA sources through it).
 // `cap` is the class's capacity (size_class.hpp, cache_capacity), 0 in the
 // check mode, where every free goes to the bitmap and is verified at once.
-// Invariants: count <= kCacheMax; each cached pointer is 16-byte aligned and
+// Invariants: count <= cap <= cache_capacity(class); each cached pointer is 16-byte aligned and
 // lay, when it was pushed, in a page of a run of this class of this heap.
 // When the program frees correctly it is the start of a chunk whose bitmap
 // bit is 0 (allocated from the run's point of view); anything else (a double
 // free, a pointer inside a chunk) is refused when the cache is written back
 // (heap_cache_flush), which checks the pointer again in full. `count` is
 // written by the owner only; it is atomic so that statistics can read it.
-// The stacks themselves are Heap::cache_items[cls][0 .. count) (a separate
-// array with a power-of-two stride: fewer instructions on the fast paths).
+// The stack itself is Heap::cache_slots[first .. first + count), first ==
+// kCacheLayout.first[class] (size_class.hpp); `first` is kept here, next
+// to `count`, so that the fast paths read both from one line.
 struct FreeCache {
   std::atomic<std::uint32_t> count;
-  std::uint32_t cap;
+  std::uint16_t cap;
+  std::uint16_t first;
 };
 
 // Remote frees that the owner of a heap (the freeing thread) has gathered
@@ -273,11 +294,11 @@ struct alignas(64) Heap {
   // it, and it used to share one with small_in_use, which the owner writes
   // at every allocation from a run.
   alignas(64) MpscQueue<Run, &Run::qnext> rfq;
-  // The free cache stacks (FreeCache), last and line-aligned: a row is only
-  // written (made resident) once its class is used, so a heap that uses a
-  // few classes has one or two resident pages instead of the four that the
-  // stacks between the bins and the other fields used to spread it over.
-  alignas(64) void* cache_items[kNumClasses][kCacheMax];
+  // The free cache stacks (FreeCache), last and line-aligned: a stack is
+  // only written (made resident) once its class is used.
+  alignas(64) void* cache_slots[kCacheSlots];
+
+  void** cache_stack(unsigned cls) { return cache_slots + cache[cls].first; }
 };
 
 }  // namespace manyalloc::numa

@@ -129,6 +129,82 @@ TEST(Heap, LowmemPurgesAsFreesAccumulate) {
   EXPECT_EQ(f.c->misuses.load(), 0u);
 }
 
+// The class of the run that chunk p belongs to.
+unsigned class_of_chunk(Context& c, void* p) {
+  Segment* s = c.registry.lookup(p);
+  const ChunkRef ch = find_chunk(*static_cast<SmallSegment*>(s), p);
+  EXPECT_NE(ch.run, nullptr);
+  return ch.cls;
+}
+
+TEST(Heap, LowmemBorrowsAFreeChunkOfALargerClassBeforeANewRun) {
+  const unsigned want = size_to_class(1200);   // 1280 B: 2^8 * 5
+  const unsigned lender = size_to_class(1500);  // 1536 B: 2^9 * 3, at least as aligned
+  const unsigned pow2 = size_to_class(1024);    // 1024 B: may not take 1280-byte chunks
+  ASSERT_EQ(class_size(want), 1280u);
+  ASSERT_EQ(class_size(lender), 1536u);
+  for (Profile prof : {Profile::lowmem, Profile::uma}) {
+    HeapFixture f(prof);
+    // A run of the lender with one free chunk (merged into its bitmap).
+    std::vector<void*> v;
+    for (unsigned i = 0; i < run_chunks(lender); ++i) v.push_back(heap_alloc(*f.h, lender));
+    f.free(v[3], f.h);
+    heap_cache_flush_all(*f.h);
+    void* p = heap_alloc(*f.h, want);
+    ASSERT_NE(p, nullptr);
+    if (prof == Profile::lowmem) {
+      EXPECT_EQ(p, v[3]);
+      EXPECT_EQ(class_of_chunk(*f.c, p), lender);  // freed as a chunk of its own run
+      // The lender's run is exhausted again: the next chunk of `want` comes
+      // from a run of its own.
+      void* q = heap_alloc(*f.h, want);
+      EXPECT_EQ(class_of_chunk(*f.c, q), want);
+      f.free(q, f.h);
+    } else {
+      EXPECT_NE(p, v[3]);
+      EXPECT_EQ(class_of_chunk(*f.c, p), want);
+    }
+    // A power-of-two class never takes a less aligned chunk.
+    void* w = heap_alloc(*f.h, want);
+    f.free(w, f.h);
+    heap_cache_flush_all(*f.h);
+    void* a = heap_alloc(*f.h, pow2);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(class_of_chunk(*f.c, a), pow2);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a) % 1024, 0u);
+    f.free(a, f.h);
+    f.free(p, f.h);
+    for (unsigned i = 0; i < v.size(); ++i)
+      if (i != 3) f.free(v[i], f.h);
+    heap_trim(*f.h);
+    EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
+}
+
+TEST(Heap, PurgeTakesACurrentRunOnlyWhenNothingWasAllocatedFromIt) {
+  HeapFixture f;  // uma: purges only when asked here
+  const unsigned cls = size_to_class(4096);  // one chunk per OS page
+  ASSERT_GE(run_chunks(cls), 8u);
+  std::vector<std::uint8_t*> v;
+  for (int i = 0; i < 6; ++i) {
+    v.push_back(static_cast<std::uint8_t*>(heap_alloc(*f.h, cls)));
+    std::memset(v.back(), 0x5a, 4096);
+  }
+  for (int i = 1; i <= 4; ++i) f.free(v[i], f.h);
+  heap_cache_flush_all(*f.h);  // the run is current, with 4 free written pages
+  const std::uint64_t before = f.h->purged_bytes.load();
+  heap_purge(*f.h);
+  EXPECT_EQ(f.h->purged_bytes.load(), before);  // allocated from since: left alone
+  heap_purge(*f.h);
+  EXPECT_GE(f.h->purged_bytes.load(), before + 4 * 4096);  // idle since: purged
+  EXPECT_EQ(v[0][4095], 0x5a);
+  EXPECT_EQ(v[5][0], 0x5a);
+  f.free(v[0], f.h);
+  f.free(v[5], f.h);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+}
+
 TEST(Heap, SegmentMapFailureGivesNull) {
   HeapFixture f;
   Faults::maps_left = 0;
@@ -174,7 +250,7 @@ TEST(Heap, CacheWriteBackRefusesPointersThatAreNoChunkOfTheClass) {
   const std::uint64_t in_use = heap_small_in_use(*f.h);
   for (void* bad : {of_b, of_other, static_cast<void*>(not_ours)}) {
     const std::uint32_t n = f.h->cache[a].count.load();
-    f.h->cache_items[a][n] = bad;
+    f.h->cache_stack(a)[n] = bad;
     f.h->cache[a].count.store(n + 1);
   }
   heap_cache_flush_all(*f.h);

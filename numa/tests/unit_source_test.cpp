@@ -6,6 +6,7 @@
 #include <set>
 
 #include "large.hpp"
+#include "meta_pool.hpp"
 #include "source.hpp"
 #include "test_os.hpp"
 
@@ -52,6 +53,32 @@ TEST(Source, LowmemReturnsSegmentsAtOnce) {
   ASSERT_NE(l, nullptr);
   source_give_large(*c, l);
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
+}
+
+TEST(MetaPool, ReusedDescriptorsAreZeroAgain) {
+  MetaPool<SmallSegment> small;
+  MetaPool<LargeSegment> large;
+  SmallSegment* a = small.create(kLinuxOs);
+  LargeSegment* l = large.create(kLinuxOs);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(l, nullptr);
+  std::memset(static_cast<void*>(a), 0xab, sizeof *a);  // every page of the slot
+  std::memset(static_cast<void*>(l), 0xcd, sizeof *l);
+  small.destroy(a, kLinuxOs);
+  large.destroy(l, kLinuxOs);
+  SmallSegment* b = small.create(kLinuxOs);
+  LargeSegment* m = large.create(kLinuxOs);
+  EXPECT_EQ(b, a);  // the freed slots come back
+  EXPECT_EQ(m, l);
+  for (const auto* bytes : {reinterpret_cast<const std::uint8_t*>(b),
+                            reinterpret_cast<const std::uint8_t*>(m)}) {
+    const std::size_t n = bytes == reinterpret_cast<const std::uint8_t*>(b) ? sizeof *b : sizeof *m;
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < n; ++i) nonzero += bytes[i] != 0;
+    EXPECT_EQ(nonzero, 0u);
+  }
+  small.destroy(b, kLinuxOs);
+  large.destroy(m, kLinuxOs);
 }
 
 TEST(Source, MapFailureGivesNullAndLeavesNothingBehind) {
