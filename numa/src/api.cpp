@@ -169,6 +169,16 @@ MA_EXPORT void* manyalloc_numa_realloc(void* p, std::size_t size) noexcept {
   if (s->kind == SegKind::small) {
     // Keep the chunk when the new size still fits and wastes under half.
     if (size <= old && (old <= 64 || size >= old / 2)) return p;
+    // Small to small: straight to the heap and the owner's free fast path
+    // (p's segment is known already).
+    Heap* h = t_heap;
+    if (size <= kMaxSmall && h != nullptr) {
+      void* q = heap_alloc(*h, class_of(size));
+      if (q == nullptr) return fail(ENOMEM);  // p is left intact
+      std::memcpy(q, p, old < size ? old : size);
+      small_free(c, h, *static_cast<SmallSegment*>(s), p);
+      return q;
+    }
   } else if (size > kMaxSmall) {
     if (void* q = large_realloc(c, *static_cast<LargeSegment*>(s), size)) return q;
     // mremap refused: fall back to copying into a new allocation.
