@@ -27,7 +27,7 @@ WHAT = {
     "cache-scratch": "cache-scratch: passive false sharing (objects handed out by the main thread)",
     "cache-thrash": "cache-thrash: active false sharing (8-byte objects written by each thread)",
     "hera": "Hera pattern: three arrays per thread, alloc/realloc around 16-24 MiB, pages touched",
-    "firsttouch": "first touch: 32 MiB array allocated, every page written, freed; 16 rounds per thread",
+    "firsttouch": "first touch: 32 MiB array allocated, every page written, freed; 16 rounds per thread in lockstep",
     "alias4k": "4K aliasing: a[i] = b[i-1] over the first 16 KiB of two 1 MiB malloc'd float arrays",
 }
 

@@ -181,9 +181,10 @@ struct Bin {
 // not yet written back to their runs' bitmaps (like the thread caches of
 // jemalloc/tcmalloc, but outside user memory and only for the heap's own
 // chunks, so memory never moves between heaps or NUMA sources through it).
-// `cap` is the class's capacity (size_class.hpp, cache_capacity), 0 in the
-// check mode, where every free goes to the bitmap and is verified at once.
-// Invariants: count <= cap <= cache_capacity(class); each cached pointer is 16-byte aligned and
+// `cap` is the class's capacity (size_class.hpp, cache_capacity, or
+// lowmem_cache_capacity), 0 in the check mode, where every free goes to the
+// bitmap and is verified at once. Invariants: count <= cap <=
+// cache_capacity(class); each cached pointer is 16-byte aligned and
 // lay, when it was pushed, in a page of a run of this class of this heap.
 // When the program frees correctly it is the start of a chunk whose bitmap
 // bit is 0 (allocated from the run's point of view); anything else (a double

@@ -118,6 +118,29 @@ TEST(Heap, PurgeDecommitsOnlyPagesWithoutLiveChunks) {
   }
 }
 
+TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunksOutsideLowmem) {
+  for (Profile prof : {Profile::lowmem, Profile::uma}) {
+    HeapFixture f(prof);
+    const unsigned cls = size_to_class(4096);  // one chunk per OS page
+    ASSERT_EQ(run_chunks(cls), 8u);
+    std::vector<std::uint8_t*> v;
+    for (unsigned i = 0; i < 8; ++i) {
+      v.push_back(static_cast<std::uint8_t*>(heap_alloc(*f.h, cls)));
+      std::memset(v.back(), 0x5a, 4096);
+    }
+    // Live: 0, 2, 7. Free: page 1 alone, pages 3-6 together.
+    for (unsigned i : {1u, 3u, 4u, 5u, 6u}) f.free(v[i], f.h);
+    heap_cache_flush_all(*f.h);
+    const std::uint64_t before = f.h->purged_bytes.load();
+    heap_purge(*f.h, true);
+    const std::uint64_t pages = (f.h->purged_bytes.load() - before) / 4096;
+    EXPECT_EQ(pages, prof == Profile::lowmem ? 5u : 4u);
+    for (unsigned i : {0u, 2u, 7u}) EXPECT_EQ(v[i][4095], 0x5a);
+    for (unsigned i : {0u, 2u, 7u}) f.free(v[i], f.h);
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
+}
+
 TEST(Heap, LowmemPurgesAsFreesAccumulate) {
   HeapFixture f(Profile::lowmem);
   const unsigned cls = size_to_class(4096);
