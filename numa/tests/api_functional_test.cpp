@@ -150,6 +150,27 @@ TEST(Api, StatisticsMoveWithAllocations) {
   EXPECT_EQ(stats().cached_bytes, 0u);
 }
 
+TEST(Api, AThreadThatOnlyAllocatesLargeBlocksMakesNoHeap) {
+  const auto before = stats();
+  if (std::strcmp(before.profile, "numa") == 0) GTEST_SKIP() << "numa makes the heap to pick the source";
+  manyalloc_numa_stats during{};
+  bool ok = false;
+  std::thread t([&] {
+    void* big = manyalloc_numa_malloc(4 << 20);
+    if (big == nullptr) return;
+    std::memset(big, 1, 4 << 20);
+    big = manyalloc_numa_realloc(big, 8 << 20);
+    ok = big != nullptr && static_cast<unsigned char*>(big)[(4 << 20) - 1] == 1;
+    during = stats();
+    manyalloc_numa_free(big);
+  });
+  t.join();
+  EXPECT_TRUE(ok);
+  // A heap would have been made (heaps + 1) or adopted (orphan_heaps - 1).
+  EXPECT_EQ(during.heaps, before.heaps);
+  EXPECT_EQ(during.orphan_heaps, before.orphan_heaps);
+}
+
 TEST(Api, ForkedChildAllocatesWhileParentThreadsRun) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> busy;
