@@ -160,49 +160,51 @@ unsigned class_of_chunk(Context& c, void* p) {
   return ch.cls;
 }
 
-TEST(Heap, LowmemBorrowsAFreeChunkOfALargerClassBeforeANewRun) {
-  const unsigned want = size_to_class(1200);   // 1280 B: 2^8 * 5
-  const unsigned lender = size_to_class(1500);  // 1536 B: 2^9 * 3, at least as aligned
-  const unsigned pow2 = size_to_class(1024);    // 1024 B: may not take 1280-byte chunks
-  ASSERT_EQ(class_size(want), 1280u);
-  ASSERT_EQ(class_size(lender), 1536u);
-  for (Profile prof : {Profile::lowmem, Profile::uma}) {
-    HeapFixture f(prof);
-    // A run of the lender with one free chunk (merged into its bitmap).
-    std::vector<void*> v;
-    for (unsigned i = 0; i < run_chunks(lender); ++i) v.push_back(heap_alloc(*f.h, lender));
-    f.free(v[3], f.h);
-    heap_cache_flush_all(*f.h);
-    void* p = heap_alloc(*f.h, want);
-    ASSERT_NE(p, nullptr);
-    if (prof == Profile::lowmem) {
-      EXPECT_EQ(p, v[3]);
-      EXPECT_EQ(class_of_chunk(*f.c, p), lender);  // freed as a chunk of its own run
-      // The lender's run is exhausted again: the next chunk of `want` comes
-      // from a run of its own.
-      void* q = heap_alloc(*f.h, want);
-      EXPECT_EQ(class_of_chunk(*f.c, q), want);
-      f.free(q, f.h);
-    } else {
-      EXPECT_NE(p, v[3]);
-      EXPECT_EQ(class_of_chunk(*f.c, p), want);
-    }
-    // A power-of-two class never takes a less aligned chunk.
-    void* w = heap_alloc(*f.h, want);
-    f.free(w, f.h);
-    heap_cache_flush_all(*f.h);
-    void* a = heap_alloc(*f.h, pow2);
-    ASSERT_NE(a, nullptr);
-    EXPECT_EQ(class_of_chunk(*f.c, a), pow2);
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a) % 1024, 0u);
-    f.free(a, f.h);
-    f.free(p, f.h);
-    for (unsigned i = 0; i < v.size(); ++i)
-      if (i != 3) f.free(v[i], f.h);
-    heap_trim(*f.h);
-    EXPECT_EQ(heap_small_in_use(*f.h), 0u);
-    EXPECT_EQ(f.c->misuses.load(), 0u);
+// Whether, with one free chunk in a run of class `lender` and none of
+// class `want`, an allocation of `want` gets that chunk (borrowing).
+bool borrows(Profile prof, std::size_t want_size, std::size_t lender_size) {
+  HeapFixture f(prof);
+  const unsigned want = size_to_class(want_size), lender = size_to_class(lender_size);
+  EXPECT_EQ(class_size(want), want_size);
+  EXPECT_EQ(class_size(lender), lender_size);
+  std::vector<void*> v;
+  for (unsigned i = 0; i < run_chunks(lender); ++i) v.push_back(heap_alloc(*f.h, lender));
+  f.free(v[3], f.h);
+  heap_cache_flush_all(*f.h);
+  void* p = heap_alloc(*f.h, want);
+  EXPECT_NE(p, nullptr);
+  const bool borrowed = p == v[3];
+  // A borrowed chunk stays a chunk of its run (freed there); otherwise the
+  // chunk comes from a run of its own class.
+  EXPECT_EQ(class_of_chunk(*f.c, p), borrowed ? lender : want);
+  if (borrowed) {
+    // The lender's run is exhausted again: the next chunk has its own run.
+    void* q = heap_alloc(*f.h, want);
+    EXPECT_EQ(class_of_chunk(*f.c, q), want);
+    f.free(q, f.h);
   }
+  f.free(p, f.h);
+  for (unsigned i = 0; i < v.size(); ++i)
+    if (i != 3) f.free(v[i], f.h);
+  heap_trim(*f.h);
+  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+  return borrowed;
+}
+
+TEST(Heap, ClassesBorrowAFreeChunkOfALargerClassBeforeANewRun) {
+  // Lowmem from 160 B up, the other profiles from 640 B up.
+  EXPECT_TRUE(borrows(Profile::lowmem, 320, 384));
+  EXPECT_FALSE(borrows(Profile::uma, 320, 384));
+  EXPECT_TRUE(borrows(Profile::lowmem, 1280, 1536));
+  EXPECT_TRUE(borrows(Profile::uma, 1280, 1536));
+  EXPECT_FALSE(borrows(Profile::lowmem, 128, 144 + 16));  // linear classes never
+  // Up to 8 classes (two doublings) up, and never a less aligned chunk:
+  // 1024-byte chunks are 1024-aligned, 1280-byte ones only 256-aligned.
+  EXPECT_TRUE(borrows(Profile::uma, 1280, 5120));   // class + 8
+  EXPECT_FALSE(borrows(Profile::uma, 1280, 6144));  // class + 9
+  EXPECT_FALSE(borrows(Profile::uma, 1024, 1280));
+  EXPECT_TRUE(borrows(Profile::uma, 1024, 2048));
 }
 
 TEST(Heap, PurgeTakesACurrentRunOnlyWhenNothingWasAllocatedFromIt) {
