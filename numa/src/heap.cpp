@@ -94,7 +94,6 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
   r.cls = static_cast<std::uint16_t>(cls);
   r.chunk_size = static_cast<std::uint32_t>(class_size(cls));
   r.nchunks = run_chunks(cls);
-  r.free_col = &seg.free_words[0][first];
   r.remote_bits = seg.remote_rows[first];
   for (std::uint32_t w = 0; w < r.nwords(); ++w) {
     const std::uint32_t left = r.nchunks - w * 64;

@@ -66,9 +66,10 @@ enum class RunState : std::uint8_t { unused, current, partial, full };
 // A run: chunks of one class in pages [first_page, first_page + npages).
 // Owner-side fields are touched only by the thread owning the segment's heap.
 // Invariants (owner side, outside a transition):
-//  * bit i of the free bitmap (words free_word(w), stored transposed in the
-//    segment, see SmallSegment::free_words) is 1 iff chunk i is free and
-//    merged; bits >= nchunks are 0; free_count == its popcount;
+//  * bit i of the free bitmap (words free_word(w): the first kInlineWords
+//    in the descriptor, the others in the segment, see SmallSegment) is 1
+//    iff chunk i is free and merged; bits >= nchunks are 0; free_count ==
+//    its popcount;
 //  * every free bit is in a word >= cursor;
 //  * state == current iff the run is its bin's current run; partial iff it is
 //    in the bin's partial list (then 0 < free_count); full iff it is in no
@@ -100,7 +101,8 @@ struct alignas(64) Run {
   std::uint8_t dirty;  // chunks were merged into the free bitmap since the last purge
   std::uint8_t hw;     // highest bitmap word handed out since run_init or the last purge
   std::uint8_t popped;  // a chunk was handed out since run_init or the last purge
-  std::uint64_t* free_col;  // &seg->free_words[0][first_page]
+  // The first words of the free bitmap (all of it for classes from 128 B).
+  alignas(64) std::uint64_t free_inline[kInlineWords];
   // Shared with remote threads, on their own cache line.
   alignas(64) std::atomic<std::uint64_t>* remote_bits;  // seg->remote_rows[first_page]
   std::atomic<std::uint64_t> remote_words;  // bit w: remote_bits[w] may be non-zero
@@ -108,10 +110,10 @@ struct alignas(64) Run {
   Run* qnext;  // RFQ link (owned by the queue while queued == 1)
 
   std::uint32_t nwords() const { return (nchunks + 63) / 64; }
-  std::uint64_t& free_word(std::uint32_t w) { return free_col[w * kPagesPerSegment]; }
-  std::uint64_t free_word(std::uint32_t w) const { return free_col[w * kPagesPerSegment]; }
+  std::uint64_t& free_word(std::uint32_t w);
+  std::uint64_t free_word(std::uint32_t w) const { return const_cast<Run*>(this)->free_word(w); }
 };
-static_assert(sizeof(Run) == 128, "a run descriptor is its owner's line and the remote line");
+static_assert(sizeof(Run) == 192, "a run descriptor: owner's header, inline bitmap, remote line");
 
 // Entry of SmallSegment::page_info for a page of a run of class cls that
 // starts at page `first` (0 means: no run).
@@ -135,17 +137,17 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // run that was not decommitted); idle_pages & used_pages == 0, and a
 // segment is handed to or taken from a source with idle_pages == 0.
 //
-// The runs' bitmaps are outside their descriptors, so that the descriptor
-// pages a segment makes resident follow the words its runs use: a run of
-// a class from 128 B up needs at most 4 words, one of 1 KiB up one word,
-// but with 32 words in each descriptor (for 16-byte chunks) every used run
-// touched its own 640-byte descriptor, and a segment cut into one-page runs
-// kept all ten of its descriptor pages resident. free_words is transposed
-// (word w of the run at page p is free_words[w][p]): the first words of all
-// 64 possible runs share one 4 KiB page, and only classes below 128 B touch
-// the rows after it. remote_rows[p] is the remote bitmap of the run at page
-// p (row-major: remote threads freeing into two runs never share a line),
-// touched only by remote frees.
+// Bitmaps. A run's descriptor holds the first kInlineWords words of its
+// free bitmap (every class from 128 B needs no more in a 32 KiB run); the
+// words after them, used by the classes below 128 B only, are in
+// free_overflow[first page], and the remote bitmap in remote_rows[first
+// page] (row-major: remote threads freeing into two runs never share a
+// line), which only remote frees touch. With the whole bitmap in the
+// descriptor (32 words of each for 16-byte chunks, 640 bytes a run), a
+// segment cut into one-page runs kept all ten of its descriptor pages
+// resident; with every word outside (transposed), a thread allocating only
+// 16-byte chunks made four bitmap pages resident for one run (cache-scratch,
+// lowmem, 16 threads: +300 KiB).
 struct SmallSegment : Segment {
   std::atomic<Heap*> heap;
   std::atomic<PageMask> used_pages;
@@ -153,9 +155,13 @@ struct SmallSegment : Segment {
   bool in_full_list;
   PageMask idle_pages;
   Run runs[kPagesPerSegment];
-  std::uint64_t free_words[kBitmapWords][kPagesPerSegment];
+  std::uint64_t free_overflow[kPagesPerSegment][kBitmapWords - kInlineWords];
   alignas(64) std::atomic<std::uint64_t> remote_rows[kPagesPerSegment][kBitmapWords];
 };
+
+inline std::uint64_t& Run::free_word(std::uint32_t w) {
+  return w < kInlineWords ? free_inline[w] : seg->free_overflow[first_page][w - kInlineWords];
+}
 
 // A large segment holding one allocation at base + offset. Owned by no heap:
 // any thread frees it to `source` (under the source lock).
