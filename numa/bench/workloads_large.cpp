@@ -78,7 +78,7 @@ Result hera(const Params& p) {
 }
 
 // First touch: each thread allocates a 32 MiB array, writes every page,
-// frees it, sixteen times. The first round always pays one page fault per
+// waits for the others, frees it, sixteen times. The first round always pays one page fault per
 // page; an allocator that recycles large arrays avoids them afterwards.
 // bytes = bytes touched.
 Result firsttouch(const Params& p) {

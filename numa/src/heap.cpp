@@ -182,6 +182,12 @@ void release_empty_segments(Heap& h, unsigned keep) {
   }
 }
 
+// Whether r may be released: every chunk free and merged, and no remote
+// thread inside a publish to it (types.hpp, Run::pins; remote_free.cpp).
+bool releasable(const Run& r) {
+  return r.free_count == r.nchunks && r.pins.load(std::memory_order_seq_cst) == 0;
+}
+
 // All chunks of r are free and merged: its pages go back to the segment.
 void run_release(Heap& h, Run& r) {
   SmallSegment& seg = *r.seg;
@@ -251,7 +257,6 @@ bool all_free(const Run& r, std::uint32_t first, std::uint32_t last) {
 class DecommitBatch {
  public:
   explicit DecommitBatch(Heap& h) : h_(h) {}
-  ~DecommitBatch() { flush(); }
   void add(std::uint8_t* p, std::size_t n) {
     if (p != end_) {
       flush();
@@ -443,7 +448,8 @@ void heap_purge(Heap& h, bool all) {
   if (!h.rfq.maybe_empty()) heap_flush_remote(h);
   std::size_t purged = 0;
   DecommitBatch batch(h);
-  const std::size_t min_range = h.ctx->opts.profile == Profile::lowmem ? kOsPage : kMinPurgeRange;
+  const bool every_range = all || h.ctx->opts.profile == Profile::lowmem;
+  const std::size_t min_range = every_range ? kOsPage : kMinPurgeRange;
   for (SmallSegment* list : {h.avail, h.full}) {
     for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
       const PageMask used = seg->used_pages.load(std::memory_order_relaxed);
@@ -462,7 +468,10 @@ void heap_purge(Heap& h, bool all) {
         // borrowing of one doubling): peak RSS 1.08x -> 1.02x glibc's.
         const bool idle = r.popped == 0;
         r.popped = 0;
-        if (r.dirty && (all || idle || r.state != RunState::current)) purged += purge_run(r, batch, min_range);
+        // `all` also takes runs not freed into since their last purge: it
+        // may have kept short free ranges.
+        if (all || (r.dirty && (idle || r.state != RunState::current)))
+          purged += purge_run(r, batch, min_range);
       }
     }
   }
@@ -548,7 +557,7 @@ void heap_after_free(Heap& h, Run& r) {
   Bin& bin = h.bins[r.cls];
   switch (r.state) {
     case RunState::full:
-      if (r.free_count == r.nchunks) {
+      if (releasable(r)) {
         run_release(h, r);
       } else {
         r.state = RunState::partial;
@@ -556,7 +565,7 @@ void heap_after_free(Heap& h, Run& r) {
       }
       break;
     case RunState::partial:
-      if (r.free_count == r.nchunks) {
+      if (releasable(r)) {
         bin_unlink(bin, r);
         run_release(h, r);
       }
@@ -565,7 +574,7 @@ void heap_after_free(Heap& h, Run& r) {
       // A big empty current run (>= 256 KiB) is released so that a burst of
       // large chunks does not pin its pages; small ones stay to avoid
       // re-initialising a run on every alloc/free pair.
-      if (r.free_count == r.nchunks && r.npages >= 4) {
+      if (r.npages >= 4 && releasable(r)) {
         bin.current = nullptr;
         run_release(h, r);
       }
@@ -583,7 +592,7 @@ void heap_abandon(Heap& h) {
     Run* r = bin.current;
     if (r == nullptr) continue;
     bin.current = nullptr;
-    if (r->free_count == r->nchunks) {
+    if (releasable(*r)) {
       run_release(h, *r);
     } else if (r->free_count == 0) {
       r->state = RunState::full;

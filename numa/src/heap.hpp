@@ -59,7 +59,9 @@ void heap_trim(Heap& h);
 // (a small amount in the lowmem profile, a large one otherwise); lowmem
 // also writes the free caches back first. The bins' current runs are left
 // alone unless `all` (thread exit in lowmem, malloc_trim) or nothing was
-// allocated from them since the last purge. Owner only.
+// allocated from them since the last purge; outside lowmem and `all`, a
+// free range between live chunks is kept when it is shorter than 16 KiB
+// (heap.cpp, kMinPurgeRange). Owner only.
 void heap_purge(Heap& h, bool all = false);
 inline void heap_maybe_purge(Heap& h) {
   if (h.purge_credit >= h.purge_at) [[unlikely]]

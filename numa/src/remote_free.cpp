@@ -20,12 +20,24 @@ namespace {
 
 // Publishes the frees `bits` (non-zero) of word w of run r.
 void publish(Context& c, Run& r, std::uint32_t w, std::uint64_t bits) {
+  // Once our bits are visible the owner may merge them (if the run is in its
+  // queue already) and release the run, and with it the segment, whose
+  // descriptor may then be reused; we still read and write `queued`,
+  // `remote_words` and the segment's heap below. The pin, taken before the
+  // bits are published, keeps the owner from releasing the run until we are
+  // done: an owner that merged our bits read them after our fetch_or, so its
+  // seq_cst load of `pins` comes after our increment (heap.cpp, releasable).
+  r.pins.fetch_add(1, std::memory_order_seq_cst);
+  Heap* owner = r.seg->heap.load(std::memory_order_relaxed);
   // seq_cst pairs with the owner's flush (see heap_flush_remote).
   const std::uint64_t old = r.remote_bits[w].fetch_or(bits, std::memory_order_seq_cst);
   if (const std::uint64_t dup = old & bits) [[unlikely]] {
     misuse(c, "free", Misuse::double_free,
            r.base + (static_cast<std::size_t>(w) * 64 + std::countr_zero(dup)) * r.chunk_size);
-    if ((bits & ~dup) == 0) return;  // nothing new: the word is marked and queued already
+    if ((bits & ~dup) == 0) {  // nothing new: the word is marked and queued already
+      r.pins.fetch_sub(1, std::memory_order_seq_cst);
+      return;
+    }
   }
   // The first pending bit of a word marks the word, so that the owner only
   // drains marked words. If the word was not empty, it is marked already or
@@ -36,10 +48,9 @@ void publish(Context& c, Run& r, std::uint32_t w, std::uint64_t bits) {
   // before the owner's reset of `queued` and therefore before its drain,
   // which then sees our bits (see heap_flush_remote).
   if (r.queued.load(std::memory_order_seq_cst) == 0 &&
-      r.queued.exchange(1, std::memory_order_seq_cst) == 0) {
-    Heap* owner = r.seg->heap.load(std::memory_order_relaxed);
+      r.queued.exchange(1, std::memory_order_seq_cst) == 0)
     owner->rfq.push(&r);
-  }
+  r.pins.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 }  // namespace

@@ -76,14 +76,18 @@ enum class RunState : std::uint8_t { unused, current, partial, full };
 //    list (free_count == 0 when it became full; remote frees may since have
 //    been queued);
 //  * a run whose chunks are all free and merged is released (unused) unless
-//    it is its bin's current run.
+//    it is its bin's current run or was pinned (pins) when it became free.
 //  * pages of the run past the chunks of words > hw were never written since
 //    run_init (or were decommitted by the last purge, heap.cpp): the purge
 //    only looks at [0, words hw] and only at runs with `dirty` set.
 // Remote side: remote_bits[w] bit i is 1 iff chunk i was freed by another
 // thread and not yet merged. A bit is only ever set for a chunk that is
 // allocated, so a run with pending remote bits is never released. `queued`
-// is 1 iff the run is in the owner heap's remote-free queue (RFQ).
+// is 1 iff the run is in the owner heap's remote-free queue (RFQ). `pins`
+// counts the remote threads inside a publish (remote_free.cpp): their bits
+// may be merged before they have queued the run, so the owner does not
+// release a run with pins != 0 (it stays a partial run with every chunk
+// free, which the next allocations of its class use).
 struct alignas(64) Run {
   // Header: everything the fast paths read, in the first cache line.
   std::uint8_t* base;
@@ -101,12 +105,13 @@ struct alignas(64) Run {
   std::uint8_t dirty;  // chunks were merged into the free bitmap since the last purge
   std::uint8_t hw;     // highest bitmap word handed out since run_init or the last purge
   std::uint8_t popped;  // a chunk was handed out since run_init or the last purge
-  // The first words of the free bitmap (all of it for classes from 128 B).
+  // The first words of the free bitmap (all of it for classes from 64 B).
   alignas(64) std::uint64_t free_inline[kInlineWords];
   // Shared with remote threads, on their own cache line.
   alignas(64) std::atomic<std::uint64_t>* remote_bits;  // seg->remote_rows[first_page]
   std::atomic<std::uint64_t> remote_words;  // bit w: remote_bits[w] may be non-zero
   std::atomic<std::uint32_t> queued;
+  std::atomic<std::uint32_t> pins;
   Run* qnext;  // RFQ link (owned by the queue while queued == 1)
 
   std::uint32_t nwords() const { return (nchunks + 63) / 64; }
@@ -138,14 +143,13 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // segment is handed to or taken from a source with idle_pages == 0.
 //
 // Bitmaps. A run's descriptor holds the first kInlineWords words of its
-// free bitmap (every class from 128 B needs no more in a 32 KiB run); the
-// words after them, used by the classes below 128 B only, are in
+// free bitmap (every class from 64 B needs no more in a 32 KiB run); the
+// words after them, used by the 16, 32 and 48-byte classes only, are in
 // free_overflow[first page], and the remote bitmap in remote_rows[first
 // page] (row-major: remote threads freeing into two runs never share a
 // line), which only remote frees touch. With the whole bitmap in the
 // descriptor (32 words of each for 16-byte chunks, 640 bytes a run), a
-// segment cut into one-page runs kept all ten of its descriptor pages
-// resident; with every word outside (transposed), a thread allocating only
+// segment cut into one-page runs kept 11 descriptor pages resident (now 4); with every word outside (transposed), a thread allocating only
 // 16-byte chunks made four bitmap pages resident for one run (cache-scratch,
 // lowmem, 16 threads: +300 KiB).
 struct SmallSegment : Segment {
@@ -188,8 +192,8 @@ struct Bin {
 // jemalloc/tcmalloc, but outside user memory and only for the heap's own
 // chunks, so memory never moves between heaps or NUMA sources through it).
 // `cap` is the class's capacity (size_class.hpp, cache_capacity, or
-// lowmem_cache_capacity), 0 in the check mode, where every free goes to the
-// bitmap and is verified at once. Invariants: count <= cap <=
+// lowmem_cache_capacity; 0 above 8 KiB), 0 in the check mode, where every
+// free goes to the bitmap and is verified at once. Invariants: count <= cap <=
 // cache_capacity(class); each cached pointer is 16-byte aligned and
 // lay, when it was pushed, in a page of a run of this class of this heap.
 // When the program frees correctly it is the start of a chunk whose bitmap
