@@ -128,10 +128,22 @@ def main():
                     f"{median(stat(w, t, a, 'page_faults')):.0f} | "
                     f"{median(stat(w, t, a, 'ops_per_s')) / 1e6:.2f} |")
         if w == "alias4k":
-            offs = sorted({(r["allocator"], r.get("a_mod4k"), r.get("b_mod4k"))
-                           for r in recs if r["experiment"] == "alias4k" and "a_mod4k" in r})
-            lines += ["", "Array offsets modulo 4 KiB (a, b): " + "; ".join(
-                f"{a}: {x}, {y}" for a, x, y in offs)]
+            # Per allocator: the offsets of thread 0's arrays in the 1-thread
+            # runs, and how many threads had both arrays at the same offset
+            # modulo 4 KiB at the highest thread count.
+            top = max(threads)
+            parts = []
+            for a in allocs:
+                ones = [r for r in recs if r["experiment"] == w and r["allocator"] == a
+                        and r["threads"] == 1 and "a_mod4k" in r]
+                tops = [r["threads_same_mod4k"] for r in recs if r["experiment"] == w
+                        and r["allocator"] == a and r["threads"] == top and "threads_same_mod4k" in r]
+                if not ones:
+                    continue
+                pairs = sorted({(r["a_mod4k"], r["b_mod4k"]) for r in ones})
+                parts.append(f"{a}: " + ", ".join(f"({x}, {y})" for x, y in pairs) +
+                             (f", {median(tops):.0f} of {top} threads equal" if tops else ""))
+            lines += ["", "Array offsets modulo 4 KiB, (a, b) of one thread: " + "; ".join(parts)]
         lines += ["", f"![{w}]({w}.png)", ""]
 
         fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
