@@ -33,6 +33,18 @@ struct HeapFixture {
   }
 };
 
+// n chunks of class cls, every byte written (0x5a).
+std::vector<std::uint8_t*> alloc_written(HeapFixture& f, unsigned cls, unsigned n) {
+  std::vector<std::uint8_t*> v;
+  for (unsigned i = 0; i < n; ++i) {
+    auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+    EXPECT_NE(p, nullptr);
+    if (p != nullptr) std::memset(p, 0x5a, class_size(cls));
+    v.push_back(p);
+  }
+  return v;
+}
+
 TEST(Heap, EveryClassGivesDisjointAlignedChunks) {
   HeapFixture f;
   for (unsigned cls = 0; cls < kNumClasses; ++cls) {
@@ -124,11 +136,7 @@ TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunksOutsideLowmem) {
     HeapFixture f(prof);
     const unsigned cls = size_to_class(4096);  // one chunk per OS page
     ASSERT_EQ(run_chunks(cls), 8u);
-    std::vector<std::uint8_t*> v;
-    for (unsigned i = 0; i < 8; ++i) {
-      v.push_back(static_cast<std::uint8_t*>(heap_alloc(*f.h, cls)));
-      std::memset(v.back(), 0x5a, 4096);
-    }
+    const std::vector<std::uint8_t*> v = alloc_written(f, cls, 8);
     void* next = heap_alloc(*f.h, cls);  // a new current run: the first one is full
     // Live: 0, 2, 5. Free: page 1 alone, pages 3-4, pages 6-7 at the end.
     for (unsigned i : {1u, 3u, 4u, 6u, 7u}) f.free(v[i], f.h);
@@ -260,11 +268,7 @@ TEST(Heap, PurgeTakesACurrentRunOnlyWhenNothingWasAllocatedFromIt) {
   HeapFixture f;  // uma: purges only when asked here
   const unsigned cls = size_to_class(4096);  // one chunk per OS page
   ASSERT_GE(run_chunks(cls), 8u);
-  std::vector<std::uint8_t*> v;
-  for (int i = 0; i < 6; ++i) {
-    v.push_back(static_cast<std::uint8_t*>(heap_alloc(*f.h, cls)));
-    std::memset(v.back(), 0x5a, 4096);
-  }
+  const std::vector<std::uint8_t*> v = alloc_written(f, cls, 6);
   for (int i = 1; i <= 4; ++i) f.free(v[i], f.h);
   heap_cache_flush_all(*f.h);  // the run is current, with 4 free written pages
   const std::uint64_t before = f.h->purged_bytes.load();
