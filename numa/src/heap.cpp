@@ -3,7 +3,9 @@
 #include "heap.hpp"
 
 #include <bit>
+#include <type_traits>
 
+#include "manyalloc/common/bits.hpp"
 #include "source.hpp"
 
 namespace manyalloc::numa {
@@ -37,8 +39,9 @@ void seg_unlink(SmallSegment*& head, SmallSegment& s) {
   s.next = s.prev = nullptr;
 }
 
+static_assert(std::is_same_v<PageMask, std::uint64_t>, "page masks are 64-bit words");
 constexpr PageMask page_mask(unsigned npages, unsigned first) {
-  return (npages >= kPagesPerSegment ? kAllPages : ((PageMask{1} << npages) - 1u)) << first;
+  return bits::low_mask64(npages) << first;
 }
 
 unsigned keep_empty(const Heap& h) { return h.ctx->opts.profile == Profile::lowmem ? 0u : 1u; }
@@ -96,8 +99,7 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
   r.nchunks = run_chunks(cls);
   r.remote_bits = seg.remote_rows[first];
   for (std::uint32_t w = 0; w < r.nwords(); ++w) {
-    const std::uint32_t left = r.nchunks - w * 64;
-    r.free_word(w) = left >= 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << left) - 1);
+    r.free_word(w) = bits::low_mask64(r.nchunks - w * 64);
   }
   r.free_count = r.nchunks;
   r.cursor = 0;
@@ -243,9 +245,7 @@ bool all_free(const Run& r, std::uint32_t first, std::uint32_t last) {
   std::uint64_t lo = ~std::uint64_t{0} << (first & 63);
   for (; w < lw; ++w, lo = ~std::uint64_t{0})
     if ((r.free_word(w) & lo) != lo) return false;
-  const unsigned hb = last & 63;
-  const std::uint64_t hi = hb == 63 ? ~std::uint64_t{0} : ((std::uint64_t{1} << (hb + 1)) - 1);
-  const std::uint64_t m = lo & hi;
+  const std::uint64_t m = lo & bits::low_mask64((last & 63) + 1);
   return (r.free_word(w) & m) == m;
 }
 
@@ -326,9 +326,7 @@ std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range) {
   // in the final range, now decommitted, or were never written).
   std::uint32_t top = 0;
   for (std::uint32_t w = r.nwords(); w-- > 0;) {
-    const std::uint32_t left = n - w * 64;
-    const std::uint64_t full = left >= 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << left) - 1);
-    if (r.free_word(w) != full) {
+    if (r.free_word(w) != bits::low_mask64(n - w * 64)) {
       top = w;
       break;
     }
@@ -399,10 +397,9 @@ void heap_set_cache(Heap& h, bool on) {
   h.cache_on = on;
   h.rfq_poll = 1;  // the next allocation from a run merges the RFQ
   for (unsigned c = 0; c < kNumClasses; ++c) {
-    h.cache[c].first = kCacheLayout.first[c];
     const std::uint32_t cap =
         h.ctx->opts.profile == Profile::lowmem ? lowmem_cache_capacity(c) : cache_capacity(c);
-    h.cache[c].cap = on ? static_cast<std::uint16_t>(cap) : 0;
+    h.cache[c].cap = on ? cap : 0;
     if (h.cache[c].count.load(std::memory_order_relaxed) > h.cache[c].cap) heap_cache_flush(h, c, false);
   }
 }

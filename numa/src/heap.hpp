@@ -166,7 +166,7 @@ inline void* heap_alloc_cached(Heap& h, unsigned cls) {
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
   if (n == 0) return nullptr;
   fc.count.store(n - 1, std::memory_order_relaxed);
-  return h.cache_slots[fc.first + n - 1];
+  return h.cache_stack(cls)[n - 1];
 }
 
 inline void* heap_alloc(Heap& h, unsigned cls) {
@@ -197,7 +197,7 @@ inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
   if (n >= fc.cap) [[unlikely]]
     return false;
-  h.cache_slots[fc.first + n] = p;
+  h.cache_stack(cls)[n] = p;
   fc.count.store(n + 1, std::memory_order_relaxed);
   return true;
 }

@@ -30,6 +30,7 @@
 
 #include "manyalloc/common/spin_lock.hpp"
 #include "os.hpp"
+#include "size_class.hpp"  // kOsPage
 
 namespace manyalloc::numa {
 
@@ -42,11 +43,10 @@ class MetaPool {
   // segment header and first run), and a slot straddling a page boundary
   // made that two resident pages instead of one (the untouched rest of
   // the rounding costs address space only).
-  static constexpr std::size_t kAlign = sizeof(T) > 4096 ? 4096 : alignof(T);
+  static constexpr std::size_t kAlign = sizeof(T) > kOsPage ? kOsPage : alignof(T);
   static constexpr std::size_t kSlot = (sizeof(T) + kAlign - 1) / kAlign * kAlign;
-  static constexpr std::size_t kOsPageBytes = 4096;
-  static constexpr bool kPaged = kAlign == kOsPageBytes && kSlot >= 2 * kOsPageBytes;
-  static_assert(kSlot <= kBlock && alignof(T) <= 4096);
+  static constexpr bool kPaged = kAlign == kOsPage && kSlot >= 2 * kOsPage;
+  static_assert(kSlot <= kBlock && alignof(T) <= kOsPage);
 
   constexpr MetaPool() = default;
 
@@ -79,7 +79,7 @@ class MetaPool {
     }
     live_.fetch_add(1, std::memory_order_relaxed);
     if (!fresh && !kPaged) return new (mem) T();
-    if (!fresh) std::memset(mem, 0, kOsPageBytes);  // the rest was decommitted by destroy
+    if (!fresh) std::memset(mem, 0, kOsPage);  // the rest was decommitted by destroy
     return std::launder(static_cast<T*>(mem));  // zero == value-initialised
   }
 
@@ -88,8 +88,8 @@ class MetaPool {
     if constexpr (kPaged) {
       // Zero again and not resident (see above); if the kernel refuses, the
       // slot is cleared by hand.
-      auto* tail = reinterpret_cast<std::uint8_t*>(obj) + kOsPageBytes;
-      if (os.decommit(tail, kSlot - kOsPageBytes) != 0) std::memset(tail, 0, kSlot - kOsPageBytes);
+      auto* tail = reinterpret_cast<std::uint8_t*>(obj) + kOsPage;
+      if (os.decommit(tail, kSlot - kOsPage) != 0) std::memset(tail, 0, kSlot - kOsPage);
     }
     auto* f = reinterpret_cast<FreeSlot*>(obj);
     live_.fetch_sub(1, std::memory_order_relaxed);

@@ -142,7 +142,7 @@ struct CacheLayout {
 };
 inline constexpr CacheLayout kCacheLayout{};
 inline constexpr std::size_t kCacheSlots = kCacheLayout.total;
-static_assert(kCacheSlots <= 0xffff, "FreeCache::first is 16 bits");
+static_assert(kCacheSlots <= 0xffff, "CacheLayout::first is 16 bits");
 
 struct ClassTable {
   ClassInfo info[kNumClasses];

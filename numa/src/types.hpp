@@ -201,13 +201,10 @@ struct Bin {
 // free, a pointer inside a chunk) is refused when the cache is written back
 // (heap_cache_flush), which checks the pointer again in full. `count` is
 // written by the owner only; it is atomic so that statistics can read it.
-// The stack itself is Heap::cache_slots[first .. first + count), first ==
-// kCacheLayout.first[class] (size_class.hpp); `first` is kept here, next
-// to `count`, so that the fast paths read both from one line.
+// The stack itself is Heap::cache_stack(class)[0 .. count).
 struct FreeCache {
   std::atomic<std::uint32_t> count;
-  std::uint16_t cap;
-  std::uint16_t first;
+  std::uint32_t cap;
 };
 
 // Remote frees that the owner of a heap (the freeing thread) has gathered
@@ -309,7 +306,7 @@ struct alignas(64) Heap {
   // only written (made resident) once its class is used.
   alignas(64) void* cache_slots[kCacheSlots];
 
-  void** cache_stack(unsigned cls) { return cache_slots + cache[cls].first; }
+  void** cache_stack(unsigned cls) { return cache_slots + kCacheLayout.first[cls]; }
 };
 
 }  // namespace manyalloc::numa

@@ -1,4 +1,4 @@
-// Bit-field helpers for 32-bit words, shared by host and device code.
+// Bit-field helpers, shared by host and device code.
 //
 // The heap's page usage tables (ScatterAlloc 5.2) and the slab/registry
 // bitmaps of the other layers use these. On the device they map to single
@@ -14,6 +14,11 @@ namespace manyalloc::bits {
 // Word with the lowest n bits set, for 0 <= n <= 32.
 MANYALLOC_FN constexpr std::uint32_t low_mask(unsigned n) {
   return n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
+}
+
+// 64-bit word with the lowest n bits set, for 0 <= n <= 64.
+MANYALLOC_FN constexpr std::uint64_t low_mask64(unsigned n) {
+  return n >= 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << n) - 1u);
 }
 
 // 1-based index of the lowest set bit, 0 when no bit is set (like ffs(3)).
