@@ -47,16 +47,18 @@ struct FaultyOs {
 static_assert(OsBackend<FaultyOs>);
 inline constexpr OsOps kFaultyOs = make_os_ops<FaultyOs>();
 
-// A private allocator context on the faulty OS (not the process's malloc).
+// A private allocator context on the faulty OS, or on `os` (not the
+// process's malloc).
 inline std::unique_ptr<Context> make_context(Profile profile = Profile::uma,
-                                             std::size_t cache_max = std::size_t{1} << 30) {
+                                             std::size_t cache_max = std::size_t{1} << 30,
+                                             const OsOps& os = kFaultyOs) {
   Faults::reset();
   auto c = std::make_unique<Context>();
   Options o;
   o.profile = profile;
   o.cache_max = profile == Profile::lowmem ? 0 : cache_max;
   context_setup(*c, o);
-  c->os = &kFaultyOs;
+  c->os = &os;
   return c;
 }
 

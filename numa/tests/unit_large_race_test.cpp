@@ -17,6 +17,7 @@
 
 #include "large.hpp"
 #include "source.hpp"
+#include "test_os.hpp"
 
 namespace manyalloc::numa {
 namespace {
@@ -76,23 +77,33 @@ static_assert(OsBackend<IntruderOs>);
 constexpr OsOps kIntruderOs = make_os_ops<IntruderOs>();
 
 std::unique_ptr<Context> make_lowmem_context() {
-  auto c = std::make_unique<Context>();
-  Options o;
-  o.profile = Profile::lowmem;
-  o.cache_max = 0;
-  o.colour = true;
-  context_setup(*c, o);
-  c->os = &kIntruderOs;
+  auto c = test::make_context(Profile::lowmem, 0, kIntruderOs);
   Intruder::reset(c.get());
   return c;
 }
 
+// A large block of `bytes` from the common source, and its segment.
+struct Block {
+  void* p;
+  LargeSegment* seg;
+};
+Block alloc_block(Context& c, std::size_t bytes) {
+  void* p = large_alloc(c, c.common(), bytes, 16, false);
+  return Block{p, p ? static_cast<LargeSegment*>(c.registry.lookup(p)) : nullptr};
+}
+
+// Frees the intruder's segment and the block (now at q); nothing may be left.
+void free_both(Context& c, LargeSegment& seg, void* q) {
+  source_give_large(c, Intruder::seg);
+  large_free(c, seg, q);
+  EXPECT_EQ(c.common().mapped_bytes.load(), 0u);
+  EXPECT_EQ(c.misuses.load(), 0u);
+}
+
 TEST(LargeRace, ShrinkDoesNotForgetASegmentMappedOnTheReleasedTail) {
   auto c = make_lowmem_context();
-  Source& s = c->common();
-  void* p = large_alloc(*c, s, 8 * kSegment, 16, false);
+  auto [p, seg] = alloc_block(*c, 8 * kSegment);
   ASSERT_NE(p, nullptr);
-  auto* seg = static_cast<LargeSegment*>(c->registry.lookup(p));
   ASSERT_NE(seg, nullptr);
   std::memset(p, 0x5A, 1000);
   Intruder::armed = true;
@@ -108,18 +119,13 @@ TEST(LargeRace, ShrinkDoesNotForgetASegmentMappedOnTheReleasedTail) {
   EXPECT_EQ(c->registry.lookup(p), seg);
   EXPECT_EQ(c->registry.lookup(tail - 1), seg);
   EXPECT_EQ(static_cast<std::uint8_t*>(q)[999], 0x5A);
-  source_give_large(*c, Intruder::seg);
-  large_free(*c, *seg, q);
-  EXPECT_EQ(s.mapped_bytes.load(), 0u);
-  EXPECT_EQ(c->misuses.load(), 0u);
+  free_both(*c, *seg, q);
 }
 
 TEST(LargeRace, MoveDoesNotForgetASegmentMappedOnTheOldRange) {
   auto c = make_lowmem_context();
-  Source& s = c->common();
-  void* p = large_alloc(*c, s, 3 * kSegment, 16, false);
+  auto [p, seg] = alloc_block(*c, 3 * kSegment);
   ASSERT_NE(p, nullptr);
-  auto* seg = static_cast<LargeSegment*>(c->registry.lookup(p));
   ASSERT_NE(seg, nullptr);
   std::uint8_t* old_base = seg->base;
   const std::size_t off = static_cast<std::size_t>(static_cast<std::uint8_t*>(p) - old_base);
@@ -139,19 +145,14 @@ TEST(LargeRace, MoveDoesNotForgetASegmentMappedOnTheOldRange) {
   EXPECT_EQ(static_cast<std::uint8_t*>(q)[0], 0xC3);
   EXPECT_EQ(static_cast<std::uint8_t*>(q)[3 * kSegment - off - 1], 0xC3);
   EXPECT_TRUE(large_is_start(*seg, q));
-  source_give_large(*c, Intruder::seg);
-  large_free(*c, *seg, q);
-  EXPECT_EQ(s.mapped_bytes.load(), 0u);
-  EXPECT_EQ(c->misuses.load(), 0u);
+  free_both(*c, *seg, q);
 }
 
 // A failed move leaves the segment registered where it is.
 TEST(LargeRace, FailedMoveKeepsTheSegmentRegistered) {
   auto c = make_lowmem_context();
-  Source& s = c->common();
-  void* p = large_alloc(*c, s, 2 * kSegment, 16, false);
+  auto [p, seg] = alloc_block(*c, 2 * kSegment);
   ASSERT_NE(p, nullptr);
-  auto* seg = static_cast<LargeSegment*>(c->registry.lookup(p));
   ASSERT_NE(seg, nullptr);
   std::uint8_t* base = seg->base;
   Intruder::refuse_in_place = true;
@@ -165,9 +166,9 @@ TEST(LargeRace, FailedMoveKeepsTheSegmentRegistered) {
   EXPECT_EQ(seg->bytes, 2 * kSegment);
   EXPECT_EQ(c->registry.lookup(p), seg);
   EXPECT_EQ(c->registry.lookup(base + 2 * kSegment - 1), seg);
-  EXPECT_EQ(s.mapped_bytes.load(), 2 * kSegment);  // the target was given back
+  EXPECT_EQ(c->common().mapped_bytes.load(), 2 * kSegment);  // the target was given back
   large_free(*c, *seg, p);
-  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+  EXPECT_EQ(c->common().mapped_bytes.load(), 0u);
 }
 
 }  // namespace
