@@ -60,10 +60,6 @@ Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   }
   head->next = static_cast<Node*>(nodes[0]);
   res.build = now() - t0;
-  std::uint64_t seq = 0;
-  for (std::uint64_t i = 0; i + 1 < n; ++i)
-    seq += static_cast<char*>(nodes[i + 1]) - static_cast<char*>(nodes[i]) == sizeof(Node) ? 1 : 0;
-  res.in_order = n > 1 ? static_cast<double>(seq) / static_cast<double>(n - 1) : 1.0;
   mr::barrier();
   mr_times_reset();
   const double f0 = minor_faults();
@@ -87,7 +83,7 @@ Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
       if (mr::send(peer, mine, anchor) != mr::Status::ok) ++res.fails;
     }
     const double w0 = now();
-    for (Node* x = static_cast<Node*>(theirs_obj[0])->next; x != nullptr; x = x->next) x->value += 1;
+    region_bench::add_one_to_each(static_cast<Node*>(theirs_obj[0]));
     res.walk += now() - w0;
     if (me < peer) {
       if (mr::send(peer, theirs, theirs_obj) != mr::Status::ok) ++res.fails;
@@ -105,7 +101,7 @@ Result run_region(int me, int nw, std::uint64_t n, MPI_Comm comm) {
   mr_times(&sched_s, &worker_s, &res.barrier);
   res.send_recv = sched_s + worker_s;
   res.pack = sched_s;
-  if (!region_bench::check_list(head, n, me, nw)) res.verified = false;
+  if (!region_bench::check_list(head, n, me, nw, &res.in_order)) res.verified = false;
   if (mr::rfree(rid.value) != mr::Status::ok) ++res.fails;
   (void)comm;
   return res;

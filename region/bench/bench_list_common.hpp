@@ -1,7 +1,7 @@
 // What the three list-exchange benchmarks share (bench_list.cpp: regions and
 // MPI_Get, bench_list_roofline.cpp, bench_list_shmem.cpp): the 256-B node,
 // the values a list starts with and ends with after the stages, the
-// index-linked lists of the one-sided baselines, the command line, and the
+// index-linked lists of the one-sided baselines, the timed walk, the command line, and the
 // fields every list_exchange record carries.
 #pragma once
 
@@ -45,6 +45,13 @@ inline bool check_list(const Node* anchor, std::uint64_t n, int me, int nw, doub
   }
   if (in_order != nullptr) *in_order = n > 1 ? static_cast<double>(seq) / static_cast<double>(n - 1) : 1.0;
   return ok && i == n;
+}
+
+// The walk every variant times: each node of the list after `anchor` gets
+// +1 (not inlined into the timing loops, so that all variants run this very
+// code).
+[[gnu::noinline]] inline void add_one_to_each(Node* anchor) {
+  for (Node* x = anchor->next; x != nullptr; x = x->next) x->value += 1;
 }
 
 // The one-sided baselines' list: node i at base[i], linked by index.

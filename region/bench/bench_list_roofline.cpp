@@ -7,9 +7,9 @@
 //   allocator "roofline-own-walk":  every worker walks its own list, in
 //                                   private anonymous memory, in every stage.
 //   allocator "roofline-peer-walk": every worker walks its stage partner's
-//                                   list in shared memory (one memfd per run,
-//                                   mapped at the same address on every rank,
-//                                   like the GAS): the nodes were last written
+//                                   list in the global address space (mapped
+//                                   by the library's own map_global_address_space,
+//                                   one memfd per host): the nodes were last written
 //                                   by another core, which is what a zero-copy
 //                                   mr_recv hands the application.
 // Layout as in the region variant: n nodes of 256 B, node i+1 right after node
@@ -23,10 +23,8 @@
 // Both variants run in the same process, alternating, for each list length.
 // Usage: mpiexec -n <workers> region_bench_list_roofline [nodes...] [--reps R]
 // Workers (all ranks) must be a power of two and share one host.
-#include <fcntl.h>
 #include <mpi.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -34,22 +32,13 @@
 #include <vector>
 
 #include "bench_list_common.hpp"
+#include "gas.hpp"
+#include "prefault.hpp"
 
 namespace {
 
 using region_bench::minor_faults;
 using region_bench::Node;  // as in bench_list.cpp
-
-#ifdef MAP_FIXED_NOREPLACE
-constexpr int fixed_noreplace = MAP_FIXED_NOREPLACE;
-#else
-constexpr int fixed_noreplace = 0x100000;
-#endif
-#ifdef MADV_POPULATE_READ
-constexpr int populate_read = MADV_POPULATE_READ;
-#else
-constexpr int populate_read = 22;
-#endif
 
 constexpr std::uint64_t page = 4096;
 constexpr std::uint64_t mib = 1ull << 20;
@@ -58,9 +47,6 @@ double now() { return MPI_Wtime(); }
 
 struct Result {
   double build = 0, exchange = 0, walk = 0, barrier = 0, faults = 0;
-  // Share of nodes right after their predecessor: 1 by construction, but
-  // counted (check_list, after the stages) as bench_list counts it, not assumed.
-  double in_order = 0;
   bool verified = true;
 };
 
@@ -75,11 +61,6 @@ Node* build(char* mem, std::uint64_t n, int me) {
   return &nodes[n];
 }
 
-// The region variant's walk, word for word (not inlined into the timing loop).
-[[gnu::noinline]] void walk(Node* anchor) {
-  for (Node* x = anchor->next; x != nullptr; x = x->next) x->value += 1;
-}
-
 // Stages as in bench_list.cpp: stage s (1..nw-1) walks list_of(me ^ s), then
 // MPI_Barrier.
 template <class ListOf>
@@ -89,7 +70,7 @@ void stages(int me, int nw, ListOf list_of, Result& res) {
   const double t0 = now();
   for (int stage = 1; stage < nw; ++stage) {
     const double w0 = now();
-    walk(list_of(me ^ stage));
+    region_bench::add_one_to_each(list_of(me ^ stage));
     const double b0 = now();
     res.walk += b0 - w0;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -102,65 +83,25 @@ void stages(int me, int nw, ListOf list_of, Result& res) {
 void report(const char* alloc, const char* memory, int nw, std::uint64_t n, int rep, const Result& r, int me) {
   double v[5] = {r.build, r.exchange, r.walk, r.barrier, r.faults}, m[5] = {};
   MPI_Reduce(v, m, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  double in_order = 0;
-  MPI_Reduce(&r.in_order, &in_order, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
   int ok = r.verified ? 1 : 0, all_ok = 0;
   MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
   if (me != 0) return;
   region_bench::Record rec = region_bench::list_record(alloc, nw, n);
   rec.seconds = m[1];
-  rec.fails = 0;
   rec.verified = all_ok == 1;
   rec.extra("build_seconds", m[0]);
   rec.extra("rep", rep);
   rec.extra("minor_faults", m[4]);
   rec.extra("walk_seconds", m[2]);     // max over workers of the walks alone
   rec.extra("barrier_seconds", m[3]);  // MPI_Barrier after each stage
-  rec.extra("nodes_in_address_order", in_order);  // min over workers
   rec.extra_str("memory", memory);
   rec.print();
-}
-
-// One memfd for all workers of the host, mapped MAP_SHARED at the same
-// address on every rank (candidates tried in turn, MAP_FIXED_NOREPLACE, the
-// result agreed by allreduce), so the nodes' next pointers hold on every rank.
-char* map_shared(std::uint64_t bytes) {
-  int me = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  long who[2] = {-1, -1};
-  int fd = -1;
-  if (me == 0) {
-    fd = memfd_create("region-bench-roofline", MFD_CLOEXEC);
-    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(bytes)) == 0) who[0] = getpid(), who[1] = fd;
-  }
-  MPI_Bcast(who, 2, MPI_LONG, 0, MPI_COMM_WORLD);
-  if (me != 0 && who[0] >= 0) {
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%ld/fd/%ld", who[0], who[1]);
-    fd = open(path, O_RDWR | O_CLOEXEC);
-  }
-  char* base = nullptr;
-  for (int attempt = 0; attempt < 8 && who[0] >= 0; ++attempt) {
-    auto* want = reinterpret_cast<char*>(0x600000000000ull + static_cast<std::uint64_t>(attempt) * 0x40000000000ull);
-    void* p = fd >= 0 ? mmap(want, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | fixed_noreplace, fd, 0) : MAP_FAILED;
-    int ok = p == want ? 1 : 0, all = 0;
-    if (p != MAP_FAILED && !ok) munmap(p, bytes);
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (all) {
-      base = want;
-      break;
-    }
-    if (ok) munmap(p, bytes);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);  // every rank has mapped (or failed) before the fd goes
-  if (fd >= 0) close(fd);
-  return base;
 }
 
 // Map every page of [p, p + bytes) into this process (read populate, as
 // mr_recv's prefault does; a read of every page where the kernel lacks it).
 void populate(char* p, std::uint64_t bytes) {
-  if (madvise(p, bytes, populate_read) == 0) return;
+  if (madvise(p, bytes, manyalloc::region::detail::populate_read) == 0) return;
   volatile char sink = 0;
   for (std::uint64_t o = 0; o < bytes; o += page) sink = sink + p[o];
 }
@@ -187,7 +128,11 @@ int main(int argc, char** argv) {
   // One slot per worker, 1 MiB aligned (the scheduler hands out 1-MiB pages).
   const std::uint64_t nmax = *std::max_element(sizes.begin(), sizes.end());
   const std::uint64_t slot = ((nmax + 1) * sizeof(Node) + mib - 1) / mib * mib;
-  char* shared = map_shared(slot * static_cast<std::uint64_t>(nw));
+  // The GAS itself: one memfd per host, mapped at the same address on every
+  // rank, so the nodes' next pointers hold on every rank.
+  const manyalloc::region::detail::GasMapping gas =
+      manyalloc::region::detail::map_global_address_space(slot * static_cast<std::uint64_t>(nw), true);
+  char* shared = gas.base != 0 && gas.shared ? reinterpret_cast<char*>(gas.base) : nullptr;
   void* own_p = mmap(nullptr, slot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   int ok = shared != nullptr && own_p != MAP_FAILED ? 1 : 0, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -215,7 +160,7 @@ int main(int argc, char** argv) {
         Node* anchor = build(own, n, me);
         res.build = now() - t0;
         stages(me, nw, [&](int) { return anchor; }, res);
-        res.verified = region_bench::check_list(anchor, n, me, nw, &res.in_order);
+        res.verified = region_bench::check_list(anchor, n, me, nw);
         report("roofline-own-walk", "private-anonymous", nw, n, rep, res, me);
       }
       {  // the partner's list, shared memory
@@ -230,13 +175,13 @@ int main(int argc, char** argv) {
           anchors[static_cast<std::size_t>(w)] = reinterpret_cast<Node*>(shared + slot * static_cast<std::uint64_t>(w)) + n;
         stages(me, nw, [&](int peer) { return anchors[static_cast<std::size_t>(peer)]; }, res);
         // After the last barrier: every partner is done.
-        res.verified = region_bench::check_list(anchor, n, me, nw, &res.in_order);
+        res.verified = region_bench::check_list(anchor, n, me, nw);
         report("roofline-peer-walk", "shared-memfd", nw, n, rep, res, me);
       }
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  munmap(shared, slot * static_cast<std::uint64_t>(nw));
+  manyalloc::region::detail::unmap_global_address_space(gas);
   munmap(own, slot);
   MPI_Finalize();
   return 0;

@@ -3,8 +3,8 @@
 #include <mpi.h>
 
 #include <cstdlib>
-#include <cstring>
 
+#include "manyalloc/common/env_options.hpp"
 #include "manyalloc/region/mpi_interop.h"
 #include "manyalloc/region/region.h"
 #include "runtime.hpp"
@@ -21,18 +21,19 @@ long env_long(const char* name, long fallback) {
   return (end != nullptr && *end == '\0') ? x : fallback;
 }
 
-// A two-way mr_config setting: the explicit field when nonzero, else the
-// environment variable (unset or empty: `dflt`); 0 for a value that is
-// neither choice.
-int choice(int field, const char* env, const char* dflt_name, int dflt, const char* other_name, int other) {
-  if (field == 0) {
-    const char* v = std::getenv(env);
-    if (v == nullptr || *v == '\0' || std::strcmp(v, dflt_name) == 0) return dflt;
-    if (std::strcmp(v, other_name) == 0) return other;
-    return 0;
-  }
-  return field == dflt || field == other ? field : 0;
+// A two-way mr_config setting: the explicit field when nonzero (one of
+// `values`), else MANYALLOC_REGION_<name> read by the common options parser
+// (`names`, unset or empty: the first); 0 for a value that is neither.
+int choice(int field, const char* name, const char* const (&names)[3], const int (&values)[2]) {
+  if (field != 0) return field == values[0] || field == values[1] ? field : 0;
+  const manyalloc::env::Value v =
+      manyalloc::env::read("MANYALLOC_REGION_", {name, manyalloc::env::Kind::choice, 0, names, ""});
+  return v.valid ? values[v.number] : 0;
 }
+constexpr const char* kTransferNames[3] = {"auto", "copy", nullptr};
+constexpr int kTransferValues[2] = {MR_TRANSFER_AUTO, MR_TRANSFER_COPY};
+constexpr const char* kPrefaultNames[3] = {"on", "off", nullptr};
+constexpr int kPrefaultValues[2] = {MR_PREFAULT_ON, MR_PREFAULT_OFF};
 }  // namespace
 
 extern "C" {
@@ -57,10 +58,8 @@ mr_status mr_init(int* argc, char*** argv, const mr_config* cfg) {
   // (copy | auto), default auto; prefault likewise (on | off), default on.
   // Decided before any collective so that a bad value fails on every rank
   // alike.
-  const int transfer =
-      choice(c.transfer, "MANYALLOC_REGION_TRANSFER", "auto", MR_TRANSFER_AUTO, "copy", MR_TRANSFER_COPY);
-  const int prefault =
-      choice(c.prefault, "MANYALLOC_REGION_PREFAULT", "on", MR_PREFAULT_ON, "off", MR_PREFAULT_OFF);
+  const int transfer = choice(c.transfer, "transfer", kTransferNames, kTransferValues);
+  const int prefault = choice(c.prefault, "prefault", kPrefaultNames, kPrefaultValues);
   if (transfer == 0 || prefault == 0) return MR_ERR_INIT;
   int world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);

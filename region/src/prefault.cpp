@@ -6,16 +6,6 @@
 
 namespace manyalloc::region::detail {
 
-namespace {
-// Linux >= 5.14 (include/uapi/asm-generic/mman-common.h); older headers lack
-// the name, older kernels answer EINVAL.
-#ifdef MADV_POPULATE_READ
-constexpr int populate_read = MADV_POPULATE_READ;
-#else
-constexpr int populate_read = 22;
-#endif
-}  // namespace
-
 std::pair<std::uint64_t, std::uint64_t> Prefaulter::pages(const Extent& e) const {
   return {(e.addr - base_) >> slab_shift, (e.addr - base_ + e.bytes + slab_bytes - 1) >> slab_shift};
 }

@@ -27,6 +27,8 @@
 // turns it off.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -35,6 +37,14 @@
 #include "mapped_pages.hpp"
 
 namespace manyalloc::region::detail {
+
+// madvise advice (Linux >= 5.14, include/uapi/asm-generic/mman-common.h);
+// older headers lack the name, older kernels answer EINVAL.
+#ifdef MADV_POPULATE_READ
+inline constexpr int populate_read = MADV_POPULATE_READ;
+#else
+inline constexpr int populate_read = 22;
+#endif
 
 class Prefaulter {
  public:
