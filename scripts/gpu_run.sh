@@ -14,6 +14,8 @@
 #     coalescing-occupancy  unit benchmark at 400 floats at full occupancy
 #                 (SMs x 2048 threads, the paper's setting), split kernels and
 #                 --fused (the paper's one-kernel Listing 3); fused at 32768 too
+#     coalescing-pads  the same at 32768 and 131072 threads with IdealSlices
+#                 at paddings 4-512 B (--ideal-pads: how far layout alone goes)
 #     repeat      the distribution GPU tests 20 times (intermittent failures)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
 #   default: tests throughput coalescing   (one call stays under 10 minutes;
@@ -80,6 +82,22 @@ run_tests() {
   done
 }
 
+# The coalescing benchmark's bounded unit workloads at 400 floats into
+# $OUT/NAME.jsonl (log bench_NAME.log), one run per remaining argument: the
+# value of --small-threads and any further options, split into words.
+unit400() {
+  local name=$1 max_s=$2 args
+  shift 2
+  rm -f "$OUT/$name.jsonl"
+  for args in "$@"; do
+    # shellcheck disable=SC2086
+    timeout 200 build-gpu/heap/bench/coalescing/manyalloc_coalescing_bench --only bounded --floats 400 \
+      --runs 3 --max-run-s "$max_s" --small-threads $args >> "$OUT/$name.jsonl" 2>> "$OUT/bench_$name.log" \
+      || status=1
+  done
+}
+pads=4,8,12,16,32,48,64,80,128,256,512
+
 for stage in "${stages[@]}"; do
   case $stage in
     tests) run_tests ;;
@@ -96,21 +114,13 @@ for stage in "${stages[@]}"; do
       tail -25 "$OUT/bench_coalescing.log" >> "$LOG" ;;
     coalescing-scale)
       say "== coalescing unit benchmark at 400 floats, more threads"
-      rm -f "$OUT/coalescing_scale.jsonl"
-      for t in 65536 131072; do
-        timeout 200 build-gpu/heap/bench/coalescing/manyalloc_coalescing_bench --only bounded --floats 400 \
-          --small-threads $t --runs 3 --max-run-s 20 >> "$OUT/coalescing_scale.jsonl" 2>> "$OUT/bench_coalescing_scale.log" \
-          || status=1
-      done ;;
+      unit400 coalescing_scale 20 65536 131072 ;;
     coalescing-occupancy)
       say "== coalescing unit benchmark at 400 floats, full occupancy, split and fused"
-      rm -f "$OUT/coalescing_occupancy.jsonl"
-      for mode in "0" "0 --fused" "32768 --fused"; do  # 0: SMs x 2048 threads
-        set -- $mode
-        timeout 200 build-gpu/heap/bench/coalescing/manyalloc_coalescing_bench --only bounded --floats 400 \
-          --small-threads "$@" --runs 3 --max-run-s 60 >> "$OUT/coalescing_occupancy.jsonl" \
-          2>> "$OUT/bench_coalescing_occupancy.log" || status=1
-      done ;;
+      unit400 coalescing_occupancy 60 "0" "0 --fused" "32768 --fused" ;;  # 0: SMs x 2048 threads
+    coalescing-pads)
+      say "== coalescing unit benchmark at 400 floats, IdealSlices with gaps"
+      unit400 linear_pads 20 "32768 --ideal-pads $pads" "131072 --ideal-pads $pads" ;;
     repeat)
       say "== distribution GPU tests, 20 repetitions"
       timeout 150 "$dist_tests" --gtest_repeat=20 --gtest_brief=1 > "$OUT/dist_tests_repeat.log" 2>&1

@@ -41,6 +41,7 @@
 
 #include "manyalloc/heap/heap.hpp"
 #include "manyalloc_support/cuda_runner.hpp"
+#include "cli.hpp"  // parse_list
 #include "records.hpp"
 
 namespace ma = manyalloc;
@@ -245,7 +246,7 @@ double median(std::vector<double> v) {
 template <class Handle>
 bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t threads,
                 const std::vector<std::uint32_t>& ns, const Options& o) {
-  CudaRunner::Buffer<float*> ptrs(threads);
+  CudaRunner::Buffer<float*> ptrs(o.fused ? 1 : threads);  // the fused kernel keeps its pointer
   CudaRunner::Buffer<Sums> sums(1);
   for (std::uint32_t n : ns) {
     for (int quad = 0; quad < 2; ++quad) {
@@ -255,7 +256,7 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
         sums.zero();
         double ws = 0;
         if (o.fused) {
-          // Seconds = the whole kernel; the GFLOP/s that counts is the per-thread one.
+          // Seconds = the whole kernel; the rate that counts is the per-thread one.
           ws = quad ? CudaRunner::timed_run(threads, FusedRun<Handle, true>{handle, n, sums.data()})
                     : CudaRunner::timed_run(threads, FusedRun<Handle, false>{handle, n, sums.data()});
         } else {
@@ -276,7 +277,8 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
         work_thread_s.push_back(static_cast<double>(s.work_cycles) / threads / g_clock_hz);
         malloc_s.push_back(static_cast<double>(s.malloc_cycles) / threads / g_clock_hz);
         free_s.push_back(static_cast<double>(s.free_cycles) / threads / g_clock_hz);
-        if (ws + (malloc_s.back() + free_s.back()) > o.max_run_s) break;
+        // The fused kernel's time includes its malloc and free already.
+        if (ws + (o.fused ? 0.0 : malloc_s.back() + free_s.back()) > o.max_run_s) break;
       }
       const double flops_per_thread = quad ? 2.0 * n * n : 1.0 * n;
       ma::bench::Measurement m;
@@ -291,7 +293,10 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
       m.fails = fails;
       m.verified = bad == 0 && fails == 0;
       m.extra["floats"] = n;
-      m.extra["gflops"] = m.seconds > 0 ? flops_per_thread * threads / m.seconds / 1e9 : 0;
+      // Kernel GFLOP/s only for the split kernels: the fused kernel's time
+      // (`seconds`) includes malloc and free, so its rate would not be the
+      // workload's.
+      if (!o.fused) m.extra["gflops"] = m.seconds > 0 ? flops_per_thread * threads / m.seconds / 1e9 : 0;
       // The paper's figure: every thread's flops over the mean per-thread
       // workload time (no launch overhead, no tail of the grid).
       m.extra["gflops_thread_clock"] =
@@ -524,6 +529,20 @@ void blowup(const std::string& name, Heap& heap, std::uint32_t threads) {
   ma::bench::write_jsonl(g_out, m);
 }
 
+// --ideal-pads: a comma list of paddings in bytes, each a multiple of 4
+// (IdealSlices pads in floats); false for anything else.
+bool parse_pads(const char* list, std::vector<std::size_t>& pads) {
+  try {
+    for (std::uint64_t pad : ma::bench::parse_list(list)) {
+      if (pad % 4u != 0u) return false;
+      pads.push_back(static_cast<std::size_t>(pad));
+    }
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -544,18 +563,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--only") o.only = next();
     else if (a == "--floats") o.floats = static_cast<std::uint32_t>(std::strtoul(next(), nullptr, 10));
     else if (a == "--fused") o.fused = true;
-    else if (a == "--ideal-pads") {
-      const std::string list = next();
-      for (std::size_t at = 0; at < list.size();) {
-        const std::size_t comma = std::min(list.find(',', at), list.size());
-        o.ideal_pads.push_back(std::strtoul(list.substr(at, comma - at).c_str(), nullptr, 10));
-        at = comma + 1;
-      }
-    }
+    else if (a == "--ideal-pads" && parse_pads(next(), o.ideal_pads)) continue;
     else {
       std::fprintf(stderr, "usage: %s [--out FILE] [--threads N] [--small-threads N] [--runs R] [--max-run-s S] [--quick]\n"
                    "       [--only full,bounded,alltoall,small16] [--floats N] [--fused]\n"
-                   "       [--ideal-pads P,P,...]\n", argv[0]);
+                   "       [--ideal-pads P,P,...]   (P: bytes, multiples of 4)\n", argv[0]);
       std::exit(2);
     }
   }
@@ -662,7 +674,6 @@ int main(int argc, char** argv) {
     CudaRunner::Buffer<std::byte> slices(stride * o.small_threads);
     unit_sweep("IdealSlices (no allocator)", IdealSlices{slices.data(), stride}, o.small_threads, few_n, o);
     for (std::size_t pad : o.ideal_pads) {
-      if (pad % 4u != 0u) continue;
       unit_sweep("IdealSlices+pad" + std::to_string(pad), IdealSlices{slices.data(), stride, pad}, o.small_threads,
                  few_n, o);
     }

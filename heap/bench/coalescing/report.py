@@ -31,6 +31,11 @@ def load(path):
     return [r for r in rows if r.get("suite") == "coalescing"]
 
 
+def device_malloc_by_threads(rows):
+    """The DeviceMalloc record of each thread count: every ratio of this report is against it."""
+    return {r["threads"]: r for r in rows if r["allocator"] == "DeviceMalloc"}
+
+
 def ratio_table(rows, title, note, kernel=True):
     """Linear workload at 400 floats: each allocator against DeviceMalloc of the same run and thread count.
     kernel=False leaves out the kernel-time columns (meaningless when the kernel includes malloc)."""
@@ -38,16 +43,16 @@ def ratio_table(rows, title, note, kernel=True):
     if not kernel:
         head = "| threads | allocator | per-thread GFLOP/s | ratio |\n|---|---|---|---|\n"
     L = [f"\n### {title}\n\n{note}\n\n{head}"]
-    for t in sorted({r["threads"] for r in rows}):
+    base = device_malloc_by_threads(rows)
+    for t in sorted(base):
+        b = base[t]
         sel = [r for r in rows if r["threads"] == t]
-        base = [r for r in sel if r["allocator"] == "DeviceMalloc"]
-        if not base:
-            continue
-        b = base[0]
         for r in sorted(sel, key=lambda r: -r.get("gflops_thread_clock", 0)):
-            kr = r["gflops"] / b["gflops"] if b["gflops"] > 0 else 0
             tr = r["gflops_thread_clock"] / b["gflops_thread_clock"] if b["gflops_thread_clock"] > 0 else 0
-            kcols = f"{r['gflops']:.1f} | {kr:.2f} | " if kernel else ""
+            kcols = ""
+            if kernel:
+                kr = r["gflops"] / b["gflops"] if b["gflops"] > 0 else 0
+                kcols = f"{r['gflops']:.1f} | {kr:.2f} | "
             L.append(f"| {t} | {r['allocator']} | {kcols}{r['gflops_thread_clock']:.1f} | {tr:.2f} |\n")
     return L
 
@@ -77,13 +82,12 @@ def linear_studies(out):
                              "IdealSlices is no allocator: thread w reads slice w of one array (a warp's parts side "
                              "by side, what coalescing builds), with `pad` bytes between slices. Its best ratio over "
                              "all paddings bounds what any allocator's layout can give against DeviceMalloc here."))
-        for t in sorted({r["threads"] for r in rows}):
-            sel = [r for r in rows if r["threads"] == t]
-            base = [r for r in sel if r["allocator"] == "DeviceMalloc"]
-            ideal = [r for r in sel if r["allocator"].startswith("IdealSlices")]
-            if base and ideal:
+        base = device_malloc_by_threads(rows)
+        for t in sorted(base):
+            ideal = [r for r in rows if r["threads"] == t and r["allocator"].startswith("IdealSlices")]
+            if ideal:
                 best = max(ideal, key=lambda r: r["gflops"])
-                L.append(f"\n- {t} threads: best layout {best['allocator']} = **{best['gflops'] / base[0]['gflops']:.2f}x** "
+                L.append(f"\n- {t} threads: best layout {best['allocator']} = **{best['gflops'] / base[t]['gflops']:.2f}x** "
                          f"DeviceMalloc (kernel time)\n")
     return L
 
@@ -190,7 +194,7 @@ def main():
 
     def best_ratio(exp, floats):
         sel = [r for r in unit if r["experiment"] == exp and r["floats"] == floats]
-        base = {r["threads"]: r for r in sel if r["allocator"] == "DeviceMalloc"}
+        base = device_malloc_by_threads(sel)
         best = None
         for r in sel:
             b = base.get(r["threads"])
@@ -206,12 +210,14 @@ def main():
         if b:
             L.append(f"- {exp} at 400 floats: best {b[1]} = **{b[0]:.2f}x** DeviceMalloc ({b[2]} threads; target 3x for Linear)\n")
         # The layout coalescing aims at, without any allocator: the bound.
-        ideal = [r for r in unit if r["experiment"] == exp and r["floats"] == 400 and r["allocator"].startswith("IdealSlices")]
-        for r in ideal:
-            dm = [d for d in unit if d["experiment"] == exp and d["floats"] == 400 and d["allocator"] == "DeviceMalloc"
-                  and d["threads"] == r["threads"] and d["gflops"] > 0]
-            if dm:
-                L.append(f"  - reference layout, no allocator (one array, 16-byte slices side by side) = {r['gflops'] / dm[0]['gflops']:.2f}x DeviceMalloc ({r['threads']} threads)\n")
+        sel = [r for r in unit if r["experiment"] == exp and r["floats"] == 400]
+        base = device_malloc_by_threads(sel)
+        for r in sel:
+            dm = base.get(r["threads"])
+            if r["allocator"].startswith("IdealSlices") and dm and dm["gflops"] > 0:
+                layout = ("16-byte slices side by side" if r["allocator"] == "IdealSlices (no allocator)"
+                          else r["allocator"].removeprefix("IdealSlices+") + " bytes between 16-byte slices")
+                L.append(f"  - reference layout, no allocator (one array, {layout}) = {r['gflops'] / dm['gflops']:.2f}x DeviceMalloc ({r['threads']} threads)\n")
     if a2a:
         base = [r for r in a2a if r["allocator"] == "DeviceMalloc"]
         if base:
