@@ -38,17 +38,18 @@ MANYALLOC_FN std::uint64_t shfl64(const Acc& acc, std::uint32_t mask, std::uint6
 // Why not shfl(group, ...) as right after collect: on the GPU the shuffle of a
 // mask carried across the root's divergent create lost the root's value for
 // some lanes when two inlined copies of alloc ran in divergent branches
-// (docs/results/coalescing/warp_uniform_gpu_failure.md). An accelerator that
-// provides group_broadcast64 (CUDA: the store / __syncwarp / load pattern
-// through shared memory that the CUDA guide documents for divergent lanes)
-// is used; otherwise (host threads, emulated warps, whose collectives are
-// barriers of exactly the named lanes) the shuffle is safe.
+// (docs/results/coalescing/warp_uniform_gpu_failure.md). Each accelerator
+// states whether its shuffle is safe there (Accelerator::
+// shuffle_after_divergence): host threads and emulated warps, whose
+// collectives are barriers of exactly the named lanes, say yes; CUDA says no
+// and provides group_broadcast64 (the store / __syncwarp / load pattern
+// through shared memory that the CUDA guide documents for divergent lanes).
 template <class Acc>
 MANYALLOC_FN std::uint64_t group_hand_over(const Acc& acc, std::uint32_t group, unsigned root, std::uint64_t value) {
-  if constexpr (requires { acc.group_broadcast64(group, root, value); }) {
-    return acc.group_broadcast64(group, root, value);
-  } else {
+  if constexpr (Acc::shuffle_after_divergence) {
     return shfl64(acc, group, value, root);
+  } else {
+    return acc.group_broadcast64(group, root, value);
   }
 }
 

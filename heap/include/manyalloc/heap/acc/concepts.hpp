@@ -22,6 +22,10 @@ template <class A>
 concept Accelerator = requires(const A a, std::uint32_t* w, const std::uint32_t* cw,
                                std::uint32_t v, std::uint32_t mask, bool b, unsigned lane) {
   { A::warp_size } -> std::convertible_to<unsigned>;
+  // Whether shfl hands a value over correctly to lanes that diverged since
+  // their group formed (acc::group_hand_over). false obliges the worker to
+  // provide group_broadcast64(group, root, v64) (see acc/cuda.hpp).
+  { A::shuffle_after_divergence } -> std::convertible_to<bool>;
   { a.lane_id() } -> std::same_as<unsigned>;          // 0 .. warp_size-1
   { a.active_mask() } -> std::same_as<std::uint32_t>; // lanes executing this call
   { a.ballot(mask, b) } -> std::same_as<std::uint32_t>;      // lanes of mask with b true

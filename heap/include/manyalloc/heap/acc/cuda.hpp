@@ -29,8 +29,14 @@ inline void cuda_check(cudaError_t err, const char* what) {
 }
 
 class CudaThread {
+  // Linear index of the thread in its block (x fastest, as warps are formed).
+  __device__ static unsigned thread_in_block() {
+    return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  }
+
  public:
   static constexpr unsigned warp_size = 32;
+  static constexpr bool shuffle_after_divergence = false;  // group_broadcast64 below
 
   __device__ unsigned lane_id() const {
     unsigned lane;
@@ -50,7 +56,7 @@ class CudaThread {
   // one keeps the root from reusing the box before every lane has read it.
   __device__ std::uint64_t group_broadcast64(std::uint32_t group, unsigned root, std::uint64_t value) const {
     __shared__ std::uint64_t box[32][32];
-    const unsigned tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    const unsigned tid = thread_in_block();
     volatile std::uint64_t* slot = &box[tid / 32u][root];
     if (lane_id() == root) *slot = value;
     __syncwarp(group);
@@ -68,7 +74,7 @@ class CudaThread {
   __device__ unsigned warp_id() const {
     const unsigned block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
-    const unsigned tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    const unsigned tid = thread_in_block();
     return block * ((threads + 31u) / 32u) + tid / 32u;
   }
   __device__ std::uint32_t load(const std::uint32_t* p) const {
@@ -113,7 +119,7 @@ class CudaThread {
   // exited the kernel do not take part (sm_70+ barriers skip them).
   __device__ BlockRank block_rank() const {
     __shared__ unsigned warp_bits[32];
-    const unsigned tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    const unsigned tid = thread_in_block();
     const unsigned warp = tid / 32u;
     const unsigned lane = tid % 32u;
     const unsigned warps = (blockDim.x * blockDim.y * blockDim.z + 31u) / 32u;

@@ -87,6 +87,7 @@ struct BlockState {
 class EmulatedThread {
  public:
   static constexpr unsigned warp_size = 32;
+  static constexpr bool shuffle_after_divergence = true;  // shfl waits for the named lanes
 
   unsigned lane_id() const { return rank_ % 32u; }
   std::uint32_t active_mask() const;

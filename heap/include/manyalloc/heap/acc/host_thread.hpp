@@ -22,6 +22,7 @@ namespace manyalloc::acc {
 class HostThread {
  public:
   static constexpr unsigned warp_size = 1;
+  static constexpr bool shuffle_after_divergence = true;  // one lane
 
   unsigned lane_id() const { return 0; }
   std::uint32_t active_mask() const { return 1u; }
