@@ -253,10 +253,11 @@ MA_EXPORT int manyalloc_numa_owns(const void* p) noexcept {
   // Only the owner can read the free bitmap; for other threads the answer
   // is "p is a chunk start in a live run".
   if (seg.heap.load(std::memory_order_relaxed) != t_heap) return 1;
+  OwnerLock hold(*t_heap);
   const Run& r = *ch.run;
   const std::uint32_t w = ch.idx >> 6;
   const std::uint64_t bit = std::uint64_t{1} << (ch.idx & 63);
-  if ((r.free_word(w) & bit) || (r.remote_bits[w].load(std::memory_order_relaxed) & bit)) return 0;
+  if ((r.free_word_or_all(w) & bit) || (r.remote_bits[w].load(std::memory_order_relaxed) & bit)) return 0;
   const FreeCache& fc = t_heap->cache[ch.cls];
   for (std::uint32_t k = 0, n = fc.count.load(std::memory_order_relaxed); k < n; ++k)
     if (t_heap->cache_stack(ch.cls)[k] == p) return 0;

@@ -98,13 +98,11 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
   r.chunk_size = static_cast<std::uint32_t>(class_size(cls));
   r.nchunks = run_chunks(cls);
   r.remote_bits = seg.remote_rows[first];
-  for (std::uint32_t w = 0; w < r.nwords(); ++w) {
-    r.free_word(w) = bits::low_mask64(r.nchunks - w * 64);
-  }
+  r.hw = 0;  // words 0 and 1 stored, the others implied (types.hpp, Run)
+  for (std::uint32_t w = 0; w < r.nwords() && w < 2; ++w) r.free_word(w) = r.full_word(w);
   r.free_count = r.nchunks;
   r.cursor = 0;
   r.dirty = 0;
-  r.hw = 0;
   r.popped = 0;
   r.state = RunState::unused;
   r.next = r.prev = nullptr;
@@ -244,9 +242,9 @@ bool all_free(const Run& r, std::uint32_t first, std::uint32_t last) {
   const std::uint32_t lw = last >> 6;
   std::uint64_t lo = ~std::uint64_t{0} << (first & 63);
   for (; w < lw; ++w, lo = ~std::uint64_t{0})
-    if ((r.free_word(w) & lo) != lo) return false;
+    if ((r.free_word_or_all(w) & lo) != lo) return false;
   const std::uint64_t m = lo & bits::low_mask64((last & 63) + 1);
-  return (r.free_word(w) & m) == m;
+  return (r.free_word_or_all(w) & m) == m;
 }
 
 // Address ranges to decommit, gathered in address order and given to the OS
@@ -325,14 +323,66 @@ std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range) {
   // New hw: the highest word with an allocated chunk (pages above it were
   // in the final range, now decommitted, or were never written).
   std::uint32_t top = 0;
-  for (std::uint32_t w = r.nwords(); w-- > 0;) {
-    if (r.free_word(w) != bits::low_mask64(n - w * 64)) {
+  const std::uint32_t stored = r.hw + 2u < r.nwords() ? r.hw + 2u : r.nwords();
+  for (std::uint32_t w = stored; w-- > 0;) {
+    if (r.free_word(w) != r.full_word(w)) {
       top = w;
       break;
     }
   }
   if (top < r.hw) r.hw = static_cast<std::uint8_t>(top);
   return purged;
+}
+
+// Purges the heap's runs (heap_purge without writing the free caches back:
+// also called by another thread for an idle owner, heap_merge_for_owner).
+void purge_runs(Heap& h, bool all) {
+  if (!h.rfq.maybe_empty()) heap_flush_remote(h);
+  std::size_t purged = 0;
+  DecommitBatch batch(h);
+  const bool every_range = all || h.ctx->opts.profile == Profile::lowmem;
+  const std::size_t min_range = every_range ? kOsPage : kMinPurgeRange;
+  for (SmallSegment* list : {h.avail, h.full}) {
+    for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
+      const PageMask used = seg->used_pages.load(std::memory_order_relaxed);
+      for (unsigned p = 0; p < kPagesPerSegment;) {
+        if (!((used >> p) & 1u)) {
+          ++p;
+          continue;
+        }
+        Run& r = seg->runs[p];  // p is the first page of its run
+        p += r.npages;
+        // A bin's current run is where the next chunks of its class come
+        // from: its free pages would be faulted in again at once (a
+        // producer/consumer pair frees and reuses the same run all the
+        // time), so it is purged only when nothing was allocated from it
+        // since the last purge, or `all`. Lowmem t-test1 (16 threads, with
+        // borrowing of one doubling): peak RSS 1.08x -> 1.02x glibc's.
+        const bool idle = r.popped == 0;
+        r.popped = 0;
+        // `all` also takes runs not freed into since their last purge: it
+        // may have kept short free ranges.
+        if (all || (r.dirty && (idle || r.state != RunState::current)))
+          purged += purge_run(r, batch, min_range);
+      }
+    }
+  }
+  batch.flush();
+  // Idle pages beyond the low bound are decommitted (oldest segments last in
+  // the list are trimmed first: the newest, at the head, take new runs).
+  h.idle_cap /= 2;
+  const unsigned keep = all ? 0 : idle_allowance(h);
+  for (SmallSegment* list : {h.full, h.avail})
+    for (SmallSegment* seg = list; seg != nullptr && h.idle_pages > keep;
+         seg = static_cast<SmallSegment*>(seg->next)) {
+      purged += static_cast<std::size_t>(std::popcount(seg->idle_pages)) * kPage;
+      decommit_idle(h, *seg);
+    }
+  if (purged)
+    h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,
+                         std::memory_order_relaxed);
+  h.purge_credit = 0;
+  set_purge_threshold(h);
 }
 
 // ---- borrowing ----------------------------------------------------------------
@@ -389,11 +439,13 @@ void* heap_borrow(Heap& h, unsigned cls) {
 void heap_init(Heap& h, Context& c, Source& s) {
   h.ctx = &c;
   h.source = &s;
+  h.merge_for_owner = c.opts.profile == Profile::lowmem;
   heap_set_cache(h, !c.abort_on_misuse.load(std::memory_order_relaxed));
   set_purge_threshold(h);
 }
 
 void heap_set_cache(Heap& h, bool on) {
+  OwnerLock hold(h);
   h.cache_on = on;
   h.rfq_poll = 1;  // the next allocation from a run merges the RFQ
   for (unsigned c = 0; c < kNumClasses; ++c) {
@@ -420,6 +472,7 @@ void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
     else heap_free_remote(c, *ch.run, ch.idx);
     return;
   }
+  OwnerLock hold(*self);
   FreeCache& fc = self->cache[ch.cls];
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
   if (n != 0 && self->cache_stack(ch.cls)[n - 1] == p) {
@@ -442,52 +495,20 @@ void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
 
 void heap_purge(Heap& h, bool all) {
   if (h.ctx->opts.profile == Profile::lowmem) heap_cache_flush_all(h);
-  if (!h.rfq.maybe_empty()) heap_flush_remote(h);
-  std::size_t purged = 0;
-  DecommitBatch batch(h);
-  const bool every_range = all || h.ctx->opts.profile == Profile::lowmem;
-  const std::size_t min_range = every_range ? kOsPage : kMinPurgeRange;
-  for (SmallSegment* list : {h.avail, h.full}) {
-    for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
-      const PageMask used = seg->used_pages.load(std::memory_order_relaxed);
-      for (unsigned p = 0; p < kPagesPerSegment;) {
-        if (!((used >> p) & 1u)) {
-          ++p;
-          continue;
-        }
-        Run& r = seg->runs[p];  // p is the first page of its run
-        p += r.npages;
-        // A bin's current run is where the next chunks of its class come
-        // from: its free pages would be faulted in again at once (a
-        // producer/consumer pair frees and reuses the same run all the
-        // time), so it is purged only when nothing was allocated from it
-        // since the last purge, or `all`. Lowmem t-test1 (16 threads, with
-        // borrowing of one doubling): peak RSS 1.08x -> 1.02x glibc's.
-        const bool idle = r.popped == 0;
-        r.popped = 0;
-        // `all` also takes runs not freed into since their last purge: it
-        // may have kept short free ranges.
-        if (all || (r.dirty && (idle || r.state != RunState::current)))
-          purged += purge_run(r, batch, min_range);
-      }
-    }
-  }
-  batch.flush();
-  // Idle pages beyond the low bound are decommitted (oldest segments last in
-  // the list are trimmed first: the newest, at the head, take new runs).
-  h.idle_cap /= 2;
-  const unsigned keep = all ? 0 : idle_allowance(h);
-  for (SmallSegment* list : {h.full, h.avail})
-    for (SmallSegment* seg = list; seg != nullptr && h.idle_pages > keep;
-         seg = static_cast<SmallSegment*>(seg->next)) {
-      purged += static_cast<std::size_t>(std::popcount(seg->idle_pages)) * kPage;
-      decommit_idle(h, *seg);
-    }
-  if (purged)
-    h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,
-                         std::memory_order_relaxed);
-  h.purge_credit = 0;
-  set_purge_threshold(h);
+  purge_runs(h, all);
+}
+
+void* heap_alloc_run_locked(Heap& h, unsigned cls) {
+  OwnerLock hold(h);
+  return heap_alloc_run_owned(h, cls);
+}
+
+void heap_merge_for_owner(Heap& h) {
+  if (!h.merge_lock.try_lock()) return;
+  heap_flush_remote(h);
+  h.idle_merges.store(h.idle_merges.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (h.purge_credit >= h.purge_at) purge_runs(h, false);
+  h.merge_lock.unlock();
 }
 
 void heap_cache_flush(Heap& h, unsigned cls, bool half) {
@@ -582,6 +603,7 @@ void heap_after_free(Heap& h, Run& r) {
 }
 
 void heap_abandon(Heap& h) {
+  OwnerLock hold(h);
   heap_remote_batch_flush(h);
   heap_cache_flush_all(h);
   heap_flush_remote(h);
@@ -603,6 +625,7 @@ void heap_abandon(Heap& h) {
 }
 
 void heap_trim(Heap& h) {
+  OwnerLock hold(h);
   heap_remote_batch_flush(h);
   heap_cache_flush_all(h);
   heap_flush_remote(h);

@@ -21,6 +21,31 @@ struct ChunkRef {
 
 void heap_init(Heap& h, Context& c, Source& s);
 
+// The owner's hold of h.merge_lock for one operation on its runs, bins or
+// segments (lowmem; types.hpp, "Idle-owner merge"); nothing outside lowmem.
+// Taken at the owner's entry points only (heap_alloc_run's locked path,
+// small_free_slow, trim, abandon, set_cache, migrate, owns): the functions
+// they call expect it held and never take it again.
+class OwnerLock {
+ public:
+  explicit OwnerLock(Heap& h) noexcept : lock_(h.merge_for_owner ? &h.merge_lock : nullptr) {
+    if (lock_ != nullptr) lock_->lock();
+  }
+  ~OwnerLock() {
+    if (lock_ != nullptr) lock_->unlock();
+  }
+  OwnerLock(const OwnerLock&) = delete;
+  OwnerLock& operator=(const OwnerLock&) = delete;
+
+ private:
+  SpinLock* lock_;
+};
+
+// Idle-owner merge (lowmem): another thread, which has just queued a run on
+// h, merges h's RFQ and purges if due, unless h's merge lock is taken (the
+// owner is busy and merges itself). Never touches the free caches.
+void heap_merge_for_owner(Heap& h);
+
 // Turns the free caches on (capacities of size_class.hpp) or off (check
 // mode: every free goes to the bitmap); owner only.
 void heap_set_cache(Heap& h, bool on);
@@ -101,7 +126,7 @@ inline ChunkRef small_chunk_of(Context& c, SmallSegment& seg, const void* p, con
 inline void heap_free_local(Heap& h, Run& r, std::uint32_t idx) {
   const std::uint32_t w = idx >> 6;
   const std::uint64_t bit = std::uint64_t{1} << (idx & 63);
-  if (r.free_word(w) & bit) [[unlikely]] {
+  if (r.free_word_or_all(w) & bit) [[unlikely]] {
     misuse(*h.ctx, "free", Misuse::double_free, r.base + static_cast<std::size_t>(idx) * r.chunk_size);
     return;
   }
@@ -122,7 +147,10 @@ inline void* run_pop(Heap& h, Run& r) {
   const unsigned b = static_cast<unsigned>(__builtin_ctzll(bits));
   r.free_word(w) = bits & (bits - 1);
   r.cursor = w;
-  if (w > r.hw) r.hw = static_cast<std::uint8_t>(w);
+  if (w > r.hw) [[unlikely]] {  // w == hw + 1: store the next word (types.hpp, Run)
+    r.hw = static_cast<std::uint8_t>(w);
+    if (w + 1 < r.nwords()) r.free_word(w + 1) = r.full_word(w + 1);
+  }
   --r.free_count;
   r.popped = 1;
   h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) + r.chunk_size,
@@ -138,8 +166,9 @@ void heap_cache_flush_all(Heap& h);
 // Allocations from runs between two merges of the RFQ.
 inline std::uint8_t rfq_poll_every(const Heap& h) { return h.cache_on ? kRfqPollEvery : 1; }
 
-// Allocation from the bin's current run (the free cache is empty).
-inline void* heap_alloc_run(Heap& h, unsigned cls) {
+// Allocation from the bin's current run (the free cache is empty), with
+// the merge lock held if the heap uses it.
+inline void* heap_alloc_run_owned(Heap& h, unsigned cls) {
   // Remote frees are merged every kRfqPollEvery-th allocation from a run
   // and whenever a run is exhausted (heap_alloc_slow); never before those
   // served by the free cache. Reading the queue's line more often makes
@@ -158,6 +187,13 @@ inline void* heap_alloc_run(Heap& h, unsigned cls) {
   if (r != nullptr && r->free_count != 0) [[likely]]
     return run_pop(h, *r);
   return heap_alloc_slow(h, cls);
+}
+void* heap_alloc_run_locked(Heap& h, unsigned cls);  // OwnerLock + heap_alloc_run_owned
+
+inline void* heap_alloc_run(Heap& h, unsigned cls) {
+  if (h.merge_for_owner) [[unlikely]]
+    return heap_alloc_run_locked(h, cls);
+  return heap_alloc_run_owned(h, cls);
 }
 
 // The latest freed chunk of class cls from the free cache, or nullptr.

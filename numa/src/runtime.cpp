@@ -42,14 +42,31 @@ void for_each_lock(void (*fn)(SpinLock&)) {
   fn(g_ctx.heap_pool.lock());
   for (Source& s : g_ctx.sources) fn(s.lock);
 }
-void fork_prepare() { for_each_lock([](SpinLock& l) { l.lock(); }); }
-void fork_parent() { for_each_lock([](SpinLock& l) { l.unlock(); }); }
+// The forking thread's heap lives on in the child: in lowmem another
+// thread may be merging it for us (Heap::merge_lock), so we wait for that
+// first (the merge takes only the locks below, never ours).
+SpinLock* own_merge_lock() {
+  Heap* h = t_heap;
+  return h != nullptr && h->merge_for_owner ? &h->merge_lock : nullptr;
+}
+void fork_prepare() {
+  if (SpinLock* l = own_merge_lock()) l->lock();
+  for_each_lock([](SpinLock& l) { l.lock(); });
+}
+void fork_parent() {
+  for_each_lock([](SpinLock& l) { l.unlock(); });
+  if (SpinLock* l = own_merge_lock()) l->unlock();
+}
 void fork_child() {
   // Only the forking thread exists in the child. The heaps of the other
   // threads are not adopted (one may have been half-way through an update
   // when fork happened); their chunks stay valid and freeing them queues the
-  // chunks on those heaps, so nothing is corrupted.
+  // chunks on those heaps, so nothing is corrupted. In lowmem such a free
+  // may merge a heap for its owner (Heap::merge_lock): a heap whose owner or
+  // merger was inside an operation at the fork keeps its lock taken, so the
+  // merge only ever sees heaps in a consistent state.
   for_each_lock([](SpinLock& l) { l.reset_unlocked(); });
+  if (SpinLock* l = own_merge_lock()) l->unlock();
 }
 
 }  // namespace
@@ -133,14 +150,34 @@ bool thread_heap_migrate(int node) noexcept {
   if (node < -1 || node >= topology_load(c) || node >= static_cast<int>(kMaxNodes)) return false;
   Source* s = node < 0 ? &c.common() : c.node_source(node);
   if (s == h->source) return true;
-  h->source = s;
-  for (SmallSegment* list : {h->avail, h->full}) {
-    for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
-      seg->source->mapped_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
-      s->mapped_bytes.fetch_add(seg->bytes, std::memory_order_relaxed);
-      seg->source = s;
-      if (node >= 0) topology_bind(c, seg->base, seg->bytes, node, true);
+  // The segments move to s in batches: binding (hwloc) may allocate, so it
+  // runs with no heap lock held and no list being walked. A segment that is
+  // given back between the two steps belongs to s already, so binding it to
+  // s's node is still right (or fails harmlessly once it is unmapped).
+  constexpr unsigned kBatch = 32;
+  for (bool more = true; more;) {
+    struct Range {
+      void* base;
+      std::size_t bytes;
+    } todo[kBatch];
+    unsigned n = 0;
+    {
+      OwnerLock hold(*h);
+      h->source = s;
+      for (SmallSegment* list : {h->avail, h->full}) {
+        for (SmallSegment* seg = list; seg != nullptr && n < kBatch;
+             seg = static_cast<SmallSegment*>(seg->next)) {
+          if (seg->source == s) continue;
+          seg->source->mapped_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
+          s->mapped_bytes.fetch_add(seg->bytes, std::memory_order_relaxed);
+          seg->source = s;
+          todo[n++] = Range{seg->base, seg->bytes};
+        }
+      }
     }
+    more = n == kBatch;
+    if (node >= 0)
+      for (unsigned i = 0; i < n; ++i) topology_bind(c, todo[i].base, todo[i].bytes, node, true);
   }
   return true;
 }

@@ -42,6 +42,7 @@ void stats_gather(Context& c, manyalloc_numa_stats& out) noexcept {
       if (h->orphan.load(rl)) ++out.orphan_heaps;
       out.small_in_use_bytes += heap_small_in_use(*h);
       out.remote_frees += h->remote_frees.load(rl);
+      out.idle_merges += h->idle_merges.load(rl);
     }
   }
   out.in_use_bytes = out.small_in_use_bytes + out.large_in_use_bytes;
@@ -67,8 +68,10 @@ void stats_print(Context& c, int fd) noexcept {
       st.small_in_use_bytes / MiB, st.large_in_use_bytes / MiB);
   add("  mapped      %10.1f MiB, cached %.1f MiB, metadata %.1f MiB\n", st.mapped_bytes / MiB,
       st.cached_bytes / MiB, st.metadata_bytes / MiB);
-  add("  remote frees %llu, page faults avoided %llu, misuses %llu, heaps %u (%u orphan)\n",
+  add("  remote frees %llu (queues merged for idle owners %llu), page faults avoided %llu, "
+      "misuses %llu, heaps %u (%u orphan)\n",
       static_cast<unsigned long long>(st.remote_frees),
+      static_cast<unsigned long long>(st.idle_merges),
       static_cast<unsigned long long>(st.faults_avoided),
       static_cast<unsigned long long>(st.misuses), st.heaps, st.orphan_heaps);
   {

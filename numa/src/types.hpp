@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/mpsc_queue.hpp"
 #include "manyalloc/common/spin_lock.hpp"
 #include "size_class.hpp"
@@ -77,6 +78,12 @@ enum class RunState : std::uint8_t { unused, current, partial, full };
 //    been queued);
 //  * a run whose chunks are all free and merged is released (unused) unless
 //    it is its bin's current run or was pinned (pins) when it became free.
+//  * only words 0 .. hw + 1 of the free bitmap are stored; every chunk of a
+//    word above them is free (free_word_or_all), and run_pop stores word
+//    hw + 2 when hw grows. A thread that hands out fewer than 512 chunks of
+//    a 16-48 B class thus never writes the run's overflow row, a descriptor
+//    page of its own (cache-scratch, lowmem, 16 threads on the 2-core VM:
+//    4 KiB less resident per thread);
 //  * pages of the run past the chunks of words > hw were never written since
 //    run_init (or were decommitted by the last purge, heap.cpp): the purge
 //    only looks at [0, words hw] and only at runs with `dirty` set.
@@ -115,8 +122,15 @@ struct alignas(64) Run {
   Run* qnext;  // RFQ link (owned by the queue while queued == 1)
 
   std::uint32_t nwords() const { return (nchunks + 63) / 64; }
+  // Word w of the free bitmap (w <= hw + 1: stored).
   std::uint64_t& free_word(std::uint32_t w);
   std::uint64_t free_word(std::uint32_t w) const { return const_cast<Run*>(this)->free_word(w); }
+  // The bits of word w when every chunk of it is free.
+  std::uint64_t full_word(std::uint32_t w) const { return bits::low_mask64(nchunks - w * 64); }
+  // Word w for any w < nwords(): the stored word or, above hw + 1, all free.
+  std::uint64_t free_word_or_all(std::uint32_t w) const {
+    return w <= hw + 1u ? free_word(w) : full_word(w);
+  }
 };
 static_assert(sizeof(Run) == 192, "a run descriptor: owner's header, inline bitmap, remote line");
 
@@ -252,10 +266,24 @@ struct Source {
 
 // Per-thread local heap (slides: "Per thread local heap: lock free, manages
 // small chunks, splits macro-blocs"). Everything except `rfq`, the statistics
-// and the `orphan` flag is touched only by the owning thread. A heap outlives
+// and the `orphan` flag is touched only by the owning thread (in lowmem, by
+// the thread holding `merge_lock`, see below). A heap outlives
 // its thread: at thread exit it gives its empty segments back and becomes an
 // orphan; the next new thread adopts it whole (segments, bins, queued remote
 // frees), so segment ownership never has to change piecewise.
+//
+// Idle-owner merge (lowmem only, `merge_for_owner`): a heap whose thread
+// stops allocating (a main thread waiting in join while workers free what it
+// allocated) never merges its RFQ, and the freed chunks stay resident until
+// it wakes. In lowmem, another thread that queues a run on such a heap merges
+// the queue and purges for the owner (heap.cpp, heap_merge_for_owner). The
+// owner then holds `merge_lock` during every operation on its runs, bins and
+// segments (heap.hpp, OwnerLock: everything but the free cache fast paths,
+// which touch only the cache), and the other thread only takes it with
+// try_lock, after kIdleMergeRuns runs were queued since the queue was last
+// taken (`rfq_pushes`), so an owner that allocates keeps merging its own
+// queue. Outside lowmem merge_for_owner is false and the lock is never used.
+//
 // Invariants: `avail` lists the owned small segments with a free page, `full`
 // the others; each owned segment is in exactly one of them; at most
 // `keep_empty` (0 or 1) segment without any run is kept; `idle_pages` is the
@@ -267,6 +295,8 @@ struct alignas(64) Heap {
   Bin bins[kNumClasses];
   FreeCache cache[kNumClasses];
   bool cache_on = false;  // !check option
+  bool merge_for_owner = false;  // lowmem: see "Idle-owner merge" above (set at heap_init)
+  SpinLock merge_lock;           // idle-owner merge: the owner's runs, bins and segments
   SmallSegment* avail = nullptr;
   SmallSegment* full = nullptr;
   unsigned empty_segments = 0;
@@ -282,6 +312,7 @@ struct alignas(64) Heap {
   std::atomic<std::uint64_t> small_in_use{0};
   std::atomic<std::uint64_t> remote_frees{0};
   std::atomic<std::uint64_t> purged_bytes{0};  // bytes decommitted by purges
+  std::atomic<std::uint64_t> idle_merges{0};   // RFQ merges by other threads (lowmem)
   // Purge of free pages inside runs (heap.cpp, heap_purge): bytes merged into
   // run bitmaps since the last purge, and the amount that triggers the next.
   std::uint64_t purge_credit = 0;
@@ -302,6 +333,7 @@ struct alignas(64) Heap {
   // it, and it used to share one with small_in_use, which the owner writes
   // at every allocation from a run.
   alignas(64) MpscQueue<Run, &Run::qnext> rfq;
+  std::atomic<std::uint32_t> rfq_pushes{0};  // runs queued since the RFQ was taken (lowmem)
   // The free cache stacks (FreeCache), last and line-aligned: a stack is
   // only written (made resident) once its class is used.
   alignas(64) void* cache_slots[kCacheSlots];

@@ -142,10 +142,11 @@ int main(int argc, char** argv) {
   manyalloc_numa_stats after;
   manyalloc_numa_get_stats(&after);
   std::printf("numa_stress: %d threads, %ld operations, %lu heaps (%lu orphans), "
-              "%lu remote frees, %ld errors, %lu misuses\n",
+              "%lu remote frees (%lu queues merged for idle owners), %ld errors, %lu misuses\n",
               threads, g_ops.load(), static_cast<unsigned long>(after.heaps),
               static_cast<unsigned long>(after.orphan_heaps),
-              static_cast<unsigned long>(after.remote_frees - before.remote_frees), g_errors.load(),
+              static_cast<unsigned long>(after.remote_frees - before.remote_frees),
+              static_cast<unsigned long>(after.idle_merges - before.idle_merges), g_errors.load(),
               static_cast<unsigned long>(after.misuses - before.misuses));
   // Heaps are recycled: never more than the threads alive at once, plus the
   // main thread's, plus a few when exits and starts overlap.

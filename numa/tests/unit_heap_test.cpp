@@ -45,6 +45,14 @@ std::vector<std::uint8_t*> alloc_written(HeapFixture& f, unsigned cls, unsigned 
   return v;
 }
 
+// Whether the OS page holding p is resident.
+bool resident(const void* p) {
+  const auto page = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{kOsPage - 1};
+  unsigned char vec = 0;
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(page), kOsPage, &vec), 0);
+  return (vec & 1) != 0;
+}
+
 TEST(Heap, EveryClassGivesDisjointAlignedChunks) {
   HeapFixture f;
   for (unsigned cls = 0; cls < kNumClasses; ++cls) {
@@ -141,11 +149,6 @@ TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunksOutsideLowmem) {
     // Live: 0, 2, 5. Free: page 1 alone, pages 3-4, pages 6-7 at the end.
     for (unsigned i : {1u, 3u, 4u, 6u, 7u}) f.free(v[i], f.h);
     heap_cache_flush_all(*f.h);
-    auto resident = [](const void* p) {
-      unsigned char vec = 0;
-      EXPECT_EQ(mincore(const_cast<void*>(p), 4096, &vec), 0);
-      return (vec & 1) != 0;
-    };
     // Lowmem takes every free page; uma keeps the short ranges inside the
     // run but not the one at its end, and malloc_trim (`all`) takes them.
     heap_purge(*f.h, false);
@@ -162,6 +165,43 @@ TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunksOutsideLowmem) {
     f.free(next, f.h);
     EXPECT_EQ(f.c->misuses.load(), 0u);
   }
+}
+
+// Only the bitmap words up to one past the highest handed out are stored
+// (types.hpp, Run): a run of 16-byte chunks (32 words) writes its overflow
+// row, a descriptor page of its own in a fresh segment, only after 448
+// chunks; a free of a chunk of a word that is not stored is a double free.
+TEST(Heap, BitmapWordsAboveTheHighWaterMarkAreNotWritten) {
+  HeapFixture f(Profile::lowmem);
+  const unsigned cls = size_to_class(16);
+  ASSERT_GT(run_chunks(cls) / 64, kInlineWords);
+  std::vector<std::uint8_t*> v = alloc_written(f, cls, 400);
+  auto* seg = static_cast<SmallSegment*>(f.c->registry.lookup(v[0]));
+  ASSERT_NE(seg, nullptr);
+  numa::Run& r = seg->runs[0];
+  ASSERT_EQ(r.base, seg->base);
+  EXPECT_EQ(r.hw, 6u);
+  EXPECT_FALSE(resident(&seg->free_overflow[0][0]));
+  // Never handed out: word 20, and word 7 (stored, all free).
+  for (unsigned idx : {20u * 64, 7u * 64 + 5}) {
+    f.free(r.base + idx * 16, f.h);
+    heap_cache_flush_all(*f.h);
+    f.free(r.base + idx * 16, nullptr);
+    heap_flush_remote(*f.h);
+  }
+  EXPECT_EQ(f.c->misuses.load(), 4u);
+  std::vector<std::uint8_t*> more = alloc_written(f, cls, 200);
+  EXPECT_TRUE(resident(&seg->free_overflow[0][0]));
+  v.insert(v.end(), more.begin(), more.end());
+  std::sort(v.begin(), v.end());
+  EXPECT_EQ(std::adjacent_find(v.begin(), v.end()), v.end());
+  for (std::uint8_t* p : v) {
+    EXPECT_EQ(p[15], 0x5a);
+    f.free(p, f.h);
+  }
+  heap_cache_flush_all(*f.h);
+  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+  EXPECT_EQ(f.c->misuses.load(), 4u);
 }
 
 TEST(Heap, RemotelyPinnedRunIsNotReleasedWhenItsLastChunkIsMerged) {
@@ -418,33 +458,84 @@ TEST(Heap, BatchedRemoteFreesArePublishedLaterAndCheckedForDoubles) {
   EXPECT_EQ(f.c->misuses.load(), 2u);
 }
 
+// Two freers, one publishing each free at once (no heap) and one in
+// batches (its own heap), while the owner allocates and frees. In lowmem the
+// freers may also merge the owner's queue and purge its runs between two of
+// its operations (types.hpp, "Idle-owner merge"): under ThreadSanitizer this
+// checks that the owner's run operations and theirs never overlap.
 TEST(Heap, ConcurrentRemoteFreesWhileTheOwnerAllocates) {
-  HeapFixture f;
-  constexpr int kRounds = 50, kPer = 400;
-  std::vector<std::vector<void*>> batches(kRounds);
-  for (auto& b : batches)
-    for (int i = 0; i < kPer; ++i) b.push_back(heap_alloc(*f.h, static_cast<unsigned>(i % 12)));
-  std::atomic<int> ready{0};
-  std::thread freer([&] {
-    for (auto& b : batches) {
-      for (void* p : b) f.free(p, nullptr);
-      ready.fetch_add(1);
+  for (Profile profile : {Profile::uma, Profile::lowmem}) {
+    SCOPED_TRACE(profile_name(profile));
+    HeapFixture f(profile);
+    constexpr int kRounds = 50, kPer = 400;
+    std::vector<std::vector<void*>> batches(kRounds);
+    for (auto& b : batches)
+      for (int i = 0; i < kPer; ++i) b.push_back(heap_alloc(*f.h, static_cast<unsigned>(i % 12)));
+    std::atomic<int> ready{0};
+    auto free_half = [&](int parity, Heap* self) {
+      for (int k = parity; k < kRounds; k += 2) {
+        for (void* p : batches[static_cast<std::size_t>(k)]) f.free(p, self);
+        ready.fetch_add(1);
+      }
+      if (self != nullptr) heap_remote_batch_flush(*self);
+    };
+    std::thread immediate([&] { free_half(0, nullptr); });
+    std::thread batched([&] { free_half(1, heap_acquire(*f.c, f.c->common())); });
+    std::vector<void*> mine;
+    std::mt19937 rng(1);
+    while (ready.load() < kRounds) {
+      mine.push_back(heap_alloc(*f.h, rng() % 12));
+      if (mine.size() > 1000) {
+        for (void* p : mine) f.free(p, f.h);
+        mine.clear();
+      }
     }
-  });
-  std::vector<void*> mine;
-  std::mt19937 rng(1);
-  while (ready.load() < kRounds) {
-    mine.push_back(heap_alloc(*f.h, rng() % 12));
-    if (mine.size() > 1000) {
-      for (void* p : mine) f.free(p, f.h);
-      mine.clear();
-    }
+    immediate.join();
+    batched.join();
+    for (void* p : mine) f.free(p, f.h);
+    heap_flush_remote(*f.h);
+    EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+    if (profile != Profile::lowmem) EXPECT_EQ(f.h->idle_merges.load(), 0u);
   }
-  freer.join();
-  for (void* p : mine) f.free(p, f.h);
-  heap_flush_remote(*f.h);
-  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
-  EXPECT_EQ(f.c->misuses.load(), 0u);
+}
+
+// Lowmem: a heap whose thread does not allocate (a main thread waiting in
+// join while workers free what it allocated) has its queue merged and its
+// emptied runs and segments given back by the freeing threads; an owner
+// inside an operation (holding its merge lock) is left alone; the other
+// profiles wait for the owner's next allocation.
+TEST(Heap, LowmemFreersMergeTheQueueOfAnIdleOwner) {
+  enum Case { idle_lowmem, busy_lowmem, idle_uma };
+  for (Case k : {idle_lowmem, busy_lowmem, idle_uma}) {
+    SCOPED_TRACE(static_cast<int>(k));
+    HeapFixture f(k == idle_uma ? Profile::uma : Profile::lowmem);
+    const unsigned cls = size_to_class(256);
+    const std::vector<std::uint8_t*> v = alloc_written(f, cls, 96 * run_chunks(cls));  // 96 runs
+    const std::uint64_t in_use = heap_small_in_use(*f.h);
+    const std::uint64_t mapped = f.c->common().mapped_bytes.load();
+    if (k == busy_lowmem) f.h->merge_lock.lock();
+    std::thread freer([&] {
+      for (std::uint8_t* p : v) f.free(p, nullptr);  // in address order, run after run
+    });
+    freer.join();
+    if (k == idle_lowmem) {
+      EXPECT_GT(f.h->idle_merges.load(), 0u);
+      // Only the runs queued since the last merge (fewer than
+      // kIdleMergeRuns, remote_free.cpp) wait for the owner.
+      EXPECT_LE(heap_small_in_use(*f.h), in_use / 4);
+      EXPECT_LT(f.c->common().mapped_bytes.load(), mapped);  // an emptied segment is unmapped
+    } else {
+      EXPECT_EQ(f.h->idle_merges.load(), 0u);
+      EXPECT_EQ(heap_small_in_use(*f.h), in_use);
+      EXPECT_EQ(f.c->common().mapped_bytes.load(), mapped);
+    }
+    if (k == busy_lowmem) f.h->merge_lock.unlock();
+    heap_flush_remote(*f.h);
+    EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+    EXPECT_EQ(f.h->remote_frees.load(), v.size());
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
 }
 
 TEST(Heap, AbandonedHeapIsAdoptedWithItsChunks) {

@@ -95,6 +95,8 @@ struct manyalloc_numa_stats {
   uint64_t cached_bytes;
   uint64_t metadata_bytes;   /* descriptors and registry */
   uint64_t remote_frees;     /* chunks freed by a thread other than the owner, merged */
+  uint64_t idle_merges;      /* lowmem: remote-free queues merged by another thread for an
+                                owner that was not allocating */
   uint64_t faults_avoided;
   uint64_t misuses;          /* double / invalid frees detected */
   uint32_t heaps, orphan_heaps;
