@@ -13,9 +13,12 @@
 #   NUMA_REPS        repetitions (default 3)
 #   NUMA_SCALE       workload size factor (default 1)
 #   NUMA_WEIGHTS     per-workload factors on top of NUMA_SCALE, "name=x ..."
-#                    (default "ttest1=4 larson=2 xmalloc=0.5": the first two
-#                    are the cheapest per operation and the ones the issue's
-#                    speed targets are about, xmalloc is the slowest)
+#                    (default "ttest1=4 larson=2 xmalloc=0.5 cache-thrash=2
+#                    cache-scratch=1.5": the first two are the cheapest per
+#                    operation and the ones the issue's speed targets are
+#                    about, xmalloc is the slowest; the false-sharing pair ran
+#                    0.3-0.6 s at 16 threads on the 16-core host, where one
+#                    delayed thread moved a run by up to 2x)
 #   NUMA_WORKLOADS   space-separated subset (default: all)
 #   NUMA_ALLOCATORS  space-separated subset of the labels below (default: all found)
 #   NUMA_TIMEOUT     seconds per run (default 120)
@@ -32,7 +35,7 @@ libdir=${NUMA_LIBDIR:-/usr/lib/x86_64-linux-gnu}
 reps=${NUMA_REPS:-3}
 scale=${NUMA_SCALE:-1}
 tmo=${NUMA_TIMEOUT:-120}
-weights=${NUMA_WEIGHTS-ttest1=4 larson=2 xmalloc=0.5}
+weights=${NUMA_WEIGHTS-ttest1=4 larson=2 xmalloc=0.5 cache-thrash=2 cache-scratch=1.5}
 declare -A weight
 for kv in $weights; do weight[${kv%%=*}]=${kv#*=}; done
 threads=("$@")

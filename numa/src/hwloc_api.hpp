@@ -16,7 +16,7 @@ namespace manyalloc::numa {
   X(topology_init) X(topology_set_synthetic) X(topology_set_xml) X(topology_load) \
   X(topology_destroy) X(topology_is_thissystem) X(get_type_depth)                 \
   X(get_nbobjs_by_depth) X(get_obj_by_depth) X(bitmap_alloc) X(bitmap_free)       \
-  X(bitmap_iszero) X(bitmap_isincluded) X(get_cpubind) X(set_area_membind)
+  X(bitmap_iszero) X(bitmap_isincluded) X(get_cpubind)
 
 // HwlocApi::f is hwloc_f.
 struct HwlocApi {

@@ -1,7 +1,10 @@
 // Linux implementation of the OS interface (os.hpp).
 #include "os.hpp"
 
+#include <linux/mempolicy.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -29,6 +32,21 @@ int LinuxOs::decommit(void* p, std::size_t bytes) { return ::madvise(p, bytes, M
 
 int LinuxOs::advise_huge(void* p, std::size_t bytes) {
   return ::madvise(p, bytes, MADV_HUGEPAGE);
+}
+
+int LinuxOs::bind(void* p, std::size_t bytes, unsigned node, bool move) {
+  constexpr unsigned kWordBits = 8 * sizeof(unsigned long);
+  constexpr unsigned kMaskBits = 1024;  // the kernel's largest MAX_NUMNODES
+  if (node >= kMaskBits) {
+    errno = EINVAL;
+    return -1;
+  }
+  unsigned long mask[kMaskBits / kWordBits] = {};
+  mask[node / kWordBits] = 1ul << (node % kWordBits);
+  // maxnode is one more than the mask's bits: the kernel drops the last one.
+  const long r = ::syscall(SYS_mbind, p, bytes, MPOL_BIND, mask, kMaskBits + 1,
+                           move ? MPOL_MF_MOVE : 0);
+  return r == 0 ? 0 : -1;
 }
 
 constinit const OsOps kLinuxOs = make_os_ops<LinuxOs>();

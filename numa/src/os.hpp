@@ -26,6 +26,11 @@ concept OsBackend = requires(void* p, std::size_t n) {
   { T::decommit(p, n) } -> std::same_as<int>;
   // Ask for transparent huge pages on the range.
   { T::advise_huge(p, n) } -> std::same_as<int>;
+  // Bind the range's pages to the NUMA node with OS index `node` (and move
+  // the pages already there with `move`); 0 on success. Must not allocate:
+  // it is called under a heap's merge lock (types.hpp), where an
+  // allocation of the same thread would wait for itself.
+  { T::bind(p, n, 0u, true) } -> std::same_as<int>;
 };
 
 struct OsOps {
@@ -34,11 +39,12 @@ struct OsOps {
   void* (*remap)(void* p, std::size_t old_bytes, std::size_t new_bytes, void* target);
   int (*decommit)(void* p, std::size_t bytes);
   int (*advise_huge)(void* p, std::size_t bytes);
+  int (*bind)(void* p, std::size_t bytes, unsigned node, bool move);
 };
 
 template <OsBackend B>
 constexpr OsOps make_os_ops() {
-  return OsOps{&B::map, &B::unmap, &B::remap, &B::decommit, &B::advise_huge};
+  return OsOps{&B::map, &B::unmap, &B::remap, &B::decommit, &B::advise_huge, &B::bind};
 }
 
 struct LinuxOs {
@@ -47,6 +53,9 @@ struct LinuxOs {
   static void* remap(void* p, std::size_t old_bytes, std::size_t new_bytes, void* target);
   static int decommit(void* p, std::size_t bytes);
   static int advise_huge(void* p, std::size_t bytes);
+  // mbind(2) with the node mask on the stack (hwloc_set_area_membind
+  // allocates its mask with calloc).
+  static int bind(void* p, std::size_t bytes, unsigned node, bool move);
 };
 static_assert(OsBackend<LinuxOs>);
 

@@ -67,9 +67,15 @@ void publish(Context& c, Run& r, std::uint32_t w, std::uint64_t bits) {
   r.pins.fetch_sub(1, std::memory_order_seq_cst);
   // After the pin: the merge may release r. Heaps are never destroyed
   // (context.hpp, Context::heaps), so `owner` stays a heap.
-  if (pushed && owner->merge_for_owner &&
-      owner->rfq_pushes.fetch_add(1, std::memory_order_relaxed) + 1 >= kIdleMergeRuns)
-    heap_merge_for_owner(*owner);
+  // A publish that queued nothing tries too once the count is reached: when
+  // the owner was busy at the try that reached it and then went idle, every
+  // run may be queued already, and no further push would come.
+  if (owner->merge_for_owner) {
+    const std::uint32_t queued_runs =
+        pushed ? owner->rfq_pushes.fetch_add(1, std::memory_order_relaxed) + 1
+               : owner->rfq_pushes.load(std::memory_order_relaxed);
+    if (queued_runs >= kIdleMergeRuns) heap_merge_for_owner(*owner);
+  }
 }
 
 }  // namespace

@@ -33,18 +33,24 @@ void on_thread_exit(void* arg) {
 }
 
 // fork: no thread may hold an allocator lock while the address space is
-// copied. Normal paths never hold two of these locks at once, so taking them
-// all in a fixed order cannot deadlock.
+// copied, so fork_prepare takes them all. Lock order: the forking thread's
+// own merge lock, heaps_lock, the orphans' merge locks, the pools, the
+// sources. It cannot deadlock: a merge lock's holder may take pool and
+// source locks but waits for no merge lock (other threads' merges only try)
+// and never for heaps_lock, and holders of heaps_lock, pool or source locks
+// wait for no merge lock. The merge locks (types.hpp, lowmem) taken are
+// those of the heaps that live on in the child: the forking thread's and
+// the orphans' (the child's next new thread adopts one), so that neither is
+// copied in the middle of a merge for its owner.
 void for_each_lock(void (*fn)(SpinLock&)) {
   fn(g_ctx.heaps_lock);
+  for (Heap* h = g_ctx.orphans; h != nullptr; h = h->orphan_next)
+    if (h->merge_for_owner) fn(h->merge_lock);
   fn(g_ctx.small_pool.lock());
   fn(g_ctx.large_pool.lock());
   fn(g_ctx.heap_pool.lock());
   for (Source& s : g_ctx.sources) fn(s.lock);
 }
-// The forking thread's heap lives on in the child: in lowmem another
-// thread may be merging it for us (Heap::merge_lock), so we wait for that
-// first (the merge takes only the locks below, never ours).
 SpinLock* own_merge_lock() {
   Heap* h = t_heap;
   return h != nullptr && h->merge_for_owner ? &h->merge_lock : nullptr;
@@ -59,11 +65,11 @@ void fork_parent() {
 }
 void fork_child() {
   // Only the forking thread exists in the child. The heaps of the other
-  // threads are not adopted (one may have been half-way through an update
-  // when fork happened); their chunks stay valid and freeing them queues the
-  // chunks on those heaps, so nothing is corrupted. In lowmem such a free
-  // may merge a heap for its owner (Heap::merge_lock): a heap whose owner or
-  // merger was inside an operation at the fork keeps its lock taken, so the
+  // live threads are not adopted (one may have been half-way through an
+  // update when fork happened); their chunks stay valid and freeing them
+  // queues the chunks on those heaps, so nothing is corrupted. In lowmem
+  // such a free may merge a heap for its owner: a heap whose owner or merger
+  // was inside an operation at the fork keeps its merge lock taken, so the
   // merge only ever sees heaps in a consistent state.
   for_each_lock([](SpinLock& l) { l.reset_unlocked(); });
   if (SpinLock* l = own_merge_lock()) l->unlock();
@@ -150,34 +156,16 @@ bool thread_heap_migrate(int node) noexcept {
   if (node < -1 || node >= topology_load(c) || node >= static_cast<int>(kMaxNodes)) return false;
   Source* s = node < 0 ? &c.common() : c.node_source(node);
   if (s == h->source) return true;
-  // The segments move to s in batches: binding (hwloc) may allocate, so it
-  // runs with no heap lock held and no list being walked. A segment that is
-  // given back between the two steps belongs to s already, so binding it to
-  // s's node is still right (or fails harmlessly once it is unmapped).
-  constexpr unsigned kBatch = 32;
-  for (bool more = true; more;) {
-    struct Range {
-      void* base;
-      std::size_t bytes;
-    } todo[kBatch];
-    unsigned n = 0;
-    {
-      OwnerLock hold(*h);
-      h->source = s;
-      for (SmallSegment* list : {h->avail, h->full}) {
-        for (SmallSegment* seg = list; seg != nullptr && n < kBatch;
-             seg = static_cast<SmallSegment*>(seg->next)) {
-          if (seg->source == s) continue;
-          seg->source->mapped_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
-          s->mapped_bytes.fetch_add(seg->bytes, std::memory_order_relaxed);
-          seg->source = s;
-          todo[n++] = Range{seg->base, seg->bytes};
-        }
-      }
+  // Binding does not allocate (os.hpp, bind), so it may run under the lock.
+  OwnerLock hold(*h);
+  h->source = s;
+  for (SmallSegment* list : {h->avail, h->full}) {
+    for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
+      seg->source->mapped_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
+      s->mapped_bytes.fetch_add(seg->bytes, std::memory_order_relaxed);
+      seg->source = s;
+      if (node >= 0) topology_bind(c, seg->base, seg->bytes, node, true);
     }
-    more = n == kBatch;
-    if (node >= 0)
-      for (unsigned i = 0; i < n; ++i) topology_bind(c, todo[i].base, todo[i].bytes, node, true);
   }
   return true;
 }

@@ -112,10 +112,10 @@ bool topology_bind(Context& c, void* p, std::size_t bytes, int node, bool migrat
   if (topology_load(c) <= 0 || g_topo == nullptr || !g_this_system || node < 0) return false;
   const HwlocApi& a = *hwloc_api();  // loaded: g_topo exists
   hwloc_obj_t obj = numa_node(a, g_topo, static_cast<unsigned>(node));
-  if (obj == nullptr || obj->nodeset == nullptr) return false;
-  int flags = HWLOC_MEMBIND_BYNODESET;
-  if (migrate) flags |= HWLOC_MEMBIND_MIGRATE;
-  return a.set_area_membind(g_topo, p, bytes, obj->nodeset, HWLOC_MEMBIND_BIND, flags) == 0;
+  if (obj == nullptr) return false;
+  // Through the OS interface, not hwloc_set_area_membind: that allocates,
+  // and the sources bind new segments under a heap's merge lock.
+  return c.os->bind(p, bytes, obj->os_index, migrate) == 0;
 }
 
 bool topology_is_this_system() {

@@ -31,8 +31,9 @@ int topology_thread_node(Context& c);
 // with synthetic topologies).
 int topology_node_of_cpuset(hwloc_topology* topo, const hwloc_bitmap_s* cpuset);
 
-// Binds (and with migrate, moves) the pages of [p, p + bytes) to `node`.
-// No-op returning false when the topology is not this machine's.
+// Binds (and with migrate, moves) the pages of [p, p + bytes) to `node`
+// (c.os->bind, which does not allocate). No-op returning false when the
+// topology is not this machine's.
 bool topology_bind(Context& c, void* p, std::size_t bytes, int node, bool migrate);
 
 // True once a topology is loaded and it describes this machine.

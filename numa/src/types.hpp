@@ -280,9 +280,9 @@ struct Source {
 // owner then holds `merge_lock` during every operation on its runs, bins and
 // segments (heap.hpp, OwnerLock: everything but the free cache fast paths,
 // which touch only the cache), and the other thread only takes it with
-// try_lock, after kIdleMergeRuns runs were queued since the queue was last
-// taken (`rfq_pushes`), so an owner that allocates keeps merging its own
-// queue. Outside lowmem merge_for_owner is false and the lock is never used.
+// try_lock, once kIdleMergeRuns runs were queued since the queue was last
+// taken (`rfq_pushes`; at every later free into the heap until then), so an
+// owner that allocates keeps merging its own queue. Outside lowmem merge_for_owner is false and the lock is never used.
 //
 // Invariants: `avail` lists the owned small segments with a free page, `full`
 // the others; each owned segment is in exactly one of them; at most

@@ -43,6 +43,9 @@ struct FaultyOs {
   }
   static int decommit(void* p, std::size_t n) { return LinuxOs::decommit(p, n); }
   static int advise_huge(void* p, std::size_t n) { return LinuxOs::advise_huge(p, n); }
+  static int bind(void* p, std::size_t n, unsigned node, bool move) {
+    return LinuxOs::bind(p, n, node, move);
+  }
 };
 static_assert(OsBackend<FaultyOs>);
 inline constexpr OsOps kFaultyOs = make_os_ops<FaultyOs>();

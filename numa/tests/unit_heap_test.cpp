@@ -459,23 +459,34 @@ TEST(Heap, BatchedRemoteFreesArePublishedLaterAndCheckedForDoubles) {
 }
 
 // Two freers, one publishing each free at once (no heap) and one in
-// batches (its own heap), while the owner allocates and frees. In lowmem the
-// freers may also merge the owner's queue and purge its runs between two of
-// its operations (types.hpp, "Idle-owner merge"): under ThreadSanitizer this
-// checks that the owner's run operations and theirs never overlap.
+// batches (its own heap), free the owner's chunks in random order. First
+// the owner allocates and frees meanwhile; then it pauses (allocates
+// nothing) while they free the second half, and in lowmem they merge its
+// queue and purge its runs for it (types.hpp, "Idle-owner merge"); then it
+// frees and merges again. Under ThreadSanitizer this checks that the
+// merges are ordered with the owner's run operations before and after by
+// the merge lock; whether a merge also falls between two of those
+// operations in the first phase depends on the scheduler.
 TEST(Heap, ConcurrentRemoteFreesWhileTheOwnerAllocates) {
   for (Profile profile : {Profile::uma, Profile::lowmem}) {
     SCOPED_TRACE(profile_name(profile));
     HeapFixture f(profile);
     constexpr int kRounds = 50, kPer = 400;
+    std::vector<void*> all;
+    for (int i = 0; i < kRounds * kPer; ++i) all.push_back(heap_alloc(*f.h, static_cast<unsigned>(i % 12)));
+    std::shuffle(all.begin(), all.end(), std::mt19937(7));
     std::vector<std::vector<void*>> batches(kRounds);
-    for (auto& b : batches)
-      for (int i = 0; i < kPer; ++i) b.push_back(heap_alloc(*f.h, static_cast<unsigned>(i % 12)));
-    std::atomic<int> ready{0};
+    for (int i = 0; i < kRounds * kPer; ++i) batches[static_cast<std::size_t>(i / kPer)].push_back(all[i]);
+    std::atomic<int> freed{0}, halfway{0};
+    std::atomic<bool> owner_paused{false};
     auto free_half = [&](int parity, Heap* self) {
       for (int k = parity; k < kRounds; k += 2) {
+        if (k / 2 == kRounds / 4) {  // the second half waits for the owner's pause
+          halfway.fetch_add(1);
+          while (!owner_paused.load()) std::this_thread::yield();
+        }
         for (void* p : batches[static_cast<std::size_t>(k)]) f.free(p, self);
-        ready.fetch_add(1);
+        freed.fetch_add(1);
       }
       if (self != nullptr) heap_remote_batch_flush(*self);
     };
@@ -483,20 +494,23 @@ TEST(Heap, ConcurrentRemoteFreesWhileTheOwnerAllocates) {
     std::thread batched([&] { free_half(1, heap_acquire(*f.c, f.c->common())); });
     std::vector<void*> mine;
     std::mt19937 rng(1);
-    while (ready.load() < kRounds) {
+    while (halfway.load() < 2) {
       mine.push_back(heap_alloc(*f.h, rng() % 12));
       if (mine.size() > 1000) {
         for (void* p : mine) f.free(p, f.h);
         mine.clear();
       }
     }
+    owner_paused.store(true);
+    while (freed.load() < kRounds) std::this_thread::yield();
     immediate.join();
     batched.join();
+    if (profile == Profile::lowmem) EXPECT_GT(f.h->idle_merges.load(), 0u);
+    else EXPECT_EQ(f.h->idle_merges.load(), 0u);
     for (void* p : mine) f.free(p, f.h);
     heap_flush_remote(*f.h);
     EXPECT_EQ(heap_small_in_use(*f.h), 0u);
     EXPECT_EQ(f.c->misuses.load(), 0u);
-    if (profile != Profile::lowmem) EXPECT_EQ(f.h->idle_merges.load(), 0u);
   }
 }
 

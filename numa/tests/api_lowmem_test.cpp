@@ -1,0 +1,92 @@
+// The lowmem profile (MANYALLOC_NUMA_PROFILE=lowmem, set by ctest), where a
+// heap's owner holds its merge lock during every run operation and freeing
+// threads merge for idle owners (types.hpp, "Idle-owner merge"). Each test
+// here once hung; ctest's timeout turns a hang into a failure.
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "api_test_util.hpp"
+
+namespace manyalloc::numa::test {
+namespace {
+
+TEST(LowmemApi, ProfileIsLowmem) { EXPECT_STREQ(stats().profile, "lowmem"); }
+
+// After a migration the heap takes its segments from a node source, which
+// binds each new one to its node under the heap's merge lock. hwloc's
+// binding call allocated (calloc), and that allocation waited for the lock
+// its own thread held.
+TEST(LowmemApi, AllocatingAfterMigratingToANodeDoesNotWaitForItself) {
+  if (manyalloc_numa_thread_migrate(0) != 0) GTEST_SKIP() << "no topology (hwloc not found)";
+  manyalloc_numa_trim();  // empty free caches: the allocations below reach the runs
+  std::vector<void*> v;
+  for (int i = 0; i < 400; ++i) {  // more than one segment of 20 000-byte chunks
+    void* p = manyalloc_numa_malloc(20000);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 1, 64);
+    v.push_back(p);
+  }
+  for (void* p : v) manyalloc_numa_free(p);
+  EXPECT_EQ(manyalloc_numa_thread_migrate(-1), 0);
+}
+
+// A thread's heap becomes an orphan when it exits; another thread frees its
+// chunks and, as their queue grows, merges it for the absent owner. A fork
+// during such a merge copied the orphan's merge lock taken, and the child's
+// first new thread, which adopts the orphan, waited for it forever.
+TEST(LowmemApi, ForkedChildAdoptsAnOrphanThatWasBeingMerged) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizer's own allocator may be locked by another thread (here:
+  // std::thread's start-up) at the fork, and the child's pthread_create
+  // then waits for it forever (seen with GCC 12's AddressSanitizer).
+  GTEST_SKIP() << "the sanitizer's allocator is not fork-safe while other threads allocate";
+#endif
+  constexpr int kChunks = 1 << 15;
+  std::vector<void*> chunks(kChunks);
+  int forks = 0, bad_children = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (int round = 0; round < 50 && std::chrono::steady_clock::now() < until; ++round) {
+    std::thread([&] {
+      for (void*& p : chunks) p = manyalloc_numa_malloc(256);
+    }).join();
+    std::atomic<bool> done{false};
+    std::thread freer([&] {
+      for (void* p : chunks) manyalloc_numa_free(p);
+      done.store(true);
+    });
+    while (!done.load()) {
+      const pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        alarm(10);
+        pthread_t t;
+        auto body = [](void*) -> void* {
+          for (int i = 0; i < 1000; ++i) manyalloc_numa_free(manyalloc_numa_malloc(64));
+          return nullptr;
+        };
+        if (pthread_create(&t, nullptr, body, nullptr) != 0) _exit(2);
+        pthread_join(t, nullptr);
+        _exit(0);
+      }
+      int status = 0;
+      waitpid(pid, &status, 0);
+      ++forks;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++bad_children;
+    }
+    freer.join();
+  }
+  EXPECT_GT(forks, 0);
+  std::printf("%d forks while an orphan was being freed\n", forks);
+  EXPECT_EQ(bad_children, 0) << "of " << forks << " forked children";
+  EXPECT_GT(stats().idle_merges, 0u);
+}
+
+}  // namespace
+}  // namespace manyalloc::numa::test
