@@ -85,6 +85,9 @@ def main():
         "allocators preloaded with LD_PRELOAD in one script run, alternating order",
         f"- allocators: {', '.join(allocs)}; `manyalloc` is the default profile "
         "(uma on one NUMA node, numa otherwise)",
+        "- peak RSS: the largest VmRSS of /proc/self/status sampled every 0.5 ms during the "
+        "workload (numa/bench/peak_rss.hpp says why not ru_maxrss, which the records keep as "
+        "`maxrss_bytes` where measured)",
         "- every run verifies its blocks (stamps written at allocation are checked before free); "
         "a run with failures is excluded and counted below",
         "",
