@@ -41,8 +41,9 @@ class OwnerLock {
   SpinLock* lock_;
 };
 
-// Idle-owner merge (lowmem): another thread, which has just queued a run on
-// h, merges h's RFQ and purges if due, unless h's merge lock is taken (the
+// Idle-owner merge (lowmem): another thread, which has just published frees
+// to h while kIdleMergeRuns or more runs wait in h's RFQ (remote_free.cpp),
+// merges the RFQ and purges if due, unless h's merge lock is taken (the
 // owner is busy and merges itself). Never touches the free caches.
 void heap_merge_for_owner(Heap& h);
 
