@@ -23,7 +23,8 @@ struct Faults {
   }
 };
 
-struct FaultyOs {
+// The calls it does not override are LinuxOs's.
+struct FaultyOs : LinuxOs {
   static void* map(void* hint, std::size_t n) {
     int left = Faults::maps_left.load();
     if (left == 0) return nullptr;
@@ -40,11 +41,6 @@ struct FaultyOs {
     if (target == nullptr && Faults::refuse_in_place) return nullptr;
     ++Faults::remaps;
     return LinuxOs::remap(p, o, n, target);
-  }
-  static int decommit(void* p, std::size_t n) { return LinuxOs::decommit(p, n); }
-  static int advise_huge(void* p, std::size_t n) { return LinuxOs::advise_huge(p, n); }
-  static int bind(void* p, std::size_t n, unsigned node, bool move) {
-    return LinuxOs::bind(p, n, node, move);
   }
 };
 static_assert(OsBackend<FaultyOs>);

@@ -47,7 +47,8 @@ struct Intruder {
   }
 };
 
-struct IntruderOs {
+// The calls it does not override are LinuxOs's.
+struct IntruderOs : LinuxOs {
   static void* map(void* hint, std::size_t n) {
     if (hint == nullptr && Intruder::next_hint != nullptr) {
       void* at = Intruder::next_hint;
@@ -69,11 +70,6 @@ struct IntruderOs {
     void* q = LinuxOs::remap(p, o, n, target);
     if (q != nullptr && q != p) Intruder::strike(p);  // moved: [p, p + o) is free
     return q;
-  }
-  static int decommit(void* p, std::size_t n) { return LinuxOs::decommit(p, n); }
-  static int advise_huge(void* p, std::size_t n) { return LinuxOs::advise_huge(p, n); }
-  static int bind(void* p, std::size_t n, unsigned node, bool move) {
-    return LinuxOs::bind(p, n, node, move);
   }
 };
 static_assert(OsBackend<IntruderOs>);
