@@ -279,7 +279,7 @@ MA_EXPORT void* manyalloc_numa_malloc_onnode(std::size_t size, int node) noexcep
 
 MA_EXPORT int manyalloc_numa_thread_node(void) noexcept {
   Heap* h = thread_heap();
-  return h ? h->source->node : -1;
+  return h ? global().source_node(*h->source) : -1;
 }
 
 MA_EXPORT int manyalloc_numa_thread_migrate(int node) noexcept {

@@ -13,8 +13,6 @@ void context_setup(Context& c, const Options& o) {
   if (c.os == nullptr) c.os = &kLinuxOs;
   c.nodes.store(1, std::memory_order_relaxed);
   c.abort_on_misuse.store(o.check, std::memory_order_relaxed);
-  c.sources[0].node = -1;
-  for (unsigned n = 0; n < kMaxNodes; ++n) c.sources[1 + n].node = static_cast<std::int32_t>(n);
 }
 
 void misuse(Context& c, const char* where, Misuse what, const void* ptr) {

@@ -21,12 +21,18 @@ namespace manyalloc::numa {
 // zero-initialised: it lives in .bss, whose pages only count in the resident
 // set once written, instead of 130 KiB of .data that the loader maps from
 // the file).
+//
+// Layout, for the resident set of small processes: the registry's 128 KiB
+// top table comes first, and everything a process without NUMA binding
+// writes (the registry's leaf counter, options, pools, lists, counters and
+// the common source, sources[0]) follows it in one page. The node sources
+// after it are written only in the numa profile. A process thus keeps two
+// pages of the context resident (that one and the top-table page of its
+// mappings' addresses) instead of five.
 struct Context {
+  Registry registry;
   Options opts = kNoOptions;
   const OsOps* os = nullptr;  // context_setup: &kLinuxOs unless a test injected one
-  Registry registry;
-  // sources[0] is the common source, sources[1 + n] the one of NUMA node n.
-  Source sources[kMaxSources];
   std::atomic<int> nodes{0};  // context_setup: 1, then the NUMA node count
   MetaPool<SmallSegment> small_pool;
   MetaPool<LargeSegment> large_pool;
@@ -39,19 +45,23 @@ struct Context {
   std::atomic<std::uint64_t> failed_allocs{0};
   // 1 when `misuse` should print and abort (the check option); tests flip it.
   std::atomic<bool> abort_on_misuse{false};
+  // sources[0] is the common source, sources[1 + n] the one of NUMA node n.
+  Source sources[kMaxSources];
 
   constexpr Context() = default;
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
   Source& common() noexcept { return sources[0]; }
+  // The node a source serves, -1 for the common source.
+  int source_node(const Source& s) const noexcept { return static_cast<int>(&s - sources) - 1; }
   Source* node_source(int node) noexcept {
     return node >= 0 && node < static_cast<int>(kMaxNodes) ? &sources[1 + node] : nullptr;
   }
 };
 
 // Prepares a context: sets its options, the OS interface (unless one is
-// set already), the node count (1) and numbers the sources.
+// set already) and the node count (1).
 void context_setup(Context& c, const Options& o);
 
 // Records a misuse of the API (double free, foreign pointer, ...). With the

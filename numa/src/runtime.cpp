@@ -14,13 +14,11 @@ namespace manyalloc::numa {
 
 constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 
-constinit Context g_context;
+constinit Process g_process;
 
 namespace {
 
-Context& g_ctx = g_context;
-constinit std::atomic<int> g_init{0};  // 0: no, 1: in progress, 2: done
-constinit pthread_key_t g_key = 0;
+Context& g_ctx = g_process.context;
 
 // pthread key destructor: the thread exits (runs again if the thread
 // allocates after it, up to PTHREAD_DESTRUCTOR_ITERATIONS times).
@@ -78,18 +76,18 @@ void fork_child() {
 }  // namespace
 
 void ensure_init() noexcept {
-  if (g_init.load(std::memory_order_acquire) == 2) [[likely]]
+  if (g_process.init.load(std::memory_order_acquire) == 2) [[likely]]
     return;
   int expected = 0;
-  if (!g_init.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
-    while (g_init.load(std::memory_order_acquire) != 2) sched_yield();
+  if (!g_process.init.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    while (g_process.init.load(std::memory_order_acquire) != 2) sched_yield();
     return;
   }
   const int nodes = sysfs_numa_nodes();
   context_setup(g_ctx, load_options(nodes));
   g_ctx.nodes.store(nodes, std::memory_order_relaxed);
-  pthread_key_create(&g_key, on_thread_exit);
-  g_init.store(2, std::memory_order_release);
+  pthread_key_create(&g_process.key, on_thread_exit);
+  g_process.init.store(2, std::memory_order_release);
   // May allocate (glibc keeps fork handlers in a growing array): only now.
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   if (g_ctx.opts.verbose) {
@@ -139,7 +137,7 @@ Heap* thread_heap_slow() noexcept {
   Heap* h = heap_acquire(c, c.common());
   if (h == nullptr) return nullptr;
   t_heap = h;  // before anything that may allocate (setspecific, hwloc)
-  pthread_setspecific(g_key, h);
+  pthread_setspecific(g_process.key, h);
   if (c.opts.profile == Profile::numa) {
     // Slides, "NUMA strategy": a thread bound inside one node uses that
     // node's source, a mobile thread the common one.

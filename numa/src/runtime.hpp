@@ -3,14 +3,27 @@
 // dynamic constructor or destructor), thread heaps, thread exit, fork.
 #pragma once
 
+#include <pthread.h>
+
+#include <atomic>
+
 #include "context.hpp"
 #include "heap.hpp"
 
 namespace manyalloc::numa {
 
-// The process's allocator context (constant-initialised, never destroyed).
-extern Context g_context;
-inline Context& global() noexcept { return g_context; }
+// The process's allocator: its context and the runtime's once-only state
+// (constant-initialised, never destroyed). One object, so that its layout is
+// fixed: `init` and `key` lie in the page that starts the context's top
+// table, which the library's own data makes resident anyway, instead of a
+// page after the sources (context.hpp, "Layout").
+struct Process {
+  std::atomic<int> init{0};  // 0: no, 1: in progress, 2: done
+  pthread_key_t key = 0;     // its destructor runs at thread exit
+  Context context;
+};
+extern Process g_process;
+inline Context& global() noexcept { return g_process.context; }
 
 // Initial-exec TLS: no __tls_get_addr call (which could allocate) on the
 // fast path, valid in a library loaded at start or by LD_PRELOAD.

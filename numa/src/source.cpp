@@ -37,7 +37,8 @@ void unmap_segment(Context& c, Segment* seg) {
 
 void advise(Context& c, Source& s, void* p, std::size_t bytes) {
   if (c.opts.huge_pages) c.os->advise_huge(p, bytes);
-  if (s.node >= 0 && c.opts.bind) topology_bind(c, p, bytes, s.node, false);
+  const int node = c.source_node(s);
+  if (node >= 0 && c.opts.bind) topology_bind(c, p, bytes, node, false);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ void stats_gather(Context& c, manyalloc_numa_stats& out) noexcept {
   for (std::uint32_t i = 0; i < kMaxSources && i < MANYALLOC_NUMA_MAX_SOURCES; ++i) {
     const Source& s = c.sources[i];
     manyalloc_numa_source_stats& o = out.sources[i];
-    o.node = s.node;
+    o.node = c.source_node(s);
     o.mapped_bytes = s.mapped_bytes.load(rl);
     o.cached_bytes = s.cached_bytes.load(rl);
     o.large_in_use_bytes = s.large_in_use_bytes.load(rl);

@@ -247,9 +247,11 @@ struct RemoteBatch {
 // cached descriptor stays registered (a stale free finds a segment that is
 // not in use and is reported). The lock is never held across a call that can
 // allocate (hwloc, stats printing) or across a syscall that maps memory.
+// A source stores no node number: sources[i] of a context serves node i - 1
+// (Context::source_node), so that setting up a context writes no source and
+// a process that uses only the common one keeps one page of them resident.
 struct Source {
   SpinLock lock;
-  std::int32_t node = 0;  // context_setup: -1 for the common source, else the node
   Segment* small_cache = nullptr;
   Segment* large_cache = nullptr;  // LargeSegment descriptors
   std::size_t large_count = 0;
