@@ -1,7 +1,9 @@
 // numa_bench: one workload, one allocator (chosen by LD_PRELOAD outside),
 // one JSON Lines record on stdout with the fields of the GPU suite plus
-// rss_bytes (peak VmRSS sampled every 0.5 ms, peak_rss.hpp), maxrss_bytes
-// (the kernel's ru_maxrss), user_s, sys_s and page_faults.
+// rss_bytes (peak VmRSS sampled every 0.5 ms, peak_rss.hpp) with its
+// anonymous and file-backed parts at the peak (rss_anon_bytes,
+// rss_file_bytes), maxrss_bytes (the kernel's ru_maxrss), user_s, sys_s and
+// page_faults.
 //
 //   numa_bench --workload NAME --threads N [--allocator LABEL] [--scale X] [--rep K]
 //   numa_bench --list
@@ -83,20 +85,22 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const Result r = w->fn(p);
   const auto t1 = std::chrono::steady_clock::now();
-  const long peak_rss = rss.stop();
+  const RssSample peak_rss = rss.stop();
   getrusage(RUSAGE_SELF, &after);
   const double secs = std::chrono::duration<double>(t1 - t0).count();
   const long faults = (after.ru_minflt - before.ru_minflt) + (after.ru_majflt - before.ru_majflt);
   std::printf(
       "{\"suite\":\"numa\",\"experiment\":\"%s\",\"allocator\":\"%s\",\"device\":\"%s\","
       "\"cpus\":%u,\"threads\":%d,\"bytes\":%llu,\"ops\":%llu,\"seconds\":%.6f,"
-      "\"ops_per_s\":%.1f,\"fails\":%llu,\"verified\":%s,\"rss_bytes\":%ld,\"maxrss_bytes\":%ld,\"user_s\":%.4f,"
+      "\"ops_per_s\":%.1f,\"fails\":%llu,\"verified\":%s,\"rss_bytes\":%ld,\"rss_anon_bytes\":%ld,"
+      "\"rss_file_bytes\":%ld,\"maxrss_bytes\":%ld,\"user_s\":%.4f,"
       "\"sys_s\":%.4f,\"page_faults\":%ld,\"scale\":%g,\"rep\":%d%s%s}\n",
       w->name, allocator.c_str(), cpu_model().c_str(), std::thread::hardware_concurrency(),
       p.threads, static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.ops),
       secs, secs > 0 ? static_cast<double>(r.ops) / secs : 0.0,
       static_cast<unsigned long long>(r.fails), r.fails == 0 ? "true" : "false",
-      peak_rss, after.ru_maxrss * 1024L, seconds(after.ru_utime) - seconds(before.ru_utime),
+      peak_rss.total, peak_rss.anon, peak_rss.file, after.ru_maxrss * 1024L,
+      seconds(after.ru_utime) - seconds(before.ru_utime),
       seconds(after.ru_stime) - seconds(before.ru_stime), faults, p.scale, rep,
       r.note.empty() ? "" : ",", r.note.c_str());
   return r.fails == 0 ? 0 : 1;

@@ -1,5 +1,6 @@
 // Peak resident set size by sampling /proc/self/status (VmRSS) from a
-// thread, every 0.5 ms while a workload runs.
+// thread, every 0.5 ms while a workload runs, with its anonymous and
+// file-backed parts at the peak.
 //
 // Why not getrusage's ru_maxrss (the kernel's high-water mark): since
 // Linux 6.2 a process's RSS counters are per-CPU counters, and the
@@ -29,42 +30,54 @@
 
 namespace manyalloc::numa::bench {
 
-// VmRSS of this process in bytes, 0 if unreadable. Allocates nothing.
-inline long current_rss_bytes() {
+// Resident set of this process in bytes (/proc/self/status): the total
+// (VmRSS) and its anonymous and file-backed parts (RssAnon, RssFile; the
+// latter holds the pages of the preloaded allocator's code). All 0 if
+// unreadable. Allocates nothing.
+struct RssSample {
+  long total = 0;
+  long anon = 0;
+  long file = 0;
+};
+
+inline RssSample current_rss() {
   char buf[4096];
   const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return {};
   const ssize_t n = ::read(fd, buf, sizeof buf - 1);
   ::close(fd);
-  if (n <= 0) return 0;
+  if (n <= 0) return {};
   buf[n] = '\0';
-  const char* line = std::strstr(buf, "\nVmRSS:");
-  return line != nullptr ? std::strtol(line + 7, nullptr, 10) * 1024L : 0;
+  auto field = [&](const char* key) {  // key: "\nName:"
+    const char* line = std::strstr(buf, key);
+    return line != nullptr ? std::strtol(line + std::strlen(key), nullptr, 10) * 1024L : 0L;
+  };
+  return {field("\nVmRSS:"), field("\nRssAnon:"), field("\nRssFile:")};
 }
 
+// The sample with the largest total. Written by the sampling thread only
+// while it runs, and by stop() after joining it.
 class PeakRssSampler {
  public:
-  PeakRssSampler() : peak_(current_rss_bytes()), thread_([this] { run(); }) {}
+  PeakRssSampler() : peak_(current_rss()), thread_([this] { run(); }) {}
   PeakRssSampler(const PeakRssSampler&) = delete;
   PeakRssSampler& operator=(const PeakRssSampler&) = delete;
   ~PeakRssSampler() { stop(); }
 
   // Stops sampling (after one last sample) and returns the peak.
-  long stop() {
+  RssSample stop() {
     if (thread_.joinable()) {
       done_.store(true);
       thread_.join();
       sample();
     }
-    return peak_.load();
+    return peak_;
   }
 
  private:
   void sample() {
-    const long v = current_rss_bytes();
-    long p = peak_.load();
-    while (v > p && !peak_.compare_exchange_weak(p, v)) {
-    }
+    const RssSample v = current_rss();
+    if (v.total > peak_.total) peak_ = v;
   }
   void run() {
     while (!done_.load()) {
@@ -73,7 +86,7 @@ class PeakRssSampler {
     }
   }
 
-  std::atomic<long> peak_;
+  RssSample peak_;
   std::atomic<bool> done_{false};
   std::thread thread_;
 };

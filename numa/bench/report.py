@@ -114,6 +114,31 @@ def main():
         lines.append(f"| {w} | " + " | ".join(row) + " |")
     lines.append("")
 
+    # Peak RSS relative to glibc, and where a difference lies: file-backed
+    # pages (the preloaded allocator's code and data) or anonymous memory.
+    lines += [f"## Peak RSS relative to glibc at 1 and {tmax} thread(s)", "",
+              "Each cell: the ratio of medians, then the difference of the medians of the "
+              "peak's file-backed and anonymous parts (`rss_file_bytes`, `rss_anon_bytes`) "
+              "in KiB, file/anon.", ""]
+    lines.append("| workload | threads | " + " | ".join(a for a in allocs if a != "glibc") + " |")
+    lines.append("|---" * (len(allocs) + 1) + "|")
+    for w in workloads:
+        for t in sorted({1, tmax}):
+            g = {f: median(stat(w, t, "glibc", f))
+                 for f in ("rss_bytes", "rss_file_bytes", "rss_anon_bytes")}
+            row = []
+            for a in allocs:
+                if a == "glibc":
+                    continue
+                m = {f: median(stat(w, t, a, f)) for f in g}
+                cell = f"{m['rss_bytes'] / g['rss_bytes']:.2f}" if g["rss_bytes"] > 0 else "-"
+                if all(v == v for v in list(m.values()) + list(g.values())):
+                    cell += (f" ({(m['rss_file_bytes'] - g['rss_file_bytes']) / 1024:+.0f}/"
+                             f"{(m['rss_anon_bytes'] - g['rss_anon_bytes']) / 1024:+.0f})")
+                row.append(cell if m["rss_bytes"] == m["rss_bytes"] else "-")
+            lines.append(f"| {w} | {t} | " + " | ".join(row) + " |")
+    lines.append("")
+
     for w in workloads:
         lines += [f"## {w}", "", WHAT[w], ""]
         lines.append("| threads | allocator | wall s (median, min-max) | user s | sys s | "
