@@ -28,7 +28,9 @@ namespace manyalloc::numa {
 // the common source, sources[0]) follows it in one page. The node sources
 // after it are written only in the numa profile. A process thus keeps two
 // pages of the context resident (that one and the top-table page of its
-// mappings' addresses) instead of five.
+// mappings' addresses) besides the first, which it shares with the
+// library's data; it kept three when the sources came before the counters
+// and context_setup numbered all 65.
 struct Context {
   Registry registry;
   Options opts = kNoOptions;
