@@ -290,5 +290,35 @@ TEST(BadInput, CxxNewFailureThrowsAndNothrowGivesNull) {
   EXPECT_THROW((void)::operator new(SIZE_MAX, std::align_val_t{4096}), std::bad_alloc);
 }
 
+// operator new finds the new-handler in the C++ runtime at run time
+// (api_cxx.cpp): it calls it and retries until the handler removes itself.
+int g_handler_calls = 0;
+TEST(BadInput, CxxNewCallsTheNewHandlerUntilItUninstallsItself) {
+  if (!standard_names_are_ours()) GTEST_SKIP() << "operator new is not ours (sanitizer runtime)";
+  g_handler_calls = 0;
+  std::set_new_handler([] {
+    if (++g_handler_calls == 3) std::set_new_handler(nullptr);
+  });
+  EXPECT_THROW((void)::operator new(SIZE_MAX - 4), std::bad_alloc);
+  EXPECT_EQ(g_handler_calls, 3);
+  EXPECT_EQ(std::get_new_handler(), nullptr);
+}
+
+// A handler that throws: the throwing forms pass std::bad_alloc on, the
+// nothrow forms (the C++ runtime's, calling ours) return nullptr.
+TEST(BadInput, CxxNewHandlerThatThrowsReachesTheCallerOrNothrowNull) {
+  if (!standard_names_are_ours()) GTEST_SKIP() << "operator new is not ours (sanitizer runtime)";
+  g_handler_calls = 0;
+  std::set_new_handler([] {
+    ++g_handler_calls;
+    throw std::bad_alloc();
+  });
+  EXPECT_THROW((void)::operator new[](SIZE_MAX - 4), std::bad_alloc);
+  EXPECT_EQ(::operator new(SIZE_MAX - 4, std::nothrow), nullptr);
+  EXPECT_EQ(::operator new[](SIZE_MAX - 4, std::align_val_t{64}, std::nothrow), nullptr);
+  EXPECT_EQ(g_handler_calls, 3);
+  std::set_new_handler(nullptr);
+}
+
 }  // namespace
 }  // namespace manyalloc::numa::test
