@@ -116,20 +116,20 @@ def main():
 
     # Peak RSS relative to glibc, and where a difference lies: file-backed
     # pages (the preloaded allocator's code and data) or anonymous memory.
-    lines += [f"## Peak RSS relative to glibc at 1 and {tmax} thread(s)", "",
+    rss_threads = sorted({1, tmax})
+    others = [a for a in allocs if a != "glibc"]
+    lines += [f"## Peak RSS relative to glibc at {' and '.join(map(str, rss_threads))} thread(s)", "",
               "Each cell: the ratio of medians, then the difference of the medians of the "
               "peak's file-backed and anonymous parts (`rss_file_bytes`, `rss_anon_bytes`) "
               "in KiB, file/anon.", ""]
-    lines.append("| workload | threads | " + " | ".join(a for a in allocs if a != "glibc") + " |")
-    lines.append("|---" * (len(allocs) + 1) + "|")
-    for w in workloads:
-        for t in sorted({1, tmax}):
+    lines.append("| workload | threads | " + " | ".join(others) + " |")
+    lines.append("|---" * (len(others) + 2) + "|")
+    for w in workloads if "glibc" in allocs else []:
+        for t in rss_threads:
             g = {f: median(stat(w, t, "glibc", f))
                  for f in ("rss_bytes", "rss_file_bytes", "rss_anon_bytes")}
             row = []
-            for a in allocs:
-                if a == "glibc":
-                    continue
+            for a in others:
                 m = {f: median(stat(w, t, a, f)) for f in g}
                 cell = f"{m['rss_bytes'] / g['rss_bytes']:.2f}" if g["rss_bytes"] > 0 else "-"
                 if all(v == v for v in list(m.values()) + list(g.values())):

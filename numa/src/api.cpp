@@ -308,7 +308,10 @@ MA_EXPORT void manyalloc_numa_print_stats(int fd) noexcept { stats_print(global(
 MA_EXPORT void manyalloc_numa_trim(void) noexcept {
   Context& c = global();
   if (Heap* h = t_heap) heap_trim(*h);
-  for (Source& s : c.sources) source_release_cache(c, s);
+  // A source with nothing cached is only read: taking its lock would make
+  // resident the pages of node sources that the process never used.
+  for (Source& s : c.sources)
+    if (s.cached_bytes.load(std::memory_order_relaxed) != 0) source_release_cache(c, s);
 }
 
 // ---- the standard names -----------------------------------------------------

@@ -4,10 +4,8 @@
 // Why: a C program (Python, a Fortran or C MPI code) that preloads the
 // library should not have to load libstdc++ and libgcc_s (about 1 MiB of
 // resident code, and their relocation at every process start). The library
-// is built without exceptions and does not link libstdc++ (CMakeLists.txt),
-// so the C++ runtime is only reached on a failure, at run time
-// (cxx_runtime below), where it is loaded already: a program that calls
-// operator new is a C++ program.
+// is built without exceptions and does not link libstdc++ (CMakeLists.txt);
+// it reaches the C++ runtime only when an allocation fails (find_runtime).
 //
 // What is defined here: the throwing forms of operator new (plain, array,
 // aligned) and every form of operator delete. Failure calls the new-handler
@@ -19,6 +17,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
@@ -27,33 +26,67 @@
 
 #define MA_EXPORT __attribute__((visibility("default")))
 
+// Weak references to libstdc++: bound when the program has its C++ runtime
+// in the global scope at start (linked with it, or statically with its
+// symbols exported), null otherwise. A weak reference records no dependency
+// (the linker's --as-needed drops libstdc++ all the same).
+namespace std {
+[[gnu::weak]] new_handler get_new_handler() noexcept;
+[[gnu::weak, noreturn]] void __throw_bad_alloc();
+}  // namespace std
+
 namespace {
 
-// The two entry points of the C++ runtime that a failing operator new needs,
-// looked up in the libstdc++ the program has loaded (RTLD_NOLOAD: never
-// loads one), or in the global scope (a program linked with a static
-// libstdc++ that exports them).
-struct CxxRuntime {
-  std::new_handler (*get_new_handler)() = nullptr;
-  void (*throw_bad_alloc)() = nullptr;  // std::__throw_bad_alloc: throws
-};
+using GetHandler = std::new_handler (*)();
+using Thrower = void (*)();  // throws std::bad_alloc
 
-CxxRuntime cxx_runtime() noexcept {
-  void* lib = ::dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
-  void* scope = lib != nullptr ? lib : RTLD_DEFAULT;
-  CxxRuntime rt;
-  rt.get_new_handler = reinterpret_cast<std::new_handler (*)()>(::dlsym(scope, "_ZSt15get_new_handlerv"));
-  rt.throw_bad_alloc = reinterpret_cast<void (*)()>(::dlsym(scope, "_ZSt17__throw_bad_allocv"));
-  if (lib != nullptr) ::dlclose(lib);  // drops the reference NOLOAD took
-  return rt;
+// The runtime's two entry points, found once: from the weak references, or
+// else in a C++ runtime that is loaded but not global (C++ code that a C
+// program loaded with dlopen(RTLD_LOCAL), such as a Python extension):
+// libstdc++, then LLVM's libc++, looked up with RTLD_NOLOAD (never loads
+// one). The handle is kept open, so the runtime stays loaded while the
+// pointers are cached. Only the first failing allocation pays for the lookup.
+std::atomic<GetHandler> g_get_handler{nullptr};
+std::atomic<Thrower> g_thrower{nullptr};
+
+void find_runtime() noexcept {
+  if (g_thrower.load(std::memory_order_acquire) != nullptr) return;
+  GetHandler get = nullptr;
+  Thrower thrower = nullptr;
+  if (&std::get_new_handler != nullptr && &std::__throw_bad_alloc != nullptr) {
+    get = &std::get_new_handler;
+    thrower = &std::__throw_bad_alloc;
+  } else {
+    struct Candidate {
+      const char* soname;
+      const char* thrower;
+    };
+    static constexpr Candidate kRuntimes[] = {
+        {"libstdc++.so.6", "_ZSt17__throw_bad_allocv"},
+        {"libc++.so.1", "_ZNSt3__117__throw_bad_allocEv"},
+    };
+    for (const Candidate& r : kRuntimes) {
+      void* lib = ::dlopen(r.soname, RTLD_LAZY | RTLD_NOLOAD);
+      if (lib == nullptr) continue;
+      get = reinterpret_cast<GetHandler>(::dlsym(lib, "_ZSt15get_new_handlerv"));
+      thrower = reinterpret_cast<Thrower>(::dlsym(lib, r.thrower));
+      if (thrower != nullptr) break;
+      ::dlclose(lib);
+    }
+  }
+  if (thrower == nullptr) return;
+  g_get_handler.store(get, std::memory_order_relaxed);
+  g_thrower.store(thrower, std::memory_order_release);
 }
 
-// No C++ runtime to throw with: say so rather than return nullptr from a
-// function that must not.
+// No C++ runtime to throw with (operator new called from a program whose
+// runtime is neither global nor a loaded libstdc++/libc++, e.g. a static
+// libstdc++ whose symbols the program does not export): say so rather than
+// return nullptr from a function that must not.
 [[noreturn]] void no_runtime() noexcept {
   static const char msg[] =
-      "manyalloc-numa: operator new failed and no C++ runtime (libstdc++) is loaded to throw "
-      "std::bad_alloc; aborting\n";
+      "manyalloc-numa: operator new failed and no C++ runtime was found to throw "
+      "std::bad_alloc with; aborting\n";
   (void)!::write(2, msg, sizeof msg - 1);
   std::abort();
 }
@@ -64,10 +97,11 @@ void* new_impl(std::size_t n, std::size_t align) {
                                                          : manyalloc_numa_aligned_alloc(align, n);
     if (p != nullptr) [[likely]]
       return p;
-    const CxxRuntime rt = cxx_runtime();
-    const std::new_handler handler = rt.get_new_handler != nullptr ? rt.get_new_handler() : nullptr;
+    find_runtime();
+    const GetHandler get = g_get_handler.load(std::memory_order_relaxed);
+    const std::new_handler handler = get != nullptr ? get() : nullptr;
     if (handler == nullptr) {
-      if (rt.throw_bad_alloc != nullptr) rt.throw_bad_alloc();
+      if (Thrower thrower = g_thrower.load(std::memory_order_acquire)) thrower();
       no_runtime();
     }
     handler();

@@ -30,7 +30,10 @@ namespace manyalloc::numa {
 // pages of the context resident (that one and the top-table page of its
 // mappings' addresses) besides the first, which it shares with the
 // library's data; it kept three when the sources came before the counters
-// and context_setup numbered all 65.
+// and context_setup numbered all 65. (fork writes every source's lock, so
+// a process that forks keeps the node sources' two pages too.) Where the
+// page boundaries fall depends on the object's address; the hot fields and
+// sources[0] take a few hundred bytes and cross a boundary rarely.
 struct Context {
   Registry registry;
   Options opts = kNoOptions;
@@ -55,7 +58,8 @@ struct Context {
   Context& operator=(const Context&) = delete;
 
   Source& common() noexcept { return sources[0]; }
-  // The node a source serves, -1 for the common source.
+  // The node a source serves, -1 for the common source. Precondition: s is
+  // one of this context's sources.
   int source_node(const Source& s) const noexcept { return static_cast<int>(&s - sources) - 1; }
   Source* node_source(int node) noexcept {
     return node >= 0 && node < static_cast<int>(kMaxNodes) ? &sources[1 + node] : nullptr;

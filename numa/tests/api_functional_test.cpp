@@ -130,6 +130,7 @@ TEST(Api, StatisticsMoveWithAllocations) {
   EXPECT_GT(b.metadata_bytes, 0u);
   EXPECT_GE(b.nsources, 1u);
   EXPECT_EQ(b.sources[0].node, -1);
+  for (int i = 1; i < MANYALLOC_NUMA_MAX_SOURCES; ++i) EXPECT_EQ(b.sources[i].node, i - 1);
   std::thread t([&] {
     for (void* p : v) manyalloc_numa_free(p);
   });

@@ -1,14 +1,18 @@
 /* A C program (no C++ runtime) run with the node allocator preloaded: its
  * allocations must come from the allocator, and the preload must not have
  * loaded libstdc++ or libgcc_s (the library depends on the C library only,
- * numa/CMakeLists.txt). Exit status 0 when both hold. */
+ * numa/CMakeLists.txt). With a C++ module as argument (cxx_module.cpp), it
+ * then loads it with dlopen(RTLD_LOCAL), as Python loads an extension, and
+ * checks that the module's operator new is the allocator's and that a
+ * failing one throws std::bad_alloc (nothrow: nullptr). Exit status 0 when
+ * all of that holds. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int main(void) {
+int main(int argc, char** argv) {
   int (*owns)(const void*) = (int (*)(const void*))dlsym(RTLD_DEFAULT, "manyalloc_numa_owns");
   if (owns == NULL) {
     fprintf(stderr, "the allocator is not preloaded\n");
@@ -35,6 +39,32 @@ int main(void) {
     }
   }
   if (maps != NULL) fclose(maps);
+
+  if (argc > 1) {
+    void* module = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (module == NULL) {
+      fprintf(stderr, "dlopen %s: %s\n", argv[1], dlerror());
+      return 1;
+    }
+    int (*failing_new)(void) = (int (*)(void))dlsym(module, "cxx_module_failing_new");
+    void* (*cxx_new)(size_t) = (void* (*)(size_t))dlsym(module, "cxx_module_new");
+    void (*cxx_delete)(void*) = (void (*)(void*))dlsym(module, "cxx_module_delete");
+    if (failing_new == NULL || cxx_new == NULL || cxx_delete == NULL) {
+      fprintf(stderr, "the module lacks its functions\n");
+      return 1;
+    }
+    void* p = cxx_new(100);
+    if (!owns(p)) {
+      fprintf(stderr, "the module's operator new is not the allocator's\n");
+      status = 1;
+    }
+    cxx_delete(p);
+    const int failed = failing_new();
+    if (failed != 3) {
+      fprintf(stderr, "failing operator new in the module: %d (3 expected)\n", failed);
+      status = 1;
+    }
+  }
   printf("%s\n", status == 0 ? "ok" : "failed");
   return status;
 }
