@@ -75,21 +75,24 @@ struct IntruderOs : LinuxOs {
 static_assert(OsBackend<IntruderOs>);
 constexpr OsOps kIntruderOs = make_os_ops<IntruderOs>();
 
-std::unique_ptr<Context> make_lowmem_context() {
-  auto c = test::make_context(Profile::lowmem, 0, kIntruderOs);
-  Intruder::reset(c.get());
-  return c;
-}
+// Each test: a lowmem context whose OS calls the intruder watches, and one
+// large block of it (p) with its segment.
+class LargeRace : public ::testing::Test {
+ protected:
+  LargeRace() : c(test::make_context(Profile::lowmem, 0, kIntruderOs)) { Intruder::reset(c.get()); }
 
-// A large block of `bytes` from the common source, and its segment.
-struct Block {
-  void* p;
-  LargeSegment* seg;
+  // Takes the block: `bytes` from the common source.
+  void alloc_block(std::size_t bytes) {
+    p = large_alloc(*c, c->common(), bytes, 16, false);
+    ASSERT_NE(p, nullptr);
+    seg = static_cast<LargeSegment*>(c->registry.lookup(p));
+    ASSERT_NE(seg, nullptr);
+  }
+
+  std::unique_ptr<Context> c;
+  void* p = nullptr;
+  LargeSegment* seg = nullptr;
 };
-Block alloc_block(Context& c, std::size_t bytes) {
-  void* p = large_alloc(c, c.common(), bytes, 16, false);
-  return Block{p, p ? static_cast<LargeSegment*>(c.registry.lookup(p)) : nullptr};
-}
 
 // Frees the intruder's segment and the block (now at q); nothing may be left.
 void free_both(Context& c, LargeSegment& seg, void* q) {
@@ -99,11 +102,17 @@ void free_both(Context& c, LargeSegment& seg, void* q) {
   EXPECT_EQ(c.misuses.load(), 0u);
 }
 
-TEST(LargeRace, ShrinkDoesNotForgetASegmentMappedOnTheReleasedTail) {
-  auto c = make_lowmem_context();
-  auto [p, seg] = alloc_block(*c, 8 * kSegment);
-  ASSERT_NE(p, nullptr);
-  ASSERT_NE(seg, nullptr);
+// The intruder mapped its segment on `released`, the range the realloc
+// under test gave back, and the registry maps that range to the intruder.
+void expect_intruder_at(const Context& c, const std::uint8_t* released) {
+  ASSERT_NE(Intruder::seg, nullptr) << "the intruder's mapping did not happen";
+  ASSERT_EQ(Intruder::seg->base, released) << "mmap did not reuse the released range";
+  EXPECT_EQ(c.registry.lookup(released), Intruder::seg);
+  EXPECT_EQ(c.registry.lookup(released + kSegment - 1), Intruder::seg);
+}
+
+TEST_F(LargeRace, ShrinkDoesNotForgetASegmentMappedOnTheReleasedTail) {
+  ASSERT_NO_FATAL_FAILURE(alloc_block(8 * kSegment));
   std::memset(p, 0x5A, 1000);
   Intruder::armed = true;
   // lowmem: any shrink gives the tail back at once.
@@ -111,21 +120,15 @@ TEST(LargeRace, ShrinkDoesNotForgetASegmentMappedOnTheReleasedTail) {
   ASSERT_EQ(q, p);
   std::uint8_t* tail = seg->base + seg->bytes;  // the first byte given back
   ASSERT_LT(seg->bytes, 8 * kSegment);
-  ASSERT_NE(Intruder::seg, nullptr) << "the intruder's mapping did not happen";
-  ASSERT_EQ(Intruder::seg->base, tail) << "mmap did not reuse the released tail";
-  EXPECT_EQ(c->registry.lookup(tail), Intruder::seg);
-  EXPECT_EQ(c->registry.lookup(tail + kSegment - 1), Intruder::seg);
+  ASSERT_NO_FATAL_FAILURE(expect_intruder_at(*c, tail));
   EXPECT_EQ(c->registry.lookup(p), seg);
   EXPECT_EQ(c->registry.lookup(tail - 1), seg);
   EXPECT_EQ(static_cast<std::uint8_t*>(q)[999], 0x5A);
   free_both(*c, *seg, q);
 }
 
-TEST(LargeRace, MoveDoesNotForgetASegmentMappedOnTheOldRange) {
-  auto c = make_lowmem_context();
-  auto [p, seg] = alloc_block(*c, 3 * kSegment);
-  ASSERT_NE(p, nullptr);
-  ASSERT_NE(seg, nullptr);
+TEST_F(LargeRace, MoveDoesNotForgetASegmentMappedOnTheOldRange) {
+  ASSERT_NO_FATAL_FAILURE(alloc_block(3 * kSegment));
   std::uint8_t* old_base = seg->base;
   const std::size_t off = static_cast<std::size_t>(static_cast<std::uint8_t*>(p) - old_base);
   std::memset(p, 0xC3, 3 * kSegment - off);
@@ -135,10 +138,7 @@ TEST(LargeRace, MoveDoesNotForgetASegmentMappedOnTheOldRange) {
   Intruder::refuse_in_place = false;
   ASSERT_NE(q, nullptr);
   ASSERT_NE(seg->base, old_base);
-  ASSERT_NE(Intruder::seg, nullptr) << "the intruder's mapping did not happen";
-  ASSERT_EQ(Intruder::seg->base, old_base) << "mmap did not reuse the released range";
-  EXPECT_EQ(c->registry.lookup(old_base), Intruder::seg);
-  EXPECT_EQ(c->registry.lookup(old_base + kSegment - 1), Intruder::seg);
+  ASSERT_NO_FATAL_FAILURE(expect_intruder_at(*c, old_base));
   EXPECT_EQ(c->registry.lookup(q), seg);
   EXPECT_EQ(c->registry.lookup(seg->base + 5 * kSegment), seg);
   EXPECT_EQ(static_cast<std::uint8_t*>(q)[0], 0xC3);
@@ -148,11 +148,8 @@ TEST(LargeRace, MoveDoesNotForgetASegmentMappedOnTheOldRange) {
 }
 
 // A failed move leaves the segment registered where it is.
-TEST(LargeRace, FailedMoveKeepsTheSegmentRegistered) {
-  auto c = make_lowmem_context();
-  auto [p, seg] = alloc_block(*c, 2 * kSegment);
-  ASSERT_NE(p, nullptr);
-  ASSERT_NE(seg, nullptr);
+TEST_F(LargeRace, FailedMoveKeepsTheSegmentRegistered) {
+  ASSERT_NO_FATAL_FAILURE(alloc_block(2 * kSegment));
   std::uint8_t* base = seg->base;
   Intruder::refuse_in_place = true;
   Intruder::fail_move = true;
