@@ -152,9 +152,8 @@ MA_EXPORT void manyalloc_numa_free(void* p) noexcept {
   // The registry maps nullptr to no segment: free(NULL) takes the slow path.
   Segment* s = global().registry.lookup(p);
   Heap* h = t_heap;
-  if (s != nullptr && h != nullptr && s->kind == SegKind::small &&
-      static_cast<SmallSegment*>(s)->heap.load(std::memory_order_relaxed) == h &&
-      heap_free_cached(*h, *static_cast<SmallSegment*>(s), p)) [[likely]]
+  if (SmallSegment* seg = owned_small(s, h); seg != nullptr && heap_free_cached(*h, *seg, p))
+      [[likely]]
     return;
   free_slow(p, s);
 }
@@ -308,10 +307,7 @@ MA_EXPORT void manyalloc_numa_print_stats(int fd) noexcept { stats_print(global(
 MA_EXPORT void manyalloc_numa_trim(void) noexcept {
   Context& c = global();
   if (Heap* h = t_heap) heap_trim(*h);
-  // A source with nothing cached is only read: taking its lock would make
-  // resident the pages of node sources that the process never used.
-  for (Source& s : c.sources)
-    if (s.cached_bytes.load(std::memory_order_relaxed) != 0) source_release_cache(c, s);
+  for (Source& s : c.sources) source_release_cache(c, s);
 }
 
 // ---- the standard names -----------------------------------------------------

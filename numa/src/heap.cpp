@@ -527,11 +527,8 @@ void heap_cache_flush(Heap& h, unsigned cls, bool half) {
   // (heap_free_local reports a double free that reached the cache).
   for (std::uint32_t k = 0; k < n; ++k) {
     void* p = items[k];
-    Segment* s = h.ctx->registry.lookup(p);
     ChunkRef ch{nullptr, 0, 0};
-    if (s != nullptr && s->kind == SegKind::small &&
-        static_cast<SmallSegment*>(s)->heap.load(std::memory_order_relaxed) == &h)
-      ch = find_chunk(*static_cast<SmallSegment*>(s), p);
+    if (SmallSegment* seg = owned_small(h.ctx->registry.lookup(p), &h)) ch = find_chunk(*seg, p);
     if (ch.run == nullptr || ch.cls != cls) [[unlikely]] {
       misuse(*h.ctx, "free", Misuse::not_a_chunk_start, p);
       continue;
@@ -571,6 +568,9 @@ void* heap_alloc_slow(Heap& h, unsigned cls) {
   return run_pop(h, *r);
 }
 
+// An empty current run at least this big is released at once (heap_after_free).
+constexpr std::size_t kReleasedCurrentRun = 128 * 1024;
+
 void heap_after_free(Heap& h, Run& r) {
   Bin& bin = h.bins[r.cls];
   switch (r.state) {
@@ -589,10 +589,10 @@ void heap_after_free(Heap& h, Run& r) {
       }
       break;
     case RunState::current:
-      // A big empty current run (>= 256 KiB) is released so that a burst of
-      // large chunks does not pin its pages; small ones stay to avoid
-      // re-initialising a run on every alloc/free pair.
-      if (r.npages >= 4 && releasable(r)) {
+      // A big empty current run is released so that a burst of large chunks
+      // does not pin its pages; small ones stay to avoid re-initialising a
+      // run on every alloc/free pair.
+      if (r.npages * kPage >= kReleasedCurrentRun && releasable(r)) {
         bin.current = nullptr;
         run_release(h, r);
       }
@@ -602,11 +602,21 @@ void heap_after_free(Heap& h, Run& r) {
   }
 }
 
-void heap_abandon(Heap& h) {
-  OwnerLock hold(h);
+namespace {
+
+// Everything h still holds outside its run bitmaps goes into them: its
+// unpublished remote frees, its free caches and its remote-free queue.
+void heap_drain(Heap& h) {
   heap_remote_batch_flush(h);
   heap_cache_flush_all(h);
   heap_flush_remote(h);
+}
+
+}  // namespace
+
+void heap_abandon(Heap& h) {
+  OwnerLock hold(h);
+  heap_drain(h);
   for (Bin& bin : h.bins) {
     Run* r = bin.current;
     if (r == nullptr) continue;
@@ -626,9 +636,7 @@ void heap_abandon(Heap& h) {
 
 void heap_trim(Heap& h) {
   OwnerLock hold(h);
-  heap_remote_batch_flush(h);
-  heap_cache_flush_all(h);
-  heap_flush_remote(h);
+  heap_drain(h);
   release_empty_segments(h, 0);
   heap_purge(h, true);
 }

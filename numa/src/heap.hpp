@@ -244,9 +244,16 @@ inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
 // nullptr.
 void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p);
 
+// s as a small segment owned by h, or nullptr (s or h null, a large
+// segment, another heap's segment).
+inline SmallSegment* owned_small(Segment* s, const Heap* h) {
+  if (s == nullptr || h == nullptr || s->kind != SegKind::small) return nullptr;
+  auto* seg = static_cast<SmallSegment*>(s);
+  return seg->heap.load(std::memory_order_relaxed) == h ? seg : nullptr;
+}
+
 inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {
-  if (self != nullptr && seg.heap.load(std::memory_order_relaxed) == self &&
-      heap_free_cached(*self, seg, p)) [[likely]]
+  if (owned_small(&seg, self) != nullptr && heap_free_cached(*self, seg, p)) [[likely]]
     return;
   small_free_slow(c, self, seg, p);
 }

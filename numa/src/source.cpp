@@ -219,6 +219,9 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes) {
 }
 
 void source_release_cache(Context& c, Source& s) {
+  // A source with nothing cached is only read: taking its lock would make
+  // resident the pages of node sources that the process never used.
+  if (s.cached_bytes.load(std::memory_order_relaxed) == 0) return;
   Segment* list[2];
   {
     SpinGuard g(s.lock);

@@ -151,5 +151,9 @@ int main(int argc, char** argv) {
   // Heaps are recycled: never more than the threads alive at once, plus the
   // main thread's, plus a few when exits and starts overlap.
   const bool heaps_ok = after.heaps <= static_cast<unsigned>(2 * threads + 2);
-  return g_errors.load() == 0 && after.misuses == before.misuses && heaps_ok ? 0 : 1;
+  // A test registered for a profile (MANYALLOC_NUMA_PROFILE) must have run in it.
+  const char* wanted = std::getenv("MANYALLOC_NUMA_PROFILE");
+  const bool profile_ok = wanted == nullptr || std::strcmp(wanted, after.profile) == 0;
+  if (!profile_ok) std::printf("numa_stress: profile %s, not %s\n", after.profile, wanted);
+  return g_errors.load() == 0 && after.misuses == before.misuses && heaps_ok && profile_ok ? 0 : 1;
 }
