@@ -8,13 +8,9 @@
 // value, which is off by up to about 32 pages per CPU and counter while
 // other CPUs fault or free pages. Allocators that give memory back often
 // update it more often, so they catch more of that error: on the 16-core
-// host (kernel 6.18, 16 threads) the larson-like workload in lowmem read
-// 13.8-15.2 MiB in ru_maxrss over 5 runs of the benchmark, while VmRSS,
-// which /proc sums exactly, sampled every millisecond from outside in 8
-// other runs, stayed at 11.3-11.6 MiB after the first 7 ms (before them the
-// sampler saw its own forked python before exec); glibc: ru_maxrss
-// 14.1-14.3, sampled 14.7-14.8 MiB. With this sampler, 4 of 5 lowmem runs
-// peaked at 11.6-12.3 MiB and one at 15.7 MiB (ru_maxrss 13.9-15.2). ru_maxrss
+// host (kernel 6.18, 16 threads, acaf423, 5 runs) the larson-like workload
+// in lowmem read 13.6-14.9 MiB in ru_maxrss, while this sampler saw peaks
+// of 11.3-12.0 MiB in 4 of the runs and 15.4 MiB in the fifth. ru_maxrss
 // stays in the record as maxrss_bytes.
 // A peak shorter than the interval can be missed, for every allocator alike.
 #pragma once

@@ -47,9 +47,10 @@ inline bool check_list(const Node* anchor, std::uint64_t n, int me, int nw, doub
   return ok && i == n;
 }
 
-// The walk every variant times: each node of the list after `anchor` gets
-// +1 (not inlined into the timing loops, so that all variants run this very
-// code).
+// The walk the pointer-linked variants (region, roofline) time: each node of
+// the list after `anchor` gets +1 (not inlined into the timing loops, so
+// that they run this very code; the MPI_Get and OpenSHMEM variants walk by
+// index).
 [[gnu::noinline]] inline void add_one_to_each(Node* anchor) {
   for (Node* x = anchor->next; x != nullptr; x = x->next) x->value += 1;
 }
