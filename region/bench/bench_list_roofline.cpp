@@ -130,8 +130,9 @@ int main(int argc, char** argv) {
   const std::uint64_t slot = ((nmax + 1) * sizeof(Node) + mib - 1) / mib * mib;
   // The GAS itself: one memfd per host, mapped at the same address on every
   // rank, so the nodes' next pointers hold on every rank.
+  const MPI_Comm world = MPI_COMM_WORLD;
   const manyalloc::region::detail::GasMapping gas =
-      manyalloc::region::detail::map_global_address_space(slot * static_cast<std::uint64_t>(nw), true);
+      manyalloc::region::detail::map_global_address_space(slot * static_cast<std::uint64_t>(nw), true, &world);
   char* shared = gas.base != 0 && gas.shared ? reinterpret_cast<char*>(gas.base) : nullptr;
   void* own_p = mmap(nullptr, slot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   int ok = shared != nullptr && own_p != MAP_FAILED ? 1 : 0, all = 0;

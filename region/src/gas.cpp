@@ -58,20 +58,21 @@ int open_host_object(MPI_Comm host, std::uint64_t bytes) {
 }
 }  // namespace
 
-GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared) {
+GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared, const void* comm_handle) {
+  const MPI_Comm all = *static_cast<const MPI_Comm*>(comm_handle);
   GasMapping m;
   m.bytes = bytes;
   int world = 0, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(all, &world);
+  MPI_Comm_rank(all, &rank);
   // Hosts: split by shared-memory domain; each host is named by its lowest
   // world rank (key = world rank makes that rank 0 of the host comm).
   MPI_Comm host;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  MPI_Comm_split_type(all, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
   int leader = rank;
   MPI_Bcast(&leader, 1, MPI_INT, 0, host);
   m.host_of.assign(static_cast<std::size_t>(world), 0);
-  MPI_Allgather(&leader, 1, MPI_INT, m.host_of.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Allgather(&leader, 1, MPI_INT, m.host_of.data(), 1, MPI_INT, all);
   const int fd = want_shared ? open_host_object(host, bytes) : -1;
   MPI_Comm_free(&host);
   m.shared = fd >= 0;
@@ -84,10 +85,10 @@ GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared) {
                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | fixed_noreplace, -1, 0);
     int ok = p == reinterpret_cast<void*>(want) ? 1 : 0;
     if (p != MAP_FAILED && !ok) munmap(p, bytes);
-    int all = 0;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    int agreed = 0;
+    MPI_Allreduce(&ok, &agreed, 1, MPI_INT, MPI_MIN, all);
     m.attempts = attempt + 1;
-    if (all) {
+    if (agreed) {
       m.base = want;
       break;
     }

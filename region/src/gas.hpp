@@ -19,7 +19,9 @@ struct GasMapping {
   std::vector<int> host_of;
 };
 
-// Collective over MPI_COMM_WORLD. Every rank maps `bytes` (a multiple of
+// Collective over `comm` (an MPI_Comm* passed opaquely; the library passes
+// its duplicate of MPI_COMM_WORLD, MpiTransport::world_comm_handle, so that
+// these collectives never meet the application's). Every rank maps `bytes` (a multiple of
 // 1 MiB) at a common candidate base with MAP_FIXED_NOREPLACE (never plain
 // MAP_FIXED), checks that the kernel returned that very address, and agrees
 // with an allreduce; when any rank failed, every rank unmaps and the next
@@ -31,7 +33,7 @@ struct GasMapping {
 // host cannot open it, that whole host falls back to private anonymous
 // memory (shared = false on all of its ranks). want_shared = false: private
 // anonymous memory everywhere (every transfer copies).
-GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared);
+GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared, const void* comm);
 void unmap_global_address_space(const GasMapping& m);
 
 }  // namespace manyalloc::region::detail

@@ -67,10 +67,15 @@ mr_status mr_init(int* argc, char*** argv, const mr_config* cfg) {
   auto topo = Topology::make(world, levels, fanout);
   if (!topo || gas_bytes % page_bytes != 0 || gas_bytes == 0) return MR_ERR_INIT;
   rt.topo = *topo;
-  rt.gas = map_global_address_space(gas_bytes, transfer == MR_TRANSFER_AUTO);
-  if (rt.gas.base == 0) return MR_ERR_INIT;
+  // The library's communicators first: every later collective and message
+  // of the library is on them, never on the application's (isolation).
   const bool worker = !rt.topo.is_scheduler(rt.rank);
   rt.transport = std::make_unique<MpiTransport>(worker);
+  rt.gas = map_global_address_space(gas_bytes, transfer == MR_TRANSFER_AUTO, rt.transport->world_comm_handle());
+  if (rt.gas.base == 0) {
+    rt.transport.reset();
+    return MR_ERR_INIT;
+  }
   rt.initialized = true;
   if (worker) {
     rt.leaf = rt.topo.leaf_of(rt.rank);
@@ -128,7 +133,7 @@ const char* mr_strerror(mr_status s) {
 MPI_Comm mr_worker_comm(void) {
   Runtime& rt = runtime();
   if (!rt.is_worker()) return MPI_COMM_NULL;
-  return *static_cast<MPI_Comm*>(rt.transport->worker_comm_handle());
+  return *static_cast<MPI_Comm*>(rt.transport->user_worker_comm_handle());
 }
 
 }  // extern "C"

@@ -24,9 +24,17 @@ void recv_probed(const MPI_Status& st, int tag, MPI_Comm comm, std::vector<std::
 }
 }  // namespace
 
+// Communicators. The library talks only on its own duplicates, so that no
+// application message can match one of its messages (or take one of them
+// with a wildcard receive), whatever the tags: `ctl` (a duplicate of
+// MPI_COMM_WORLD) for control traffic and mr_init's collectives, `workers`
+// (split from it) for transfers and barriers. `user_workers` is another
+// communicator of the same workers that the library never uses: the
+// application's (mr_worker_comm), free of reserved tags.
 struct MpiTransport::Impl {
   MPI_Comm ctl = MPI_COMM_NULL;
   MPI_Comm workers = MPI_COMM_NULL;
+  MPI_Comm user_workers = MPI_COMM_NULL;
   int rank = 0, size = 0;
   struct Pending {
     Message msg;
@@ -39,11 +47,13 @@ MpiTransport::MpiTransport(bool is_worker) : impl_(std::make_unique<Impl>()) {
   MPI_Comm_dup(MPI_COMM_WORLD, &impl_->ctl);
   MPI_Comm_rank(impl_->ctl, &impl_->rank);
   MPI_Comm_size(impl_->ctl, &impl_->size);
-  MPI_Comm_split(MPI_COMM_WORLD, is_worker ? 1 : MPI_UNDEFINED, impl_->rank, &impl_->workers);
+  MPI_Comm_split(impl_->ctl, is_worker ? 1 : MPI_UNDEFINED, impl_->rank, &impl_->workers);
+  if (impl_->workers != MPI_COMM_NULL) MPI_Comm_dup(impl_->workers, &impl_->user_workers);
 }
 
 MpiTransport::~MpiTransport() {
   flush();
+  if (impl_->user_workers != MPI_COMM_NULL) MPI_Comm_free(&impl_->user_workers);
   if (impl_->workers != MPI_COMM_NULL) MPI_Comm_free(&impl_->workers);
   MPI_Comm_free(&impl_->ctl);
 }
@@ -198,6 +208,8 @@ void MpiTransport::discard_extents(int peer, std::span<const Extent> extents) {
 
 void MpiTransport::worker_barrier() { MPI_Barrier(impl_->workers); }
 
-void* MpiTransport::worker_comm_handle() { return &impl_->workers; }
+void* MpiTransport::world_comm_handle() { return &impl_->ctl; }
+
+void* MpiTransport::user_worker_comm_handle() { return &impl_->user_workers; }
 
 }  // namespace manyalloc::region::detail

@@ -11,8 +11,10 @@ namespace manyalloc::region::detail {
 class MpiTransport {
  public:
   // Pre: MPI is initialised. Collective over MPI_COMM_WORLD: duplicates it
-  // for control traffic and splits off a workers-only communicator
-  // (is_worker decides the colour).
+  // for control traffic and splits off the library's workers-only
+  // communicator from the duplicate (is_worker decides the colour), plus a
+  // second one of the same workers for the application. The library never
+  // sends on the application's communicators, so no tag is reserved there.
   explicit MpiTransport(bool is_worker);
   ~MpiTransport();
   MpiTransport(const MpiTransport&) = delete;
@@ -33,9 +35,12 @@ class MpiTransport {
   void recv_extents(int peer, std::span<const Extent> extents);
   void discard_extents(int peer, std::span<const Extent> extents);
   void worker_barrier();
-  // The workers-only communicator as an opaque handle (MPI_Comm), for
-  // applications that mix in plain MPI (see mpi_interop.h).
-  void* worker_comm_handle();
+  // The library's duplicate of MPI_COMM_WORLD as an opaque handle
+  // (MPI_Comm*), for the collectives of mr_init (gas.cpp).
+  void* world_comm_handle();
+  // The application's workers-only communicator (MPI_Comm*; MPI_COMM_NULL on
+  // schedulers), which the library itself never uses (mpi_interop.h).
+  void* user_worker_comm_handle();
 
  private:
   struct Impl;

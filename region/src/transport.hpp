@@ -3,8 +3,10 @@
 // (mpi_transport.hpp) is the one model; the concept documents what the rest
 // of the library relies on.
 //
-// Control messages are vectors of 64-bit words (protocol.hpp); they travel on
-// a communicator of their own so they never match application traffic.
+// Control messages are vectors of 64-bit words (protocol.hpp). Every message
+// of the library (control, transfer headers and data, barriers) travels on
+// communicators of its own, never on the application's, so it never matches
+// application traffic whatever the tags.
 // Preconditions common to every call: the transport is initialised, `peer`
 // is a valid rank of the communicator in question and is not the caller.
 #pragma once

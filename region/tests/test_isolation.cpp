@@ -1,0 +1,225 @@
+// The library's messages and the application's never match each other
+// (region/README.md, "Isolation"): the application may use any tag on
+// mr_worker_comm() and on MPI_COMM_WORLD, also wildcard receives, around
+// mr_send/mr_recv. Run with 3 ranks (one scheduler, two workers) in both
+// transfer modes.
+//   1. Worker 0 queues user messages with small tags (0-7, among them the
+//      values a library might use) and a large one on mr_worker_comm(), each
+//      shaped like a valid transfer header; then it sends a region holding a
+//      list of 512 KiB (copy mode: big and small data pieces). Worker 1
+//      receives the transfer first, then the user messages by tag: each must
+//      arrive intact, where it was sent.
+//   2. Worker 0 posts an MPI_ANY_SOURCE/MPI_ANY_TAG receive on
+//      mr_worker_comm() before worker 1 sends the region back and then one
+//      user message: the wildcard receive must get the user message, the
+//      mr_recv the region.
+//   3. The same with a wildcard receive on MPI_COMM_WORLD while the worker
+//      talks to its scheduler.
+// Errors on the user's communicators return (MPI_ERRORS_RETURN) so that a
+// message taken by the wrong side fails a check instead of aborting; an
+// alarm ends a run that hangs.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "manyalloc/region/mpi_interop.h"
+#include "manyalloc/region/region.h"
+
+namespace {
+
+int failures = 0;
+#define CHECK(cond)                                                                                   \
+  do {                                                                                                \
+    if (!(cond)) {                                                                                    \
+      ++failures;                                                                                     \
+      std::fprintf(stderr, "worker %d: %s:%d: CHECK failed: %s\n", mr_worker_id(), __FILE__, __LINE__, \
+                   #cond);                                                                            \
+    }                                                                                                 \
+  } while (0)
+
+struct Node {
+  Node* next;
+  std::uint64_t value;
+  char pad[240];
+};
+static_assert(sizeof(Node) == 256);
+constexpr int kNodes = 2048;  // 512 KiB
+
+// Tags of the user messages in phase 1.
+constexpr int kTags[] = {0, 1, 2, 3, 4, 5, 6, 7, 1000};
+constexpr int kNumTags = sizeof kTags / sizeof kTags[0];
+constexpr int kWords = 7;
+
+// A user message that would pass for a transfer header of the library:
+// status ok, 1 region (id 77), no objects, no extents, copy.
+void fill(std::uint64_t (&m)[kWords], int tag) {
+  const std::uint64_t words[kWords] = {0, 1, 0, 0, 0, 77, static_cast<std::uint64_t>(tag)};
+  for (int i = 0; i < kWords; ++i) m[i] = words[i];
+}
+
+// Receives one user message from `src` with `tag` (or any) and checks it.
+void check_user_message(MPI_Comm comm, int src, int tag, int want_tag) {
+  std::uint64_t m[kWords + 8] = {};
+  MPI_Status st;
+  const int rc = MPI_Recv(m, kWords + 8, MPI_UINT64_T, src, tag, comm, &st);
+  int count = -1;
+  if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_UINT64_T, &count);
+  CHECK(rc == MPI_SUCCESS);
+  CHECK(count == kWords);
+  CHECK(st.MPI_TAG == want_tag && m[1] == 1 && m[5] == 77 && m[6] == static_cast<std::uint64_t>(want_tag));
+}
+
+Node* build_list(mr_rid_t r) {
+  Node* head = nullptr;
+  void* objs[kNodes];
+  if (mr_balloc(sizeof(Node), r, kNodes, objs) != MR_OK) return nullptr;
+  for (int i = kNodes - 1; i >= 0; --i) {
+    auto* n = static_cast<Node*>(objs[i]);
+    n->next = head;
+    n->value = static_cast<std::uint64_t>(i) * 3 + 1;
+    head = n;
+  }
+  return head;
+}
+
+// Sum of (value - 3*i - 1 - bump) over the list: 0 when every node holds
+// 3*i + 1 + bump; the node count goes to *count.
+std::uint64_t list_error(const Node* n, std::uint64_t bump, int* count) {
+  std::uint64_t err = 0;
+  *count = 0;
+  for (; n != nullptr; n = n->next, ++*count)
+    err += n->value != static_cast<std::uint64_t>(*count) * 3 + 1 + bump;
+  return err;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  alarm(30);  // a message taken by the wrong side can leave a peer waiting
+  if (mr_init(&argc, &argv, nullptr) != MR_OK) {
+    std::fprintf(stderr, "mr_init failed\n");
+    return 1;
+  }
+  if (!mr_is_worker()) return mr_finalize() == MR_OK ? 0 : 1;
+  const int me = mr_worker_id();
+  if (mr_num_workers() != 2) {
+    std::fprintf(stderr, "run with one scheduler and two workers\n");
+    mr_finalize();
+    return 1;
+  }
+  const int peer = 1 - me;
+  MPI_Comm user = mr_worker_comm();
+  MPI_Comm_set_errhandler(user, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+  // Phase 1: user messages queued ahead of a transfer.
+  mr_rid_t r = 0;
+  Node* head = nullptr;
+  if (me == 0) {
+    CHECK(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &r) == MR_OK);
+    head = build_list(r);
+    CHECK(head != nullptr);
+    std::uint64_t msgs[kNumTags][kWords];
+    MPI_Request reqs[kNumTags];
+    for (int i = 0; i < kNumTags; ++i) {
+      fill(msgs[i], kTags[i]);
+      MPI_Isend(msgs[i], kWords, MPI_UINT64_T, peer, kTags[i], user, &reqs[i]);
+    }
+    void* objs[] = {head};
+    CHECK(mr_send(peer, &r, 1, objs, 1) == MR_OK);
+    CHECK(MPI_Waitall(kNumTags, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS);
+  } else {
+    mr_rid_t got_r[2] = {0, 0};
+    void* got_o[2] = {nullptr, nullptr};
+    int nr = -1, no = -1;
+    CHECK(mr_recv(peer, got_r, 2, &nr, got_o, 2, &no) == MR_OK);
+    CHECK(nr == 1 && no == 1 && got_r[0] != 77);
+    r = got_r[0];
+    head = static_cast<Node*>(got_o[0]);
+    for (int i = 0; i < kNumTags; ++i) check_user_message(user, peer, kTags[i], kTags[i]);
+    if (nr == 1 && no == 1) {
+      int count = 0;
+      CHECK(list_error(head, 0, &count) == 0 && count == kNodes);
+      for (Node* n = head; n != nullptr; n = n->next) n->value += 1;
+    }
+  }
+
+  // Phase 2: a wildcard user receive posted before a transfer arrives.
+  constexpr int kGoTag = 2, kAfterTag = 3;
+  if (me == 0) {
+    std::uint64_t m[kWords + 8] = {};
+    MPI_Request req;
+    MPI_Status st;
+    MPI_Irecv(m, kWords + 8, MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, user, &req);
+    std::uint64_t go = 1;
+    MPI_Send(&go, 1, MPI_UINT64_T, peer, kGoTag, user);
+    mr_rid_t got_r[2] = {0, 0};
+    void* got_o[2] = {nullptr, nullptr};
+    int nr = -1, no = -1;
+    CHECK(mr_recv(peer, got_r, 2, &nr, got_o, 2, &no) == MR_OK);
+    CHECK(nr == 1 && no == 1 && got_r[0] == r && got_o[0] == head);
+    if (nr == 1 && no == 1 && got_o[0] == head) {
+      int count = 0;
+      CHECK(list_error(head, 1, &count) == 0 && count == kNodes);
+    }
+    const int rc = MPI_Wait(&req, &st);
+    int count = -1;
+    if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_UINT64_T, &count);
+    CHECK(rc == MPI_SUCCESS && count == kWords && st.MPI_TAG == kAfterTag && m[6] == kAfterTag);
+  } else {
+    std::uint64_t go = 0;
+    CHECK(MPI_Recv(&go, 1, MPI_UINT64_T, peer, kGoTag, user, MPI_STATUS_IGNORE) == MPI_SUCCESS && go == 1);
+    void* objs[] = {head};
+    CHECK(mr_send(peer, &r, 1, objs, 1) == MR_OK);
+    std::uint64_t m[kWords];
+    fill(m, kAfterTag);
+    CHECK(MPI_Send(m, kWords, MPI_UINT64_T, peer, kAfterTag, user) == MPI_SUCCESS);
+  }
+
+  // Phase 3: a wildcard receive on MPI_COMM_WORLD while talking to the
+  // scheduler (requests and replies), then a user message with tag 1.
+  int world_peer = 0;
+  {
+    int wr = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    world_peer = me == 0 ? wr + 1 : wr - 1;  // workers are the last ranks, in order
+  }
+  if (me == 1) {
+    std::uint64_t m[kWords + 8] = {};
+    MPI_Request req;
+    MPI_Status st;
+    MPI_Irecv(m, kWords + 8, MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &req);
+    mr_rid_t mine = 0;
+    CHECK(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &mine) == MR_OK);
+    for (int i = 0; i < 16; ++i) {
+      void* p = nullptr;
+      CHECK(mr_alloc(64, mine, &p) == MR_OK);
+    }
+    mr_sched_stats s;
+    CHECK(mr_sched_stats_get(0, &s) == MR_OK);
+    CHECK(mr_rfree(mine) == MR_OK);
+    std::uint64_t go = 1;
+    MPI_Send(&go, 1, MPI_UINT64_T, peer, kGoTag, user);
+    const int rc = MPI_Wait(&req, &st);
+    int count = -1;
+    if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_UINT64_T, &count);
+    CHECK(rc == MPI_SUCCESS && count == kWords && st.MPI_TAG == 1 && st.MPI_SOURCE == world_peer && m[6] == 1);
+  } else {
+    std::uint64_t go = 0;
+    CHECK(MPI_Recv(&go, 1, MPI_UINT64_T, peer, kGoTag, user, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+    std::uint64_t m[kWords];
+    fill(m, 1);
+    CHECK(MPI_Send(m, kWords, MPI_UINT64_T, world_peer, 1, MPI_COMM_WORLD) == MPI_SUCCESS);
+  }
+
+  if (me == 0) CHECK(mr_rfree(r) == MR_OK);
+  CHECK(mr_barrier() == MR_OK);
+  int total = 0;
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, user);
+  if (me == 0) std::printf("isolation (%s): %s, %d failed checks\n", mr_zero_copy(peer) ? "zero copy" : "copy",
+                           total == 0 ? "PASS" : "FAIL", total);
+  mr_finalize();
+  return total == 0 ? 0 : 1;
+}
