@@ -7,7 +7,8 @@
 
 namespace manyalloc::testing {
 
-INSTANTIATE_TYPED_TEST_SUITE_P(Cuda, HeapTest, CudaRunner);
+using CudaCases = ::testing::Types<ScatterCase<CudaRunner>, SlabsCase<CudaRunner>>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Cuda, HeapTest, CudaCases, CaseName);
 
 namespace {
 template <class Handle>

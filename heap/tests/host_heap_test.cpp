@@ -9,7 +9,8 @@
 
 namespace manyalloc::testing {
 
-INSTANTIATE_TYPED_TEST_SUITE_P(Host, HeapTest, HostRunner);
+using HostCases = ::testing::Types<ScatterCase<HostRunner>, SlabsCase<HostRunner>>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Host, HeapTest, HostCases, CaseName);
 
 TEST(HostHeap, BadAllocExceptionThrowsOnExhaustion) {
   using Heap = Allocator<CreationPolicies::Scatter<>, DistributionPolicies::NoOp, OOMPolicies::BadAllocException,

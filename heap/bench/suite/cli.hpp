@@ -46,8 +46,8 @@ inline std::vector<std::string> parse_names(const std::string& s) {
   std::stringstream in(s);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (item != "scatter" && item != "scatter-tuned" && item != "baseline")
-      throw std::invalid_argument("unknown allocator '" + item + "' (scatter, scatter-tuned, baseline)");
+    if (item != "scatter" && item != "scatter-tuned" && item != "slabs" && item != "baseline")
+      throw std::invalid_argument("unknown allocator '" + item + "' (scatter, scatter-tuned, slabs, baseline)");
     v.push_back(item);
   }
   return v;
@@ -83,7 +83,7 @@ inline const char* usage() {
          "  --heap-mb M        heap size for fragmentation/temporal/large/slots\n"
          "  --max-workers N    operator: largest N_worker (default: full occupancy)\n"
          "  --steps S          operator/temporal: measured kernel steps\n"
-         "  --allocators L     subset of scatter,scatter-tuned,baseline (default all)\n"
+         "  --allocators L     subset of scatter,scatter-tuned,slabs,baseline (default all)\n"
          "  --out FILE         JSON Lines output, appended (default heap_bench.jsonl)\n";
 }
 

@@ -2,7 +2,7 @@
 // set of allocator configurations to run side by side.
 //
 // A platform P (main_cuda.cu, main_host.cpp) provides:
-//   Runner, Scatter, ScatterTuned, Baseline        types
+//   Runner, Scatter, ScatterTuned, Slabs, Baseline  types
 //   gpu, baseline_bounded                          constexpr bool
 //   full_occupancy(), default_threads()            concurrent workers
 //   memory_cap()                                   bytes the heaps may take
@@ -90,15 +90,17 @@ class AllocatorSet {
   AllocatorSet(typename P::Baseline& baseline, std::size_t baseline_bytes, const std::vector<std::string>& enabled)
       : baseline_("baseline", baseline, baseline_bytes), enabled_(enabled) {}
 
-  // f(source) for each enabled configuration: Scatter, the tuned Scatter, the baseline.
+  // f(source) for each enabled configuration: Scatter, the tuned Scatter,
+  // SizeClassSlabs, the baseline.
   template <class F>
   void for_each(F&& f) {
     if (on(scatter_.name)) f(scatter_);
     if (on(tuned_.name)) f(tuned_);
+    if (on(slabs_.name)) f(slabs_);
     if (on(baseline_.name)) f(baseline_);
   }
   std::size_t count() const {
-    return static_cast<std::size_t>(on(scatter_.name)) + on(tuned_.name) + on(baseline_.name);
+    return static_cast<std::size_t>(on(scatter_.name)) + on(tuned_.name) + on(slabs_.name) + on(baseline_.name);
   }
 
  private:
@@ -107,12 +109,13 @@ class AllocatorSet {
   }
   FreshHeap<typename P::Scatter> scatter_{"scatter"};
   FreshHeap<typename P::ScatterTuned> tuned_{"scatter-tuned"};
+  FreshHeap<typename P::Slabs> slabs_{"slabs"};
   SharedHeap<typename P::Baseline> baseline_;
   std::vector<std::string> enabled_;
 };
 
-// Whether a heap type is a Scatter heap (has a page table to inspect).
+// Whether a heap type is a Scatter heap (has a page table of split pages to inspect).
 template <class Heap>
-concept HasPageTable = requires(const Heap& h) { h.creation().layout(); };
+concept HasPageTable = requires(const Heap& h) { h.creation().layout().pages_per_block; };
 
 }  // namespace manyalloc::bench

@@ -1,4 +1,4 @@
-// Heap benchmark on a CUDA GPU: Scatter (default and tuned) against CUDA's
+// Heap benchmark on a CUDA GPU: Scatter (default and tuned) and SizeClassSlabs against CUDA's
 // device malloc. Cycles are clock64() SM cycles.
 #include <algorithm>
 
@@ -30,6 +30,7 @@ struct CudaPlatform {
   using Runner = ma::testing::CudaRunner;
   using Scatter = CudaHeap<ma::CreationPolicies::Scatter<>>;
   using ScatterTuned = CudaHeap<ma::CreationPolicies::Scatter<TunedHeap>>;
+  using Slabs = CudaHeap<ma::CreationPolicies::SizeClassSlabs<>>;
   using Baseline = ma::Allocator<ma::CreationPolicies::DeviceMalloc, ma::DistributionPolicies::NoOp,
                                  ma::OOMPolicies::ReturnNull, ma::ReservePoolPolicies::CudaSetLimits,
                                  ma::AlignmentPolicies::NoOp>;

@@ -1,4 +1,4 @@
-// Heap benchmark on host threads: Scatter (default and tuned) against the C
+// Heap benchmark on host threads: Scatter (default and tuned) and SizeClassSlabs against the C
 // library's malloc. Cycles are rdtsc ticks (steady_clock ns off x86-64).
 #include <algorithm>
 #include <thread>
@@ -20,6 +20,7 @@ struct HostPlatform {
   using Runner = ma::testing::HostRunner;
   using Scatter = HostHeap<ma::CreationPolicies::Scatter<>>;
   using ScatterTuned = HostHeap<ma::CreationPolicies::Scatter<TunedHeap>>;
+  using Slabs = HostHeap<ma::CreationPolicies::SizeClassSlabs<>>;
   using Baseline = ma::Allocator<ma::CreationPolicies::HostMalloc, ma::DistributionPolicies::NoOp,
                                  ma::OOMPolicies::ReturnNull, ma::ReservePoolPolicies::HostPool,
                                  ma::AlignmentPolicies::NoOp>;

@@ -39,6 +39,7 @@ inline std::string short_name(const std::string& allocator) {
     if (s.find("resetfreedpages=true") != std::string::npos) out += " reset";
     return out;
   }
+  if (s.rfind("SizeClassSlabs[", 0) == 0) return "SizeClassSlabs";
   return s;
 }
 

@@ -1,5 +1,7 @@
 // The heap test suite, written once and instantiated for every back end
-// (host_heap_test.cpp, gpu_heap_test.cu) with that back end's Runner.
+// (host_heap_test.cpp, gpu_heap_test.cu) and every creation policy that
+// counts its slots: TypeParam is a ScatterCase or SlabsCase of the back
+// end's Runner (test_heaps.hpp).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -58,6 +60,7 @@ class HeapTest : public ::testing::Test {
 
     Runner::run(count, FreeRecords<typename Heap::Handle>{heap.handle(), records.data(), count});
     EXPECT_EQ(heap.creation().template statistics<typename Runner::backend>().misuse_reports, 0u);
+    EXPECT_EQ(heap.getAvailableSlots(bytes), fresh) << "memory lost after freeing everything";
     return count;
   }
 };
@@ -65,6 +68,7 @@ class HeapTest : public ::testing::Test {
 TYPED_TEST_SUITE_P(HeapTest);
 
 TYPED_TEST_P(HeapTest, ExactSlotsOnFreshHeapMatchThesisFormula) {
+  if constexpr (!TypeParam::scatter) GTEST_SKIP() << "the thesis formula is Scatter's";
   ScatterHeap<TypeParam> heap(TypeParam::heap_bytes());
   const std::uint64_t pages = heap.creation().layout().page_count;
   ASSERT_GT(pages, 0u);
@@ -79,16 +83,20 @@ TYPED_TEST_P(HeapTest, ExactSlotsOnFreshHeapMatchThesisFormula) {
 }
 
 TYPED_TEST_P(HeapTest, OverlapUntilFull) {
-  for (std::size_t bytes : {16, 64, 256, 1024}) {
-    ScatterHeap<TypeParam> heap(TypeParam::heap_bytes());
+  std::vector<std::size_t> sizes{16, 64, 256, 1024};
+  // SizeClassSlabs: every size class, and sizes between classes.
+  if constexpr (!TypeParam::scatter)
+    sizes = {16, 32, 48, 64, 96, 100, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3000, 4096, 6144, 8192};
+  for (std::size_t bytes : sizes) {
+    typename TypeParam::Heap heap(TypeParam::heap_bytes());
     const std::uint32_t n = this->fill_verify_free(heap, bytes, TypeParam::many_workers());
     EXPECT_GT(n, 0u) << bytes;
   }
 }
 
 TYPED_TEST_P(HeapTest, NoMemoryLossWithResetFreedPages) {
-  ScatterHeap<TypeParam, ResetPagesConfig> heap(TypeParam::heap_bytes());
-  const std::vector<std::size_t> sizes{16, 64, 100, 256, 4096, 3 * 4096};
+  typename TypeParam::ReuseHeap heap(TypeParam::heap_bytes());
+  const std::vector<std::size_t> sizes{16, 64, 100, 256, 4096, 3 * TypeParam::page_bytes};
   std::vector<std::size_t> fresh;
   for (auto s : sizes) fresh.push_back(heap.getAvailableSlots(s));
   for (std::size_t bytes : {64, 16, 512}) {
@@ -99,23 +107,25 @@ TYPED_TEST_P(HeapTest, NoMemoryLossWithResetFreedPages) {
 }
 
 TYPED_TEST_P(HeapTest, ChurnRandomSizesUpToFourPages) {
-  ScatterHeap<TypeParam, ResetPagesConfig> heap(TypeParam::heap_bytes());
-  const std::size_t fresh16 = heap.getAvailableSlots(16), fresh_big = heap.getAvailableSlots(4 * 4096);
+  typename TypeParam::ReuseHeap heap(TypeParam::heap_bytes());
+  const std::size_t four_pages = 4 * TypeParam::page_bytes;
+  const std::size_t fresh16 = heap.getAvailableSlots(16), fresh_big = heap.getAvailableSlots(four_pages);
   typename TypeParam::template Buffer<std::uint32_t> counters(2);
   const std::uint32_t workers = std::min<std::uint32_t>(TypeParam::many_workers(), 1u << 16);
+  // Churn draws sizes up to 2^14 bytes: four Scatter pages.
   TypeParam::run(workers, Churn<typename decltype(heap)::Handle>{heap.handle(), 200, 14, counters.data(),
                                                                    counters.data() + 1});
   const auto c = counters.to_host();
   EXPECT_EQ(c[0], 0u) << "corrupted chunks";
+  EXPECT_EQ(heap.getAvailableSlots(16), fresh16);
+  EXPECT_EQ(heap.getAvailableSlots(four_pages), fresh_big);
   const auto st = heap.creation().template statistics<typename TypeParam::backend>();
   EXPECT_EQ(st.misuse_reports, 0u);
   EXPECT_EQ(st.pages_in_use, 0u) << "pages still split after everything was freed";
-  EXPECT_EQ(heap.getAvailableSlots(16), fresh16);
-  EXPECT_EQ(heap.getAvailableSlots(4 * 4096), fresh_big);
 }
 
 TYPED_TEST_P(HeapTest, BadInputIsReportedAndChangesNothing) {
-  ScatterHeap<TypeParam> heap(TypeParam::heap_bytes());
+  typename TypeParam::Heap heap(TypeParam::heap_bytes());
   const std::size_t fresh = heap.getAvailableSlots(64);
   typename TypeParam::template Buffer<std::uint32_t> results(3);
   TypeParam::run(1, BadInputProbe<typename decltype(heap)::Handle>{heap.handle(), results.data()});
@@ -132,12 +142,13 @@ TYPED_TEST_P(HeapTest, BadInputIsReportedAndChangesNothing) {
 }
 
 TYPED_TEST_P(HeapTest, WorkersCountSlotsLikeTheHost) {
-  ScatterHeap<TypeParam> heap(TypeParam::heap_bytes());
+  typename TypeParam::Heap heap(TypeParam::heap_bytes());
   // Split some pages first so that the count is not trivial.
   typename TypeParam::template Buffer<std::uint32_t> counters(2);
   TypeParam::run(256, Churn<typename decltype(heap)::Handle>{heap.handle(), 3, 12, counters.data(),
                                                                counters.data() + 1});
-  for (std::size_t slot : {16, 64, 4096, 20000}) {
+  for (std::size_t slot : {std::size_t{16}, std::size_t{64}, std::size_t{4096}, std::size_t{20000},
+                           3 * TypeParam::page_bytes, 40 * TypeParam::page_bytes}) {
     const std::size_t host = heap.getAvailableSlots(slot);
     typename TypeParam::template Buffer<unsigned long long> out(32);
     TypeParam::run(32, SlotsFromWorkers<typename decltype(heap)::Handle>{heap.handle(), slot, out.data()});
@@ -146,7 +157,8 @@ TYPED_TEST_P(HeapTest, WorkersCountSlotsLikeTheHost) {
 }
 
 TYPED_TEST_P(HeapTest, RequestsLargerThanTheHeapFailAtOnce) {
-  ScatterHeap<TypeParam, ResetPagesConfig> heap(TypeParam::heap_bytes());
+  typename TypeParam::ReuseHeap heap(TypeParam::heap_bytes());
+  const std::size_t fresh_pages = heap.getAvailableSlots(TypeParam::page_bytes);
   typename TypeParam::template Buffer<std::uint32_t> out(5);
   TypeParam::run(1, LargeRequestProbe<typename decltype(heap)::Handle>{heap.handle(), heap.pool_bytes(),
                                                                         heap.pool_bytes() / 2, out.data()});
@@ -155,21 +167,23 @@ TYPED_TEST_P(HeapTest, RequestsLargerThanTheHeapFailAtOnce) {
   EXPECT_EQ(r[1], 1u) << "SIZE_MAX must fail";
   EXPECT_EQ(r[2], 1u) << "half the heap in one run of pages";
   EXPECT_EQ(r[3], 1u) << "the rest cannot hold another half";
-  EXPECT_EQ(heap.getAvailableSlots(4096), heap.creation().layout().page_count);
+  EXPECT_EQ(heap.getAvailableSlots(TypeParam::page_bytes), fresh_pages);
+  if constexpr (TypeParam::scatter) EXPECT_EQ(fresh_pages, heap.creation().layout().page_count);
 }
 
 // Sizes are 64-bit: a heap above 4 GiB, and one request above 4 GiB.
 TYPED_TEST_P(HeapTest, HeapLargerThan4GiB) {
   const std::size_t gib = std::size_t{1} << 30;
-  ScatterHeap<TypeParam, ResetPagesConfig> heap(6 * gib);
-  EXPECT_GT(std::uint64_t{heap.creation().layout().page_count} * 4096, 5 * gib);
+  typename TypeParam::ReuseHeap heap(6 * gib);
+  EXPECT_GT(std::uint64_t{heap.creation().layout().page_count} * TypeParam::page_bytes, 5 * gib);
+  const std::size_t fresh_pages = heap.getAvailableSlots(TypeParam::page_bytes);
   typename TypeParam::template Buffer<std::uint32_t> out(5);
   TypeParam::run(1, LargeRequestProbe<typename decltype(heap)::Handle>{heap.handle(), heap.pool_bytes(),
                                                                         4 * gib + gib / 2, out.data()});
   const auto r = out.to_host();
   EXPECT_EQ(r[2], 1u) << "a 4.5 GiB request on a 6 GiB heap";
   EXPECT_EQ(r[4], 1u) << "small chunks beside it";
-  EXPECT_EQ(heap.getAvailableSlots(4096), heap.creation().layout().page_count);
+  EXPECT_EQ(heap.getAvailableSlots(TypeParam::page_bytes), fresh_pages);
 }
 
 REGISTER_TYPED_TEST_SUITE_P(HeapTest, ExactSlotsOnFreshHeapMatchThesisFormula, OverlapUntilFull,

@@ -9,6 +9,7 @@
 #include "manyalloc/heap/allocator.hpp"
 #include "manyalloc/heap/creation/host_malloc.hpp"
 #include "manyalloc/heap/creation/scatter.hpp"
+#include "manyalloc/heap/creation/size_class_slabs.hpp"
 #include "manyalloc/heap/distribution/dynamic_warp.hpp"
 #include "manyalloc/heap/distribution/noop.hpp"
 #include "manyalloc/heap/distribution/uniform.hpp"

@@ -42,10 +42,12 @@ concept Accelerator = requires(const A a, std::uint32_t* w, const std::uint32_t*
   { a.atomic_exch(w, v) } -> std::same_as<std::uint32_t>;
   { a.atomic_cas(w, v, v) } -> std::same_as<std::uint32_t>;
   a.fence();  // orders this worker's memory operations for all workers of the heap
+  a.relax();  // called in a loop that waits for another worker: yield to it
 };
 
 // Optional for a worker: 16- and 64-bit words (coalescing segment headers,
-// the superblock hash map of distribution/). Same preconditions as above.
+// the superblock hash map of distribution/, the size-class slots of
+// CreationPolicies::SizeClassSlabs). Same preconditions as above.
 template <class A>
 concept MixedWidthAtomics =
     Accelerator<A> && requires(const A a, std::uint16_t* h, const std::uint16_t* ch, std::uint16_t hv,
@@ -56,6 +58,8 @@ concept MixedWidthAtomics =
       { a.load64(cd) } -> std::same_as<std::uint64_t>;
       a.store64(d, dv);
       { a.atomic_cas64(d, dv, dv) } -> std::same_as<std::uint64_t>;
+      { a.atomic_add64(d, dv) } -> std::same_as<std::uint64_t>;   // returns the old value
+      { a.atomic_exch64(d, dv) } -> std::same_as<std::uint64_t>;  // returns the old value
     };
 
 // Where a worker stands in its block, among the block's workers that have not

@@ -92,6 +92,8 @@ class CudaThread {
     return atomicCAS(p, e, d);
   }
   __device__ void fence() const { __threadfence(); }
+  // Waiting for another worker: leave the issue slots to other warps.
+  __device__ void relax() const { __nanosleep(64); }
 
   // MixedWidthAtomics (16-bit atomicCAS needs compute capability 7.0).
   __device__ std::uint16_t load16(const std::uint16_t* p) const {
@@ -113,6 +115,12 @@ class CudaThread {
   __device__ std::uint64_t atomic_cas64(std::uint64_t* p, std::uint64_t e, std::uint64_t d) const {
     return atomicCAS(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(e),
                      static_cast<unsigned long long>(d));
+  }
+  __device__ std::uint64_t atomic_add64(std::uint64_t* p, std::uint64_t v) const {
+    return atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+  }
+  __device__ std::uint64_t atomic_exch64(std::uint64_t* p, std::uint64_t v) const {
+    return atomicExch(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
   }
 
   // BlockAccelerator: __syncthreads_* and block-shared words. Threads that

@@ -121,6 +121,7 @@ class EmulatedThread {
     return host_.atomic_cas(p, e, d);
   }
   void fence() const { host_.fence(); }
+  void relax() const { host_.relax(); }
   std::uint16_t load16(const std::uint16_t* p) const { return host_.load16(p); }
   void store16(std::uint16_t* p, std::uint16_t v) const { host_.store16(p, v); }
   std::uint16_t atomic_cas16(std::uint16_t* p, std::uint16_t e, std::uint16_t d) const {
@@ -131,6 +132,8 @@ class EmulatedThread {
   std::uint64_t atomic_cas64(std::uint64_t* p, std::uint64_t e, std::uint64_t d) const {
     return host_.atomic_cas64(p, e, d);
   }
+  std::uint64_t atomic_add64(std::uint64_t* p, std::uint64_t v) const { return host_.atomic_add64(p, v); }
+  std::uint64_t atomic_exch64(std::uint64_t* p, std::uint64_t v) const { return host_.atomic_exch64(p, v); }
 
   BlockRank block_rank() const;
   bool block_sync_or(bool pred) const;

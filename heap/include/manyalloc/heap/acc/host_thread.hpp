@@ -53,6 +53,8 @@ class HostThread {
     return expected;  // the old value, as CUDA's atomicCAS returns it
   }
   void fence() const {}
+  // Waiting for another worker: give the CPU to it (workers may outnumber CPUs).
+  void relax() const { std::this_thread::yield(); }
 
   // MixedWidthAtomics (sequentially consistent, like the 32-bit words).
   std::uint16_t load16(const std::uint16_t* p) const {
@@ -70,6 +72,12 @@ class HostThread {
   std::uint64_t atomic_cas64(std::uint64_t* p, std::uint64_t expected, std::uint64_t desired) const {
     std::atomic_ref<std::uint64_t>(*p).compare_exchange_strong(expected, desired);
     return expected;
+  }
+  std::uint64_t atomic_add64(std::uint64_t* p, std::uint64_t v) const {
+    return std::atomic_ref<std::uint64_t>(*p).fetch_add(v);
+  }
+  std::uint64_t atomic_exch64(std::uint64_t* p, std::uint64_t v) const {
+    return std::atomic_ref<std::uint64_t>(*p).exchange(v);
   }
 
   // BlockAccelerator: a host thread is a block of one.

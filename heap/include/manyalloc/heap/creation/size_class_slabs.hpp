@@ -1,0 +1,354 @@
+// CreationPolicies::SizeClassSlabs: a heap of size-class slabs carved from
+// one pool of pages, for today's GPUs (issue 15; ideas from Ouroboros's
+// per-class queues and Gallatin's segment trees, reimplemented).
+//
+//  - 22 size classes from 16 B to 32 KiB (detail/slabs/size_classes.hpp):
+//    mixed sizes cost what single sizes cost.
+//  - A slab is one page of one class; pages come from one page pool and go
+//    back to it when their last chunk is freed, so memory moves between
+//    classes and large requests.
+//  - Requests are combined per warp: the lanes asking for the same class
+//    elect one lane that claims chunks for all of them with one 64-bit
+//    atomic add on its shard's slot (fast path), or takes whole pages when
+//    the group needs a page or more.
+//  - Requests above the largest class take runs of whole pages, found
+//    through the page bitmap's two hint levels, never by scanning pages.
+//  - A free is one atomic on the chunk's bitmap word and one on its page's
+//    counter.
+//
+// Data structures and invariants: detail/slabs/slab_layout.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "manyalloc/common/bits.hpp"
+#include "manyalloc/common/math.hpp"
+#include "manyalloc/common/report.hpp"
+#include "manyalloc/heap/acc/collectives.hpp"
+#include "manyalloc/heap/acc/concepts.hpp"
+#include "manyalloc/heap/creation/size_class_slabs_config.hpp"
+#include "manyalloc/heap/detail/slabs/class_slots.hpp"
+#include "manyalloc/heap/detail/slabs/free_runs.hpp"
+#include "manyalloc/heap/detail/slabs/page_pool.hpp"
+#include "manyalloc/heap/detail/slabs/size_classes.hpp"
+#include "manyalloc/heap/detail/slabs/slab_layout.hpp"
+
+namespace manyalloc::CreationPolicies {
+
+// Counters of a SizeClassSlabs heap (read on the host).
+struct SizeClassSlabsStatistics {
+  std::uint32_t misuse_reports = 0;  // bad or double frees seen by destroy()
+  Misuse last_misuse = Misuse::none;
+  std::uint32_t page_count = 0;
+  std::uint32_t pages_in_use = 0;    // slabs, segments and large runs
+};
+
+template <SizeClassSlabsConfiguration Config = SizeClassSlabsConfig>
+class SizeClassSlabs {
+  using Layout = heap::detail::slabs::SlabLayout;
+  using Pool = heap::detail::slabs::PagePool;
+  using Slots = heap::detail::slabs::ClassSlots<Config>;
+
+ public:
+  using Properties = Config;
+  static constexpr std::uint32_t slab_bytes = Config::slab_bytes;
+  static constexpr std::uint32_t class_count = heap::detail::slabs::class_count(slab_bytes);
+  static constexpr std::uint32_t largest_class = heap::detail::slabs::class_bytes(class_count - 1u);
+  static constexpr bool providesAvailableSlots = true;
+  static constexpr bool needs_addressable_pool = true;
+
+  SizeClassSlabs() = default;
+
+  // ---- host side -------------------------------------------------------------
+  // Lays the heap out in [pool, pool + bytes) and zeroes its metadata.
+  // Throws std::invalid_argument when the pool cannot hold one page.
+  template <class Backend>
+  static SizeClassSlabs init_heap(void* pool, std::size_t bytes) {
+    SizeClassSlabs s;
+    s.layout_ = plan(pool, bytes);
+    Backend::fill_zero(pool, s.layout_.metadata_bytes);
+    return s;
+  }
+
+  template <class Backend>
+  static void finalize_heap(const SizeClassSlabs& s) {
+    if (s.layout_.data != nullptr) Backend::fill_zero(s.layout_.shared, s.layout_.metadata_bytes);
+  }
+
+  // Closes every segment that still has chunks to hand out, so that pages
+  // whose handed-out chunks have all been freed go back to the pool (a
+  // segment's freed chunks are reused only through its pages, S2). Safe
+  // while kernels run; the next request of a class refills its slot.
+  // Returns the chunks the segments dropped.
+  template <class Backend>
+  std::uint64_t release_open_segments() const {
+    const auto parts = Backend::map_ranges(heap::detail::slabs::CloseSegments<Config, Backend>{layout_}, std::uint64_t{class_count} * layout_.shards);
+    std::uint64_t dropped = 0;
+    for (auto d : parts) dropped += d;
+    return dropped;
+  }
+
+  // Free `slot`-byte chunks after release_open_segments(): what a worker
+  // could allocate now.
+  template <class Backend>
+  std::size_t getAvailableSlotsHost(std::size_t slot) const {
+    if (slot == 0) return 0;
+    release_open_segments<Backend>();
+    const Layout& h = layout_;
+    std::vector<std::uint32_t> taken(h.words);
+    Backend::copy_to_host(taken.data(), h.taken, taken.size() * sizeof(std::uint32_t));
+    heap::detail::slabs::SlabShared shared{};
+    Backend::copy_to_host(&shared, h.shared, sizeof shared);
+    const std::uint32_t limit = h.page_count - shared.unmapped_pages;
+    const std::uint64_t k = pages_for(slot);
+    const auto s = heap::detail::slabs::summarize_words([&](std::uint64_t w) { return taken[w]; }, 0, h.words,
+                                                        limit, k == 0 ? 1 : k);
+    if (k != 0) return heap::detail::slabs::finish_runs(s, k);
+    const std::uint32_t cls = heap::detail::slabs::class_of(static_cast<std::uint32_t>(slot));
+    std::vector<std::uint64_t> slots(h.shards);
+    Backend::copy_to_host(slots.data(), h.slot(cls, 0), slots.size() * sizeof(std::uint64_t));
+    std::uint64_t in_segments = 0;
+    for (std::uint64_t w : slots) in_segments += segment_room(cls, w);
+    return s.free_pages * Slots::per_page(cls) + in_segments;
+  }
+
+  template <class Backend>
+  SizeClassSlabsStatistics statistics() const {
+    heap::detail::slabs::SlabShared shared{};
+    Backend::copy_to_host(&shared, layout_.shared, sizeof shared);
+    SizeClassSlabsStatistics st;
+    st.misuse_reports = shared.misuse;
+    st.last_misuse = static_cast<Misuse>(shared.last_misuse);
+    st.page_count = layout_.page_count;
+    st.pages_in_use = shared.taken_pages;
+    return st;
+  }
+
+  const Layout& layout() const { return layout_; }
+
+  static std::string classname() {
+    return "SizeClassSlabs[slab=" + std::to_string(slab_bytes) + ",classes=" + std::to_string(class_count) +
+           ",max_shards=" + std::to_string(Config::max_shards) + "]";
+  }
+
+  // ---- worker side -----------------------------------------------------------
+  template <class Acc>
+    requires acc::MixedWidthAtomics<Acc>
+  MANYALLOC_FN void* create(const Acc& acc, std::size_t bytes) const {
+    if (bytes == 0) return nullptr;
+    const bool small = bytes <= largest_class;
+    const std::uint32_t mask = acc.active_mask();
+    const std::uint32_t smalls = acc.ballot(mask, small);
+    void* mem = nullptr;
+    // Fast path: every lane of the caller's active set takes part, so that
+    // the warp's collectives see the same lanes.
+    if (smalls != 0u) {
+      const std::uint32_t cls = small ? heap::detail::slabs::class_of(static_cast<std::uint32_t>(bytes)) : 0u;
+      mem = create_small(acc, mask, smalls, small, cls);
+    }
+    if (!small) mem = create_large(acc, bytes);  // slow path
+    return mem;
+  }
+
+  template <class Acc>
+  MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
+    if (ptr == nullptr) return;
+    const Misuse m = free_one(acc, ptr);
+    if (m != Misuse::none) {
+      acc.atomic_add(&layout_.shared->misuse, 1u);
+      acc.store(&layout_.shared->last_misuse, static_cast<std::uint32_t>(m));
+      report_misuse("SizeClassSlabs::destroy", m, ptr);
+    }
+  }
+
+  MANYALLOC_FN static bool is_oom(const void* ptr, std::size_t bytes) { return bytes != 0 && ptr == nullptr; }
+
+  // Called by the lanes in `mask` together; every calling lane gets the same
+  // result. The lanes split the page bitmap among themselves.
+  template <class Acc>
+  MANYALLOC_FN std::size_t getAvailableSlotsAccelerator(const Acc& acc, std::uint32_t mask,
+                                                        std::size_t slot) const {
+    if (slot == 0) return 0;
+    const Layout& h = layout_;
+    const unsigned lanes = bits::popcount(mask);
+    const unsigned rank = bits::popcount(mask & bits::low_mask(acc.lane_id()));
+    const std::uint32_t limit = Pool::usable(acc, h);
+    const std::uint64_t k = pages_for(slot);
+    const std::uint64_t n = h.words;
+    const auto mine = heap::detail::slabs::summarize_words([&](std::uint64_t w) { return acc.load(&h.taken[w]); },
+                                                           n * rank / lanes, n * (rank + 1) / lanes, limit,
+                                                           k == 0 ? 1 : k);
+    heap::detail::slabs::RunSummary all;
+    for (unsigned lane = 0; lane < Acc::warp_size; ++lane) {
+      if (((mask >> lane) & 1u) == 0u) continue;
+      heap::detail::slabs::RunSummary part;
+      part.free_pages = acc::shfl64(acc, mask, mine.free_pages, lane);
+      part.runs = acc::shfl64(acc, mask, mine.runs, lane);
+      part.words = acc::shfl64(acc, mask, mine.words, lane);
+      part.head_words = acc::shfl64(acc, mask, mine.head_words, lane);
+      part.tail_words = acc::shfl64(acc, mask, mine.tail_words, lane);
+      all = heap::detail::slabs::join(all, part, k == 0 ? 1 : k);
+    }
+    if (k != 0) return heap::detail::slabs::finish_runs(all, k);
+    const std::uint32_t cls = heap::detail::slabs::class_of(static_cast<std::uint32_t>(slot));
+    std::uint64_t in_segments = 0;
+    for (std::uint32_t s = 0; s < h.shards; ++s) in_segments += segment_room(cls, acc.load64(h.slot(cls, s)));
+    return all.free_pages * Slots::per_page(cls) + in_segments;
+  }
+
+ private:
+  // Pages a request of `bytes` takes on the large path; 0 for a size class.
+  MANYALLOC_FN static std::uint64_t pages_for(std::size_t bytes) {
+    if (bytes <= largest_class) return 0;
+    return bytes / slab_bytes + (bytes % slab_bytes != 0 ? 1u : 0u);
+  }
+
+  MANYALLOC_FN static std::uint64_t segment_room(std::uint32_t cls, std::uint64_t word) {
+    const auto s = heap::detail::slabs::SlotWord::decode(word);
+    if (s.base_plus_one == 0u) return 0;
+    const std::uint32_t end = Slots::per_page(cls) << s.log_pages;
+    return s.cursor < end ? end - s.cursor : 0u;
+  }
+
+  // Fast path. Groups of lanes with the same class are served one after the
+  // other; in each, the lowest lane gathers extents for the group and hands
+  // them over. Lanes in `mask` call the same collectives in the same order.
+  template <class Acc>
+  MANYALLOC_FN void* create_small(const Acc& acc, std::uint32_t mask, std::uint32_t pending, bool small,
+                                  std::uint32_t cls) const {
+    const unsigned lane = acc.lane_id();
+    void* mine = nullptr;
+    while (pending != 0u) {
+      const unsigned leader = acc::lowest_lane(pending);
+      const auto key = static_cast<std::uint32_t>(acc::group_hand_over(acc, mask, leader, cls));
+      const std::uint32_t group = acc.ballot(mask, small && ((pending >> lane) & 1u) != 0u && cls == key);
+      typename Slots::Gathered g;
+      if (lane == leader) {
+        g.need = bits::popcount(group);
+        const std::uint32_t shard = acc.processor_id() & (layout_.shards - 1u);
+        Slots::gather(acc, layout_, key, shard, acc.warp_id(), g);
+      }
+      const auto extents = static_cast<std::uint32_t>(acc::group_hand_over(acc, mask, leader, g.count));
+      const std::uint32_t rank = bits::popcount(group & bits::low_mask(lane));
+      std::uint32_t done = 0;
+      for (std::uint32_t i = 0; i < extents; ++i) {
+        const std::uint64_t packed = lane == leader ? g.extents[i].pack() : 0u;
+        const auto e = heap::detail::slabs::Extent::unpack(acc::group_hand_over(acc, mask, leader, packed));
+        if (((group >> lane) & 1u) != 0u && rank >= done && rank < done + e.count) {
+          mine = Slots::address(layout_, key, e, rank - done);
+        }
+        done += e.count;
+      }
+      pending &= ~group;
+    }
+    return mine;
+  }
+
+  // Slow path: whole pages for one lane.
+  template <class Acc>
+  MANYALLOC_FN void* create_large(const Acc& acc, std::size_t bytes) const {
+    const Layout& h = layout_;
+    const std::uint64_t k = pages_for(bytes);
+    if (k > h.page_count) return nullptr;
+    const std::uint32_t start = Slots::hash_start(h, acc.warp_id() * 32u + acc.lane_id(), acc.processor_id());
+    const std::uint32_t page = k <= 32u ? Pool::claim_in_word(acc, h, static_cast<std::uint32_t>(k), start)
+                                        : Pool::claim_words(acc, h, k);
+    if (page == heap::detail::slabs::no_page) return nullptr;
+    acc.store(&h.pages[page].run, static_cast<std::uint32_t>(k));
+    acc.fence();
+    acc.store(&h.pages[page].cls, heap::detail::slabs::large_head);
+    return h.page_data(page);
+  }
+
+  template <class Acc>
+  MANYALLOC_FN Misuse free_one(const Acc& acc, void* ptr) const {
+    const Layout& h = layout_;
+    if (!h.contains(ptr)) return Misuse::foreign_pointer;
+    const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - h.data);
+    const auto page = static_cast<std::uint32_t>(offset >> h.slab_shift);
+    const std::size_t in_page = offset & (h.slab_bytes() - 1u);
+    heap::detail::slabs::SlabPage& e = h.pages[page];
+    const std::uint32_t cls = acc.load(&e.cls);
+    if (cls == 0u) return Misuse::double_free;
+    if (cls == heap::detail::slabs::large_head) {
+      if (in_page != 0u) return Misuse::not_a_chunk_start;
+      const std::uint32_t run = acc.load(&e.run);
+      // S4: the swap decides which of two racing frees releases the run.
+      if (acc.atomic_cas(&e.cls, heap::detail::slabs::large_head, 0u) != heap::detail::slabs::large_head)
+        return Misuse::double_free;
+      acc.fence();
+      Pool::release(acc, h, page, run);
+      return Misuse::none;
+    }
+    const std::uint32_t bytes = heap::detail::slabs::class_bytes(cls - 1u);
+    const auto index = static_cast<std::uint32_t>(in_page / bytes);
+    if (in_page % bytes != 0u || index >= Slots::per_page(cls - 1u)) return Misuse::not_a_chunk_start;
+    const std::uint32_t bit = 1u << (index % 32u);
+    if ((acc.atomic_and(h.bits_of(page) + index / 32u, ~bit) & bit) == 0u) return Misuse::double_free;
+    acc.fence();  // S3: the bit is clear before the chunk is counted back
+    // S2: the page's last chunk came back; no one hands out its chunks
+    // again, so the page returns to the pool.
+    if (acc.atomic_sub(&e.used, 1u) == 1u) Slots::retire(acc, h, page);
+    return Misuse::none;
+  }
+
+  // Sizes the heap: metadata first, then pages from a slab_bytes-aligned
+  // address.
+  static Layout plan(void* pool, std::size_t bytes) {
+    using namespace heap::detail::slabs;
+    constexpr std::size_t slab = slab_bytes;
+    const auto base = reinterpret_cast<std::uintptr_t>(pool);
+    const std::uint32_t bitmap_words = slab_bytes / 16u / 32u;
+    // Metadata bytes per page (entry, chunk bitmap, bit in `taken`, hints).
+    const std::size_t per_page_meta = sizeof(SlabPage) + bitmap_words * sizeof(std::uint32_t) + 1;
+    std::size_t pages = bytes / (slab + per_page_meta);
+    if (pages > max_pages) pages = max_pages;
+    auto layout_for = [&](std::size_t n) {
+      Layout l;
+      l.page_count = static_cast<std::uint32_t>(n);
+      l.words = static_cast<std::uint32_t>((n + 31) / 32);
+      const std::size_t hint_words = (l.words + 31) / 32;
+      std::uint32_t shards = 1;
+      while (shards * 2u <= Config::max_shards && std::size_t{shards} * 2u * class_count * 64u <= n) shards *= 2u;
+      l.shards = shards;
+      l.bitmap_words = bitmap_words;
+      l.slab_shift = static_cast<unsigned>(bits::find_first_set(slab_bytes) - 1u);
+      // Partly used segments may hold at most about 1/16 of the pages.
+      std::uint32_t log = 5;
+      while (log > 0 && (std::size_t{shards} * class_count << log) * 16u > n) --log;
+      l.max_segment_log = log;
+      std::uintptr_t at = base;
+      auto carve = [&](std::size_t size, std::size_t align) {
+        at = (at + align - 1) / align * align;
+        const std::uintptr_t p = at;
+        at += size;
+        return p;
+      };
+      l.shared = reinterpret_cast<SlabShared*>(carve(sizeof(SlabShared), 64));
+      l.slots = reinterpret_cast<std::uint64_t*>(carve(sizeof(std::uint64_t) * class_count * shards, 64));
+      l.pages = reinterpret_cast<SlabPage*>(carve(sizeof(SlabPage) * n, 64));
+      l.chunk_bits = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * bitmap_words * n, 128));
+      l.taken = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * l.words, 128));
+      l.busy = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * hint_words, 128));
+      l.full = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * hint_words, 128));
+      l.metadata_bytes = at - base;
+      l.data = reinterpret_cast<std::byte*>(carve(slab * n, slab));
+      return l;
+    };
+    while (pages > 0 && layout_for(pages).metadata_bytes + 0 > 0 &&
+           reinterpret_cast<std::uintptr_t>(layout_for(pages).data) + slab * pages > base + bytes)
+      --pages;
+    if (pages == 0) throw std::invalid_argument("SizeClassSlabs: pool too small for one page of " +
+                                                std::to_string(slab_bytes) + " bytes and its metadata");
+    return layout_for(pages);
+  }
+
+  Layout layout_{};
+};
+
+}  // namespace manyalloc::CreationPolicies

@@ -1,0 +1,38 @@
+// Configuration of CreationPolicies::SizeClassSlabs. Override per
+// instantiation by deriving and shadowing a member:
+//
+//   struct BigSlabs : manyalloc::CreationPolicies::SizeClassSlabsConfig {
+//     static constexpr std::uint32_t slab_bytes = 1u << 18;
+//   };
+//   using Creation = manyalloc::CreationPolicies::SizeClassSlabs<BigSlabs>;
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+
+#include "manyalloc/common/math.hpp"
+
+namespace manyalloc::CreationPolicies {
+
+struct SizeClassSlabsConfig {
+  // Bytes per page. A slab is one page of one size class; a request larger
+  // than the largest class that fits twice into a page takes whole pages.
+  static constexpr std::uint32_t slab_bytes = 65536;
+  // Most shards (slots) per size class; a heap uses fewer when it has few
+  // pages, so that partly used segments stay a small share of the pool.
+  static constexpr std::uint32_t max_shards = 64;
+  // A segment (the pages a slot hands chunks from) aims at this many chunks,
+  // so that one refill serves many warps (at most 32 pages).
+  static constexpr std::uint32_t segment_chunks = 1024;
+};
+
+template <class C>
+concept SizeClassSlabsConfiguration = requires {
+  { C::slab_bytes } -> std::convertible_to<std::uint32_t>;
+  { C::max_shards } -> std::convertible_to<std::uint32_t>;
+  { C::segment_chunks } -> std::convertible_to<std::uint32_t>;
+} && is_power_of_two(C::slab_bytes) && (C::slab_bytes >= 4096) && (C::slab_bytes <= (1u << 22)) &&
+    is_power_of_two(C::max_shards) && (C::max_shards >= 1) && (C::max_shards <= 1024) &&
+    (C::segment_chunks >= 1);
+
+}  // namespace manyalloc::CreationPolicies

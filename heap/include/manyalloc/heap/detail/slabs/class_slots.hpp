@@ -1,0 +1,252 @@
+// Handing out chunks of one size class (C1-C3 of slab_layout.hpp). One
+// elected lane per group of same-class lanes (the leader) calls gather()
+// for the whole group and gets up to `max_extents` extents: runs of
+// consecutive chunk indices of one segment, whose chunk bits it has already
+// set (S3). Order of the sources:
+//   1. whole private pages, when the group needs at least a page of chunks
+//      (a warp of 32 lanes asking for 4 KiB takes two fresh pages itself);
+//   2. its shard's slot: one 64-bit atomic add claims chunks (C1); the
+//      unique claim that crosses the segment's end refills the slot (C2);
+//   3. when no page is left: the other shards' segments of the class.
+#pragma once
+
+#include <cstdint>
+
+#include "manyalloc/common/bits.hpp"
+#include "manyalloc/heap/detail/slabs/page_pool.hpp"
+#include "manyalloc/heap/detail/slabs/size_classes.hpp"
+#include "manyalloc/heap/detail/slabs/slab_layout.hpp"
+
+namespace manyalloc::heap::detail::slabs {
+
+// A run of `count` consecutive chunk indices from `start` in the segment
+// whose first page is `base` (chunk i lies in page base + i / chunks_per_page).
+struct Extent {
+  std::uint32_t base = 0;
+  std::uint32_t start = 0;
+  std::uint32_t count = 0;  // 0: no extent
+
+  MANYALLOC_FN std::uint64_t pack() const {
+    return (static_cast<std::uint64_t>(base) << 32) | (static_cast<std::uint64_t>(start) << 8) | count;
+  }
+  MANYALLOC_FN static Extent unpack(std::uint64_t v) {
+    return {static_cast<std::uint32_t>(v >> 32), static_cast<std::uint32_t>(v >> 8) & 0xffffffu,
+            static_cast<std::uint32_t>(v) & 0xffu};
+  }
+};
+
+template <class Config>
+struct ClassSlots {
+  static constexpr std::uint32_t slab_bytes = Config::slab_bytes;
+  static constexpr std::uint32_t max_extents = 6;
+
+  MANYALLOC_FN static std::uint32_t per_page(std::uint32_t cls) { return slab_bytes / class_bytes(cls); }
+
+  MANYALLOC_FN static std::byte* address(const SlabLayout& h, std::uint32_t cls, const Extent& e,
+                                         std::uint32_t offset) {
+    const std::uint32_t n = per_page(cls);
+    const std::uint32_t index = e.start + offset;
+    return h.page_data(e.base + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
+  }
+
+  // Marks the chunks of `e` allocated (S3): one atomic OR per bitmap word.
+  template <class Acc>
+  MANYALLOC_FN static void set_bits(const Acc& acc, const SlabLayout& h, std::uint32_t cls, const Extent& e) {
+    const std::uint32_t n = per_page(cls);
+    std::uint32_t index = e.start;
+    const std::uint32_t end = e.start + e.count;
+    while (index < end) {
+      const std::uint32_t page = e.base + index / n;
+      const std::uint32_t in_page = index % n;
+      const std::uint32_t room_in_page = n - in_page;
+      const std::uint32_t room_in_word = 32u - in_page % 32u;
+      std::uint32_t take = end - index;
+      if (take > room_in_page) take = room_in_page;
+      if (take > room_in_word) take = room_in_word;
+      acc.atomic_or(h.bits_of(page) + in_page / 32u, bits::low_mask(take) << (in_page % 32u));
+      index += take;
+    }
+  }
+
+  // Makes pages [first, first + k) slabs of `cls` with every chunk counted
+  // as handed out (S2). Their chunk bits are zero (S1).
+  template <class Acc>
+  MANYALLOC_FN static void init_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t first,
+                                      std::uint32_t k) {
+    for (std::uint32_t p = first; p < first + k; ++p) {
+      acc.store(&h.pages[p].used, per_page(cls));
+      acc.store(&h.pages[p].cls, cls + 1u);
+    }
+    acc.fence();
+  }
+
+  MANYALLOC_FN static std::uint32_t hash_start(const SlabLayout& h, std::uint32_t a, std::uint32_t b) {
+    const std::uint64_t x = (static_cast<std::uint64_t>(a) * 2654435761u) ^ (static_cast<std::uint64_t>(b) * 40503u);
+    return static_cast<std::uint32_t>(x % h.words);
+  }
+
+  struct Gathered {
+    Extent extents[max_extents];
+    std::uint32_t count = 0;
+    std::uint32_t need = 0;
+    MANYALLOC_FN bool room(std::uint32_t n = 1) const { return count + n <= max_extents; }
+    MANYALLOC_FN void add(const Extent& e) {
+      extents[count++] = e;
+      need -= e.count;
+    }
+  };
+
+  // 1. Whole pages for the group alone.
+  template <class Acc>
+  MANYALLOC_FN static void take_private_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                              std::uint32_t start, Gathered& g) {
+    const std::uint32_t n = per_page(cls);
+    const std::uint32_t k = g.need / n;
+    if (k == 0u || !g.room()) return;
+    const std::uint32_t page = PagePool::claim_in_word(acc, h, k, start);
+    if (page == no_page) return;
+    init_pages(acc, h, cls, page, k);
+    const Extent e{page, 0u, k * n};
+    set_bits(acc, h, cls, e);
+    g.add(e);
+  }
+
+  // A fresh segment for slot (cls, shard), whose claim `seen` crossed the
+  // end (C2). Takes what the group still needs from it first.
+  template <class Acc>
+  MANYALLOC_FN static bool refill(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t shard,
+                                  const SlotWord& seen, Gathered& g) {
+    std::uint64_t* slot = h.slot(cls, shard);
+    const std::uint32_t n = per_page(cls);
+    const std::uint32_t start = hash_start(h, cls * 977u + shard, seen.generation);
+    std::uint32_t log = segment_log_pages(n, Config::segment_chunks);
+    if (log > h.max_segment_log) log = h.max_segment_log;
+    std::uint32_t page = no_page;
+    for (;; --log) {
+      page = PagePool::claim_in_word(acc, h, 1u << log, start);
+      if (page != no_page || log == 0u) break;
+    }
+    SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
+    if (page != no_page) {
+      init_pages(acc, h, cls, page, 1u << log);
+      const std::uint32_t end = n << log;
+      const std::uint32_t take = g.need < end ? g.need : end;
+      const Extent e{page, 0u, take};
+      set_bits(acc, h, cls, e);
+      g.add(e);
+      next.log_pages = log;
+      next.base_plus_one = page + 1u;
+      next.cursor = take;
+    }
+    acc.fence();
+    acc.atomic_exch64(slot, next.encode());
+    return page != no_page;
+  }
+
+  enum class SlotResult { served, dry, busy };
+
+  // 2./3. Claims from slot (cls, shard). `wait`: wait for a refill in
+  // progress instead of reporting busy.
+  template <class Acc>
+  MANYALLOC_FN static SlotResult from_slot(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                           std::uint32_t shard, bool wait, Gathered& g) {
+    std::uint64_t* slot = h.slot(cls, shard);
+    const std::uint32_t n = per_page(cls);
+    for (std::uint32_t changes = 0; changes < 64u;) {
+      const SlotWord seen = SlotWord::decode(acc.atomic_add64(slot, g.need));
+      const std::uint32_t end = seen.base_plus_one == 0u ? 0u : n << seen.log_pages;
+      if (seen.cursor <= end) {
+        const std::uint32_t have = end - seen.cursor;
+        if (have != 0u) {
+          const Extent e{seen.base_plus_one - 1u, seen.cursor, have < g.need ? have : g.need};
+          set_bits(acc, h, cls, e);
+          g.add(e);
+        }
+        if (g.need == 0u) return SlotResult::served;
+        // We crossed the end: ours alone to refill (C2).
+        if (!refill(acc, h, cls, shard, seen, g)) return SlotResult::dry;
+        if (g.need == 0u) return SlotResult::served;
+        if (!g.room(2)) return SlotResult::busy;
+        continue;  // the new segment was smaller than the group
+      }
+      if (!wait) return SlotResult::busy;
+      // Another worker is refilling this slot: wait for the exchange. After
+      // many reads claim again anyway (a wrapped generation looks unchanged).
+      for (int spin = 0; spin < 4096; ++spin) {
+        if (static_cast<std::uint32_t>(acc.load64(slot) >> 32) != seen.high()) break;
+        acc.relax();
+      }
+      ++changes;
+    }
+    return SlotResult::dry;
+  }
+
+  // Closes the segment of slot (cls, shard) if it still has chunks to hand
+  // out: the slot becomes empty by a CAS (so no claim is in between, C1),
+  // and the pages drop the chunks they will never hand out from `used`, so
+  // that each goes back to the pool once its handed-out chunks are freed
+  // (S2). Safe while workers allocate and free. Returns the chunks dropped.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t close_segment(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                                  std::uint32_t shard) {
+    std::uint64_t* slot = h.slot(cls, shard);
+    const std::uint32_t n = per_page(cls);
+    for (;;) {
+      const std::uint64_t word = acc.load64(slot);
+      const SlotWord seen = SlotWord::decode(word);
+      const std::uint32_t end = seen.base_plus_one == 0u ? 0u : n << seen.log_pages;
+      if (seen.cursor >= end) return 0;  // empty, or a refill is under way
+      const SlotWord empty{seen.generation + 1u, 0u, 0u, 0u};
+      if (acc.atomic_cas64(slot, word, empty.encode()) != word) continue;
+      const std::uint32_t base = seen.base_plus_one - 1u;
+      for (std::uint32_t index = seen.cursor; index < end;) {
+        const std::uint32_t page = base + index / n;
+        const std::uint32_t drop = n - index % n;
+        if (acc.atomic_sub(&h.pages[page].used, drop) == drop) retire(acc, h, page);
+        index += drop;
+      }
+      return end - seen.cursor;
+    }
+  }
+
+  // S2: a page whose chunks have all come back returns to the pool.
+  template <class Acc>
+  MANYALLOC_FN static void retire(const Acc& acc, const SlabLayout& h, std::uint32_t page) {
+    acc.store(&h.pages[page].cls, 0u);
+    acc.fence();
+    PagePool::release(acc, h, page, 1u);
+  }
+
+  // Everything the leader of a group of `need` lanes of class `cls` does.
+  template <class Acc>
+  MANYALLOC_FN static void gather(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t shard,
+                                  std::uint32_t warp, Gathered& g) {
+    take_private_pages(acc, h, cls, hash_start(h, warp, shard), g);
+    if (g.need == 0u) return;
+    if (g.room(2) && from_slot(acc, h, cls, shard, true, g) == SlotResult::served) return;
+    // No page left for a new segment: what other shards' segments still hold.
+    for (std::uint32_t i = 1; i < h.shards && g.need != 0u && g.room(2); ++i) {
+      from_slot(acc, h, cls, (shard + i) & (h.shards - 1u), false, g);
+    }
+  }
+};
+
+// ClassSlots::close_segment over slot indices [begin, end) (class-major),
+// run by a back end's map_ranges (on the GPU: in a kernel). Returns the
+// chunks dropped.
+template <class Config, class Backend>
+struct CloseSegments {
+  SlabLayout h;
+  template <class Int>
+  MANYALLOC_FN std::uint64_t operator()(Int begin, Int end) const {
+    const typename Backend::acc_type acc{};
+    std::uint64_t dropped = 0;
+    for (Int i = begin; i < end; ++i) {
+      dropped += ClassSlots<Config>::close_segment(acc, h, static_cast<std::uint32_t>(i / h.shards),
+                                                   static_cast<std::uint32_t>(i % h.shards));
+    }
+    return dropped;
+  }
+};
+
+}  // namespace manyalloc::heap::detail::slabs

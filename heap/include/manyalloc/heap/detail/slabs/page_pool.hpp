@@ -1,0 +1,204 @@
+// The page pool of the SizeClassSlabs heap: claiming and releasing runs of
+// whole pages in the page bitmap and keeping its two hint levels (P1-P3 and
+// the hint rules of slab_layout.hpp).
+//
+// Runs of up to 32 pages lie inside one bitmap word: a claim finds a word
+// whose free bits hold the run, and one atomic OR takes it. Longer runs
+// take whole words: a search over the `busy` hints (one bit per word, a
+// word every 32 pages) finds consecutive words with no taken page, and a
+// CAS from 0 claims each. Neither search looks at the pages themselves.
+#pragma once
+
+#include <cstdint>
+
+#include "manyalloc/common/bits.hpp"
+#include "manyalloc/heap/detail/slabs/slab_layout.hpp"
+
+namespace manyalloc::heap::detail::slabs {
+
+inline constexpr std::uint32_t no_page = 0xffffffffu;
+
+struct PagePool {
+  // Pages usable now (P3).
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t usable(const Acc& acc, const SlabLayout& h) {
+    return h.page_count - acc.load(&h.shared->unmapped_pages);
+  }
+
+  // Bits of word w that name usable pages.
+  MANYALLOC_FN static std::uint32_t valid_bits(std::uint32_t w, std::uint32_t limit) {
+    const std::uint32_t first = w * 32u;
+    if (first >= limit) return 0u;
+    return bits::low_mask(limit - first);
+  }
+
+  // Start positions of runs of k (1..32) set bits in `free_bits`.
+  MANYALLOC_FN static std::uint32_t run_starts(std::uint32_t free_bits, std::uint32_t k) {
+    std::uint32_t starts = free_bits;
+    for (std::uint32_t have = 1; have < k && starts != 0u;) {
+      const std::uint32_t step = have < k - have ? have : k - have;
+      starts &= starts >> step;
+      have += step;
+    }
+    return starts;
+  }
+
+  // ---- hints -------------------------------------------------------------------
+  template <class Acc>
+  MANYALLOC_FN static void after_claim(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t old,
+                                       std::uint32_t claimed, std::uint32_t valid) {
+    const std::uint32_t bit = 1u << (w % 32u);
+    if (old == 0u) acc.atomic_or(&h.busy[w / 32u], bit);
+    if (((old | claimed) & valid) == valid) {
+      acc.atomic_or(&h.full[w / 32u], bit);
+      acc.fence();
+      // A release may have slipped in before the bit became visible.
+      if ((acc.load(&h.taken[w]) & valid) != valid) acc.atomic_and(&h.full[w / 32u], ~bit);
+    }
+  }
+
+  template <class Acc>
+  MANYALLOC_FN static void release_bits(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t mask) {
+    const std::uint32_t bit = 1u << (w % 32u);
+    const std::uint32_t old = acc.atomic_and(&h.taken[w], ~mask);
+    if ((old & mask) != mask) return;  // not ours to release: caller's bug, counted there
+    acc.atomic_and(&h.full[w / 32u], ~bit);
+    if ((old & ~mask) == 0u) {
+      acc.atomic_and(&h.busy[w / 32u], ~bit);
+      acc.fence();
+      // A claim may have slipped in before our clear became visible.
+      if (acc.load(&h.taken[w]) != 0u) acc.atomic_or(&h.busy[w / 32u], bit);
+    }
+  }
+
+  // ---- runs inside one word (1..32 pages) -------------------------------------
+  // Tries to take k consecutive free pages of word w; returns the first page
+  // or no_page.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t try_word(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t k,
+                                             std::uint32_t limit) {
+    const std::uint32_t valid = valid_bits(w, limit);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const std::uint32_t free_bits = ~acc.load(&h.taken[w]) & valid;
+      const std::uint32_t starts = run_starts(free_bits, k);
+      if (starts == 0u) return no_page;
+      const std::uint32_t pos = bits::find_first_set(starts) - 1u;
+      const std::uint32_t mask = bits::low_mask(k) << pos;
+      const std::uint32_t old = acc.atomic_or(&h.taken[w], mask);
+      if ((old & mask) == 0u) {
+        acc.atomic_add(&h.shared->taken_pages, k);
+        after_claim(acc, h, w, old, mask, valid);
+        return w * 32u + pos;
+      }
+      // Lost some pages to another claim: give back the ones we set.
+      const std::uint32_t ours = mask & ~old;
+      if (ours != 0u) release_bits(acc, h, w, ours);
+    }
+    return no_page;
+  }
+
+  // k (1..32) consecutive pages, searching from word `start`; no_page when
+  // no word holds such a run.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t claim_in_word(const Acc& acc, const SlabLayout& h, std::uint32_t k,
+                                                  std::uint32_t start) {
+    const std::uint32_t limit = usable(acc, h);
+    if (acc.load(&h.shared->taken_pages) + k > limit) return no_page;  // fast fail (P2)
+    const std::uint32_t words = h.words;
+    // Pass 0 skips words whose `full` hint is set; pass 1 trusts no hint.
+    for (int pass = 0; pass < 2; ++pass) {
+      std::uint32_t w = start % words;
+      for (std::uint32_t seen = 0; seen < words;) {
+        if (pass == 0 && w % 32u == 0u && seen + 32u <= words) {
+          // A whole hint word: jump over the words marked full.
+          const std::uint32_t not_full = ~acc.load(&h.full[w / 32u]);
+          if (not_full == 0u) {
+            seen += 32u;
+            w = (w + 32u) % words;
+            continue;
+          }
+        } else if (pass == 0 && ((acc.load(&h.full[w / 32u]) >> (w % 32u)) & 1u) != 0u) {
+          ++seen;
+          w = (w + 1u) % words;
+          continue;
+        }
+        const std::uint32_t page = try_word(acc, h, w, k, limit);
+        if (page != no_page) return page;
+        ++seen;
+        w = (w + 1u) % words;
+      }
+    }
+    return no_page;
+  }
+
+  // ---- runs of whole words (more than 32 pages) --------------------------------
+  // Takes word w if it has no taken page; true on success.
+  template <class Acc>
+  MANYALLOC_FN static bool take_whole_word(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t valid) {
+    if (valid != 0xffffffffu) return false;  // a run of whole words uses full words only
+    if (acc.atomic_cas(&h.taken[w], 0u, valid) != 0u) return false;
+    acc.atomic_add(&h.shared->taken_pages, 32u);
+    after_claim(acc, h, w, 0u, valid, valid);
+    return true;
+  }
+
+  // k > 32 pages as ceil(k/32) whole words; the pages past k in the last word
+  // go back at once. Returns the first page or no_page.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t claim_words(const Acc& acc, const SlabLayout& h, std::uint64_t k) {
+    const std::uint32_t limit = usable(acc, h);
+    if (k > limit || acc.load(&h.shared->taken_pages) + k > limit) return no_page;
+    const auto need = static_cast<std::uint32_t>((k + 31u) / 32u);
+    const std::uint32_t words = h.words;
+    for (int pass = 0; pass < 2; ++pass) {
+      std::uint32_t run = 0;  // consecutive candidate words ending at w
+      for (std::uint32_t w = 0; w < words; ++w) {
+        bool candidate;
+        if (pass == 0 && w % 32u == 0u && w + 32u <= words && acc.load(&h.busy[w / 32u]) == 0xffffffffu) {
+          run = 0;
+          w += 31u;
+          continue;
+        }
+        if (pass == 0) candidate = ((acc.load(&h.busy[w / 32u]) >> (w % 32u)) & 1u) == 0u;
+        else candidate = acc.load(&h.taken[w]) == 0u;
+        candidate = candidate && valid_bits(w, limit) == 0xffffffffu;
+        run = candidate ? run + 1u : 0u;
+        if (run < need) continue;
+        // Claim [w - need + 1, w] front to back; undo on the first failure.
+        const std::uint32_t first = w + 1u - need;
+        std::uint32_t got = 0;
+        while (got < need && take_whole_word(acc, h, first + got, 0xffffffffu)) ++got;
+        if (got == need) {
+          const auto tail = static_cast<std::uint32_t>(std::uint64_t{need} * 32u - k);
+          if (tail != 0u) {
+            acc.atomic_sub(&h.shared->taken_pages, tail);
+            release_bits(acc, h, w, ~bits::low_mask(32u - tail));
+          }
+          return first * 32u;
+        }
+        for (std::uint32_t i = 0; i < got; ++i) release(acc, h, (first + i) * 32u, 32u);
+        run = 0;
+        w = first + got;  // the word that failed; the loop moves past it
+      }
+    }
+    return no_page;
+  }
+
+  // Gives pages [first, first + k) back (P1, P2).
+  template <class Acc>
+  MANYALLOC_FN static void release(const Acc& acc, const SlabLayout& h, std::uint32_t first, std::uint64_t k) {
+    acc.atomic_sub(&h.shared->taken_pages, static_cast<std::uint32_t>(k));
+    std::uint64_t page = first;
+    const std::uint64_t end = first + k;
+    while (page < end) {
+      const auto w = static_cast<std::uint32_t>(page / 32u);
+      const auto pos = static_cast<std::uint32_t>(page % 32u);
+      const std::uint64_t n64 = end - page < 32u - pos ? end - page : 32u - pos;
+      const auto n = static_cast<std::uint32_t>(n64);
+      release_bits(acc, h, w, bits::low_mask(n) << pos);
+      page += n;
+    }
+  }
+};
+
+}  // namespace manyalloc::heap::detail::slabs

@@ -1,0 +1,160 @@
+// The data structures of the SizeClassSlabs heap and the invariants every
+// operation keeps. Everything else in detail/slabs/ is algorithms over these.
+//
+// Pool layout (one contiguous pool from the ReservePoolPolicy; every
+// metadata word starts at zero, which is the state of an empty heap):
+//
+//   [ SlabShared | class slots | page table | chunk bitmaps | page bitmap |
+//     busy hints | full hints | pad ][ page 0 | page 1 | ... ]
+//
+// The data area is split into pages of `slab_bytes` (a power of two), the
+// pages start at a `slab_bytes`-aligned address, so the page of a pointer is
+// one subtraction and one shift away. A page is either free, a slab of one
+// size class (split into equal chunks), or part of a run of whole pages that
+// one large request owns.
+//
+// Page bitmap `taken` (one bit per page, 1 = not free) -- invariants:
+//  P1 A page is handed to one owner (a slot's segment, a warp's private slab
+//     pages, or a large run) by the atomic OR that sets its bit while it was
+//     clear; it returns to the pool by the atomic AND that clears it.
+//  P2 `taken_pages` in SlabShared equals the number of set bits once the
+//     claims and releases in flight have finished (claimers add after their
+//     OR succeeded, releasers subtract before their AND).
+//  P3 Bits at or above the usable page count (page_count - unmapped_pages)
+//     are treated as set by every search and are never set in memory.
+//
+// Hint words (one bit per word of `taken`; a two-level summary tree of
+// fan-out 32 over the pages): `busy` bit set = the word has a taken page,
+// `full` bit set = the word has no free page. They are hints: after a change
+// that may make a hint wrong, the changer re-reads the word and corrects it
+// (the pattern of Scatter's region words), so a hint is wrong only while an
+// operation on its word is in flight. Searches verify every hint with the
+// atomic operation that claims, and a final pass without hints runs before
+// a request is reported as out of memory.
+//
+// Page table entry SlabPage -- invariants:
+//  S1 cls == 0: the page is free, or a body page of a large run. No chunk on
+//     it is allocated and its chunk bitmap is all zero.
+//  S2 1 <= cls <= class_count: the page is a slab of size class cls-1.
+//     `used` counts the chunks of the page not yet freed, counting every
+//     chunk the page has as handed out from the moment the page was claimed
+//     (chunks are handed out only by a segment cursor, which passes every
+//     chunk of a segment exactly once). So `used` reaches 0 exactly once,
+//     when the last handed-out chunk comes back; the free that takes it to 0
+//     clears cls, then the page's bit in `taken` (retire).
+//  S3 A chunk's bit in the page's chunk bitmap is set from before its
+//     pointer is handed to a worker until its free clears it, so a second
+//     free of a chunk, or a free of a chunk never handed out, finds it clear.
+//  S4 cls == large_head: the page starts a run of `run` whole pages owned by
+//     one large request; the other pages of the run keep cls == 0. The free
+//     that swaps cls from large_head to 0 owns the release of the run.
+//
+// Class slots (ScatterAlloc's hashing replaced by sharding): for each size
+// class `shards` 64-bit words, each describing the segment its shard hands
+// chunks from:
+//
+//   bits 63..58  generation (changes on every exchange of the segment)
+//   bits 57..55  log2 of the segment's pages (1..32 pages)
+//   bits 54..32  first page of the segment + 1 (0: no segment)
+//   bits 31..0   cursor: chunks of the segment claimed so far (may run past
+//                the end; only claims below it are chunks)
+//
+//  C1 One atomic add of n to a slot claims chunks [cursor, cursor + n) of
+//     the segment it names, together with the segment, so no lock is needed.
+//  C2 The claim with cursor <= end < cursor + n (end = chunks in the segment)
+//     exists exactly once per segment: its worker takes the chunks up to the
+//     end and must replace the segment (refill) by an exchange of the whole
+//     slot; workers whose claim starts past the end wait for the exchange
+//     and retry. A refill that finds no pages stores an empty slot (end 0),
+//     so the next claim (cursor 0) is again the unique refiller.
+//  C3 A segment's pages belong to it from the claim of their bits to the
+//     moment their chunks are all handed out; a page is retired only by S2.
+//
+// SlabShared: `misuse` and `last_misuse` count reported misuse of the
+// public API; `taken_pages` is P2's counter; `unmapped_pages` shrinks the
+// usable page count (P3) for pools that grow.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "manyalloc/common/platform.hpp"
+
+namespace manyalloc::heap::detail::slabs {
+
+struct SlabPage {
+  std::uint32_t cls;   // 0, class index + 1, or large_head (S1, S2, S4)
+  std::uint32_t used;  // chunks not yet freed (S2)
+  std::uint32_t run;   // pages of a large run (S4)
+  std::uint32_t reserved;
+};
+
+struct SlabShared {
+  std::uint32_t misuse;
+  std::uint32_t last_misuse;
+  std::uint32_t taken_pages;
+  std::uint32_t unmapped_pages;
+};
+
+inline constexpr std::uint32_t large_head = 0xffffffffu;
+
+// Slot word fields (C1, C2).
+inline constexpr unsigned slot_base_bits = 23;
+inline constexpr std::uint32_t slot_base_mask = (1u << slot_base_bits) - 1u;
+inline constexpr unsigned slot_log_shift = slot_base_bits;      // 3 bits
+inline constexpr unsigned slot_gen_shift = slot_base_bits + 3;  // 6 bits
+// Largest page count a heap may have: the slot stores first page + 1.
+inline constexpr std::uint32_t max_pages = slot_base_mask - 1u;
+
+struct SlotWord {
+  std::uint32_t generation;
+  std::uint32_t log_pages;
+  std::uint32_t base_plus_one;  // 0: no segment
+  std::uint32_t cursor;
+
+  MANYALLOC_FN static SlotWord decode(std::uint64_t w) {
+    const auto hi = static_cast<std::uint32_t>(w >> 32);
+    return {hi >> slot_gen_shift, (hi >> slot_log_shift) & 7u, hi & slot_base_mask,
+            static_cast<std::uint32_t>(w)};
+  }
+  MANYALLOC_FN std::uint32_t high() const {
+    return ((generation & 63u) << slot_gen_shift) | (log_pages << slot_log_shift) | base_plus_one;
+  }
+  MANYALLOC_FN std::uint64_t encode() const { return (static_cast<std::uint64_t>(high()) << 32) | cursor; }
+};
+
+// Immutable description of one heap, copied into every handle.
+struct SlabLayout {
+  std::byte* data = nullptr;           // page 0
+  SlabShared* shared = nullptr;
+  std::uint64_t* slots = nullptr;      // class_count * shards
+  SlabPage* pages = nullptr;           // page_count entries
+  std::uint32_t* chunk_bits = nullptr; // page_count * bitmap_words
+  std::uint32_t* taken = nullptr;      // words of the page bitmap
+  std::uint32_t* busy = nullptr;       // one bit per word of `taken`
+  std::uint32_t* full = nullptr;       // one bit per word of `taken`
+  std::uint32_t page_count = 0;
+  std::uint32_t words = 0;             // ceil(page_count / 32)
+  std::uint32_t shards = 1;            // a power of two
+  std::uint32_t bitmap_words = 0;      // chunk-bitmap words per page
+  std::uint32_t max_segment_log = 5;   // segments span at most 2^this pages
+  unsigned slab_shift = 0;             // log2(slab_bytes)
+  std::size_t metadata_bytes = 0;      // bytes in front of page 0 (zeroed at init)
+
+  MANYALLOC_FN std::size_t slab_bytes() const { return std::size_t{1} << slab_shift; }
+  MANYALLOC_FN std::byte* page_data(std::uint32_t page) const {
+    return data + (static_cast<std::size_t>(page) << slab_shift);
+  }
+  MANYALLOC_FN bool contains(const void* p) const {
+    const auto* b = static_cast<const std::byte*>(p);
+    return b >= data && b < data + (static_cast<std::size_t>(page_count) << slab_shift);
+  }
+  MANYALLOC_FN std::uint32_t* bits_of(std::uint32_t page) const {
+    return chunk_bits + static_cast<std::size_t>(page) * bitmap_words;
+  }
+  MANYALLOC_FN std::uint64_t* slot(std::uint32_t cls, std::uint32_t shard) const {
+    return slots + static_cast<std::size_t>(cls) * shards + shard;
+  }
+};
+
+}  // namespace manyalloc::heap::detail::slabs

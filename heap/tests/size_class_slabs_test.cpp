@@ -1,0 +1,204 @@
+// CreationPolicies::SizeClassSlabs on the CPU: its size classes, its page
+// pool, and its warp-combined fast path on emulated warps (the generic suite
+// in generic/heap_typed_tests.hpp covers it on host threads and CUDA).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "generic/test_heaps.hpp"
+#include "manyalloc/heap/acc/emulated_warp.hpp"
+#include "manyalloc/heap/heap.hpp"
+#include "manyalloc_support/host_runner.hpp"
+
+namespace manyalloc::testing {
+namespace {
+
+namespace slabs = heap::detail::slabs;
+
+TEST(SlabSizeClasses, EveryRequestGetsTheSmallestClassThatHoldsIt) {
+  for (std::uint32_t c = 0; c + 1 < slabs::all_classes; ++c) EXPECT_LT(slabs::class_bytes(c), slabs::class_bytes(c + 1));
+  EXPECT_EQ(slabs::class_bytes(0), 16u);
+  EXPECT_EQ(slabs::class_bytes(slabs::all_classes - 1), 32768u);
+  for (std::uint32_t bytes = 1; bytes <= 32768; ++bytes) {
+    const std::uint32_t c = slabs::class_of(bytes);
+    ASSERT_LT(c, slabs::all_classes) << bytes;
+    ASSERT_GE(slabs::class_bytes(c), bytes) << bytes;
+    if (c > 0) ASSERT_LT(slabs::class_bytes(c - 1), bytes) << bytes;
+    // At most a third of a chunk above 64 bytes is padding.
+    if (bytes > 64) ASSERT_LE(slabs::class_bytes(c), bytes + bytes / 2) << bytes;
+  }
+}
+
+TEST(SlabSizeClasses, AlignedRequestsLandInAlignedClasses) {
+  for (std::uint32_t align = 16; align <= 32768; align *= 2) {
+    for (std::uint32_t bytes = align; bytes <= 32768; bytes += align)
+      ASSERT_EQ(slabs::class_bytes(slabs::class_of(bytes)) % align, 0u) << bytes << " aligned to " << align;
+  }
+  EXPECT_EQ(slabs::class_count(65536), 22u);
+  EXPECT_EQ(slabs::class_count(4096), 14u);  // up to 2 KiB: two chunks per page
+}
+
+// A bare page pool of `pages` pages over host memory.
+struct PoolFixture {
+  explicit PoolFixture(std::uint32_t pages) {
+    const std::uint32_t words = (pages + 31) / 32;
+    taken.assign(words, 0);
+    busy.assign((words + 31) / 32, 0);
+    full.assign((words + 31) / 32, 0);
+    h.shared = &shared;
+    h.taken = taken.data();
+    h.busy = busy.data();
+    h.full = full.data();
+    h.page_count = pages;
+    h.words = words;
+  }
+  std::uint32_t claim(std::uint64_t k, std::uint32_t start = 0) {
+    return k <= 32 ? slabs::PagePool::claim_in_word(acc, h, static_cast<std::uint32_t>(k), start)
+                   : slabs::PagePool::claim_words(acc, h, k);
+  }
+  // Hints agree with the bitmap once nothing is in flight.
+  void expect_hints_exact() const {
+    for (std::uint32_t w = 0; w < h.words; ++w) {
+      const std::uint32_t valid = slabs::PagePool::valid_bits(w, h.page_count);
+      EXPECT_EQ((busy[w / 32] >> (w % 32)) & 1u, taken[w] != 0u ? 1u : 0u) << "busy hint of word " << w;
+      EXPECT_EQ((full[w / 32] >> (w % 32)) & 1u, (taken[w] & valid) == valid ? 1u : 0u) << "full hint of word " << w;
+    }
+  }
+  acc::HostThread acc;
+  slabs::SlabShared shared{};
+  std::vector<std::uint32_t> taken, busy, full;
+  slabs::SlabLayout h;
+};
+
+TEST(SlabPagePool, RunsInsideWordsAndAcrossWords) {
+  PoolFixture f(1000);  // 31 full words and a partial one of 8 pages
+  EXPECT_EQ(f.claim(32 * 31 + 9), slabs::no_page) << "more than the usable pages";
+  const std::uint32_t a = f.claim(5);
+  ASSERT_NE(a, slabs::no_page);
+  const std::uint32_t b = f.claim(100);  // four whole words, tail of 28 pages given back
+  ASSERT_NE(b, slabs::no_page);
+  EXPECT_EQ(b % 32, 0u);
+  EXPECT_EQ(f.shared.taken_pages, 105u);
+  f.expect_hints_exact();
+  // The partial last word: a run of 8 fits, 9 does not.
+  EXPECT_EQ(f.claim(8, 31), 31u * 32u);
+  slabs::PagePool::release(f.acc, f.h, 31u * 32u, 8);
+  // Fragment: take every other page of words 10..29, then ask for a long run.
+  for (std::uint32_t p = 320; p < 960; p += 2) {
+    f.taken[p / 32] |= 1u << (p % 32);
+  }
+  f.shared.taken_pages += 320;
+  for (std::uint32_t w = 10; w < 30; ++w) {
+    f.busy[w / 32] |= 1u << (w % 32);
+  }
+  const std::uint32_t c = f.claim(64);
+  EXPECT_NE(c, slabs::no_page);
+  EXPECT_TRUE(c < 320 || c >= 960) << c;
+  EXPECT_EQ(f.claim(32 * 20), slabs::no_page) << "no 20 free words in a row are left";
+  slabs::PagePool::release(f.acc, f.h, a, 5);
+  slabs::PagePool::release(f.acc, f.h, b, 100);
+  slabs::PagePool::release(f.acc, f.h, c, 64);
+  EXPECT_EQ(f.shared.taken_pages, 320u);
+}
+
+TEST(SlabPagePool, StaleFullHintDoesNotHidePages) {
+  PoolFixture f(64);
+  // Every word claims to be full, yet all pages are free: the final pass
+  // without hints must still find them.
+  f.full[0] = 0x3u;
+  const std::uint32_t p = f.claim(4);
+  ASSERT_NE(p, slabs::no_page);
+  slabs::PagePool::release(f.acc, f.h, p, 4);
+  f.busy[0] = 0x3u;
+  EXPECT_EQ(f.claim(33), 0u) << "stale busy hints must not hide whole free words";
+}
+
+using EmulatedHeap = SlabsHeap<HostRunner>;
+
+// Lanes of emulated warps ask for sizes of a few classes at once (several
+// lanes per class, classes interleaved), so that the leader election, the
+// extents and the hand-over run as on a GPU warp.
+TEST(SlabWarpPath, EmulatedWarpsGetDisjointChunks) {
+  EmulatedHeap heap(std::size_t{32} << 20);
+  const std::size_t fresh64 = heap.getAvailableSlots(64);
+  const unsigned blocks = 2, threads = 96;  // three warps per block, the last one full
+  std::vector<void*> ptrs(blocks * threads);
+  std::vector<std::size_t> sizes(blocks * threads);
+  for (unsigned i = 0; i < sizes.size(); ++i) {
+    const std::size_t pick[] = {16, 64, 100, 4096, 8192, 40000, 24, 2000};
+    sizes[i] = pick[(i * 7 + i / 5) % 8];
+  }
+  acc::EmulatedGrid grid;
+  const auto handle = heap.handle();
+  grid.run(blocks, threads, [&](const acc::EmulatedThread& a, unsigned t) {
+    ptrs[t] = handle.alloc(a, sizes[t]);
+    if (ptrs[t] != nullptr) std::memset(ptrs[t], static_cast<int>(t & 0xff), sizes[t]);
+  });
+  std::vector<std::pair<std::uintptr_t, std::size_t>> spans;
+  for (unsigned t = 0; t < ptrs.size(); ++t) {
+    ASSERT_NE(ptrs[t], nullptr) << "worker " << t << " size " << sizes[t];
+    const auto* b = static_cast<const unsigned char*>(ptrs[t]);
+    EXPECT_TRUE(b[0] == (t & 0xff) && b[sizes[t] - 1] == (t & 0xff)) << "chunk of worker " << t << " overwritten";
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(ptrs[t]) % 16, 0u);
+    spans.emplace_back(reinterpret_cast<std::uintptr_t>(ptrs[t]), sizes[t]);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (std::size_t i = 1; i < spans.size(); ++i)
+    EXPECT_LE(spans[i - 1].first + spans[i - 1].second, spans[i].first) << "overlap";
+  // Lanes of partial groups (every third lane) free, then the rest.
+  grid.run(blocks, threads, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t]); });
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  EXPECT_EQ(heap.getAvailableSlots(64), fresh64) << "memory lost";
+}
+
+TEST(SlabWarpPath, DivergentSubsetsAllocateApart) {
+  EmulatedHeap heap(std::size_t{16} << 20);
+  std::vector<void*> ptrs(64);
+  acc::EmulatedGrid grid;
+  const auto handle = heap.handle();
+  grid.run(1, 64, [&](const acc::EmulatedThread& a, unsigned t) {
+    // Two subsets of each warp call alloc from different places.
+    const std::uint32_t low = 0x0000ffffu;
+    const acc::EmulatedThread b = a.diverge(a.lane_id() < 16 ? low : ~low);
+    ptrs[t] = handle.alloc(b, a.lane_id() < 16 ? 48 : 48 + 64 * (t % 3));
+  });
+  std::vector<void*> sorted = ptrs;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a chunk handed out twice";
+  for (void* p : ptrs) EXPECT_NE(p, nullptr);
+  grid.run(1, 64, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t]); });
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+}
+
+// Issue 15: at least 95% of a pool is usable at every size from 16 B to
+// 8 KiB, when one size fills the heap (what is left: metadata, and the
+// pages of partly used segments).
+TEST(SlabUsableShare, SingleSizesFillAlmostThePool) {
+  const std::size_t pool = std::size_t{64} << 20;
+  for (std::size_t bytes : {16, 48, 64, 100, 256, 1000, 1024, 3000, 4096, 8192}) {
+    EmulatedHeap heap(pool);
+    const auto handle = heap.handle();
+    std::vector<std::vector<void*>> got(4);
+    HostRunner::run(4, [&](const acc::HostThread& a, std::uint32_t w) {
+      while (void* p = handle.alloc(a, bytes)) got[w].push_back(p);
+    });
+    std::size_t n = 0;
+    for (auto& g : got) n += g.size();
+    const double share = static_cast<double>(n * bytes) / static_cast<double>(pool);
+    const std::size_t cls = slabs::class_bytes(slabs::class_of(static_cast<std::uint32_t>(bytes)));
+    const double chunk_share = static_cast<double>(n * cls) / static_cast<double>(pool);
+    EXPECT_GE(chunk_share, 0.95) << bytes << "-byte chunks: " << n;
+    if (cls == bytes) EXPECT_GE(share, 0.95) << bytes;
+    EXPECT_EQ(heap.getAvailableSlots(bytes), 0u) << bytes;
+    HostRunner::run(4, [&](const acc::HostThread& a, std::uint32_t w) {
+      for (void* p : got[w]) handle.dealloc(a, p);
+    });
+    EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u) << bytes;
+  }
+}
+
+}  // namespace
+}  // namespace manyalloc::testing
