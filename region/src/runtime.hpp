@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "gas.hpp"
+#include "manyalloc/region/region.h"
 #include "mpi_transport.hpp"
 #include "prefault.hpp"
 #include "protocol.hpp"
@@ -15,6 +16,9 @@ namespace manyalloc::region::detail {
 
 struct Runtime {
   bool initialized = false;
+  bool finalized = false;    // mr_finalize ran: the library is done for this process
+  bool init_failed = false;  // the last mr_init failed, for the reason below
+  char init_failure[640] = "";
   bool we_initialized_mpi = false;
   int rank = -1;
   Topology topo;
@@ -34,6 +38,9 @@ struct Runtime {
   }
   // One request to the leaf scheduler and its reply (blocking RPC).
   Message rpc(Message req);
+  // MR_ERR_NOT_INITIALIZED for `call`, with the reason (before mr_init, after
+  // a failed mr_init and why it failed, after mr_finalize).
+  mr_status not_initialized(const char* call) const;
 };
 
 Runtime& runtime();

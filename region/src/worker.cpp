@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "last_error.hpp"
 #include "manyalloc/region/region.h"
 #include "runtime.hpp"
 #include "slab_pool.hpp"
@@ -35,6 +36,17 @@ Message Runtime::rpc(Message req) {
 namespace {
 mr_status status_of(const Message& m) { return static_cast<mr_status>(m[w_status]); }
 
+// The first step of every worker call: the library is initialised and this
+// rank is a worker; else the init or scheduler error, with its reason.
+mr_status enter(const char* call) {
+  const Runtime& rt = runtime();
+  if (!rt.initialized) return rt.not_initialized(call);
+  if (rt.topo.is_scheduler(rt.rank))
+    return fail(MR_ERR_NOT_WORKER, "%s: rank %d is a scheduler (ranks 0 to %d are; only workers make this call)",
+                call, rt.rank, rt.topo.nsched - 1);
+  return MR_OK;
+}
+
 // Object size / owner for mr_realloc.
 mr_status object_info(void* p, std::uint64_t* size, std::uint64_t* region) {
   Message r = runtime().rpc(make_msg(op_info, 0, 0, {reinterpret_cast<std::uint64_t>(p)}));
@@ -43,16 +55,9 @@ mr_status object_info(void* p, std::uint64_t* size, std::uint64_t* region) {
   *region = r[w_a1];
   return MR_OK;
 }
-}  // namespace
 
-}  // namespace manyalloc::region::detail
-
-using namespace manyalloc::region::detail;
-
-extern "C" {
-
-mr_status mr_ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out) {
-  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+mr_status ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out) {
+  if (mr_status s = enter("mr_ralloc"); s != MR_OK) return s;
   if (out == nullptr) return MR_ERR_BAD_ARGUMENT;
   Message r = runtime().rpc(
       make_msg(op_ralloc, 0, 0, {parent, static_cast<std::uint64_t>(static_cast<std::int64_t>(level_hint))}));
@@ -60,14 +65,14 @@ mr_status mr_ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out) {
   return status_of(r);
 }
 
-mr_status mr_rfree(mr_rid_t region) {
-  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+mr_status rfree(mr_rid_t region) {
+  if (mr_status s = enter("mr_rfree"); s != MR_OK) return s;
   if (region == MR_ROOT_REGION) return MR_ERR_BAD_ARGUMENT;
   return status_of(runtime().rpc(make_msg(op_rfree, 0, 0, {region})));
 }
 
-mr_status mr_balloc(size_t size, mr_rid_t region, int n, void** objects) {
-  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+mr_status balloc(size_t size, mr_rid_t region, int n, void** objects) {
+  if (mr_status s = enter("mr_balloc"); s != MR_OK) return s;
   if (n <= 0 || objects == nullptr || SlabPool::slot_size(size) == 0) return MR_ERR_BAD_ARGUMENT;
   Message r = runtime().rpc(make_msg(op_alloc, 0, 0, {region, size, static_cast<std::uint64_t>(n)}));
   if (status_of(r) != MR_OK) return status_of(r);
@@ -75,21 +80,22 @@ mr_status mr_balloc(size_t size, mr_rid_t region, int n, void** objects) {
   return MR_OK;
 }
 
-mr_status mr_alloc(size_t size, mr_rid_t region, void** out) {
+mr_status alloc(size_t size, mr_rid_t region, void** out) {
+  if (mr_status s = enter("mr_alloc"); s != MR_OK) return s;
   if (out == nullptr) return MR_ERR_BAD_ARGUMENT;
-  return mr_balloc(size, region, 1, out);
+  return balloc(size, region, 1, out);
 }
 
-mr_status mr_free(void* ptr) {
-  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+mr_status free_object(void* ptr) {
+  if (mr_status s = enter("mr_free"); s != MR_OK) return s;
   if (ptr == nullptr) return MR_OK;
   return status_of(runtime().rpc(make_msg(op_free, 0, 0, {reinterpret_cast<std::uint64_t>(ptr)})));
 }
 
-mr_status mr_realloc(void* old_ptr, size_t new_size, mr_rid_t new_region, void** out) {
-  if (!runtime().is_worker()) return MR_ERR_NOT_WORKER;
+mr_status realloc_object(void* old_ptr, size_t new_size, mr_rid_t new_region, void** out) {
+  if (mr_status s = enter("mr_realloc"); s != MR_OK) return s;
   if (out == nullptr) return MR_ERR_BAD_ARGUMENT;
-  if (old_ptr == nullptr) return mr_alloc(new_size, new_region, out);
+  if (old_ptr == nullptr) return alloc(new_size, new_region, out);
   const std::uint64_t new_slot = SlabPool::slot_size(new_size);
   if (new_slot == 0) return MR_ERR_BAD_ARGUMENT;
   std::uint64_t old_slot = 0, old_region = 0;
@@ -100,9 +106,9 @@ mr_status mr_realloc(void* old_ptr, size_t new_size, mr_rid_t new_region, void**
     return MR_OK;
   }
   void* fresh = nullptr;
-  if (mr_status s = mr_alloc(new_size, new_region, &fresh); s != MR_OK) return s;
+  if (mr_status s = alloc(new_size, new_region, &fresh); s != MR_OK) return s;
   std::memcpy(fresh, old_ptr, std::min<std::uint64_t>(old_slot, new_size));
-  if (mr_status s = mr_free(old_ptr); s != MR_OK) return s;
+  if (mr_status s = free_object(old_ptr); s != MR_OK) return s;
   *out = fresh;
   return MR_OK;
 }
@@ -111,14 +117,12 @@ mr_status mr_realloc(void* old_ptr, size_t new_size, mr_rid_t new_region, void**
 //                        region ids..., object addresses..., (addr, bytes)...]
 // flags bit 0 (hdr_zero_copy): the peer shares this host's GAS object, no
 // bytes follow; otherwise the extents' bytes follow (MpiTransport::send_extents).
-namespace {
 constexpr std::uint64_t hdr_words_xfer = 5;
 constexpr std::uint64_t hdr_zero_copy = 1;
-}  // namespace
 
-mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects, int num_objects) {
+mr_status send_regions(int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects, int num_objects) {
   Runtime& rt = runtime();
-  if (!rt.is_worker()) return MR_ERR_NOT_WORKER;
+  if (mr_status s = enter("mr_send"); s != MR_OK) return s;
   if (peer_worker < 0 || peer_worker >= rt.topo.nworkers || peer_worker == rt.topo.worker_index(rt.rank) ||
       num_regions < 0 || num_objects < 0 || (num_regions > 0 && regions == nullptr) ||
       (num_objects > 0 && objects == nullptr))
@@ -160,10 +164,10 @@ mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions, voi
   return status;
 }
 
-mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions, void** objects,
+mr_status recv_regions(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions, void** objects,
                   int max_objects, int* num_objects) {
   Runtime& rt = runtime();
-  if (!rt.is_worker()) return MR_ERR_NOT_WORKER;
+  if (mr_status s = enter("mr_recv"); s != MR_OK) return s;
   if (peer_worker < 0 || peer_worker >= rt.topo.nworkers || peer_worker == rt.topo.worker_index(rt.rank))
     return MR_ERR_BAD_ARGUMENT;
   const double t0 = now_seconds();
@@ -207,30 +211,64 @@ mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_
   return MR_OK;
 }
 
-int mr_zero_copy(int peer_worker) {
+mr_status barrier(void) {
   Runtime& rt = runtime();
-  if (!rt.is_worker() || peer_worker < 0 || peer_worker >= rt.topo.nworkers) return 0;
-  return rt.zero_copy_with(rt.topo.worker_rank(peer_worker)) ? 1 : 0;
-}
-
-mr_status mr_barrier(void) {
-  Runtime& rt = runtime();
-  if (!rt.is_worker()) return MR_ERR_NOT_WORKER;
+  if (mr_status s = enter("mr_barrier"); s != MR_OK) return s;
   const double t0 = now_seconds();
   rt.transport->worker_barrier();
   rt.barrier_s += now_seconds() - t0;
   return MR_OK;
 }
 
-mr_status mr_sched_stats_get(int scheduler, mr_sched_stats* out) {
+mr_status sched_stats_get(int scheduler, mr_sched_stats* out) {
   Runtime& rt = runtime();
-  if (!rt.is_worker()) return MR_ERR_NOT_WORKER;
+  if (mr_status s = enter("mr_sched_stats_get"); s != MR_OK) return s;
   if (out == nullptr || scheduler < 0 || scheduler >= rt.topo.nsched) return MR_ERR_BAD_ARGUMENT;
   Message r = rt.rpc(make_msg(op_stats, 0, 0, {static_cast<std::uint64_t>(scheduler)}));
   if (status_of(r) != MR_OK) return status_of(r);
   const std::uint64_t* p = r.data() + hdr_words;
   *out = mr_sched_stats{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]};
   return MR_OK;
+}
+
+}  // namespace
+
+}  // namespace manyalloc::region::detail
+
+using namespace manyalloc::region::detail;
+
+// The C API: each call returns through finish(), which leaves a reason for
+// mr_last_error when it fails.
+extern "C" {
+
+mr_status mr_ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out) {
+  return finish("mr_ralloc", ralloc(parent, level_hint, out));
+}
+mr_status mr_rfree(mr_rid_t region) { return finish("mr_rfree", rfree(region)); }
+mr_status mr_balloc(size_t size, mr_rid_t region, int n, void** objects) {
+  return finish("mr_balloc", balloc(size, region, n, objects));
+}
+mr_status mr_alloc(size_t size, mr_rid_t region, void** out) { return finish("mr_alloc", alloc(size, region, out)); }
+mr_status mr_free(void* ptr) { return finish("mr_free", free_object(ptr)); }
+mr_status mr_realloc(void* old_ptr, size_t new_size, mr_rid_t new_region, void** out) {
+  return finish("mr_realloc", realloc_object(old_ptr, new_size, new_region, out));
+}
+mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects, int num_objects) {
+  return finish("mr_send", send_regions(peer_worker, regions, num_regions, objects, num_objects));
+}
+mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions, void** objects,
+                  int max_objects, int* num_objects) {
+  return finish("mr_recv", recv_regions(peer_worker, regions, max_regions, num_regions, objects, max_objects, num_objects));
+}
+mr_status mr_barrier(void) { return finish("mr_barrier", barrier()); }
+mr_status mr_sched_stats_get(int scheduler, mr_sched_stats* out) {
+  return finish("mr_sched_stats_get", sched_stats_get(scheduler, out));
+}
+
+int mr_zero_copy(int peer_worker) {
+  Runtime& rt = runtime();
+  if (!rt.is_worker() || peer_worker < 0 || peer_worker >= rt.topo.nworkers) return 0;
+  return rt.zero_copy_with(rt.topo.worker_rank(peer_worker)) ? 1 : 0;
 }
 
 void mr_times(double* sched_comm_s, double* worker_comm_s, double* barrier_s) {

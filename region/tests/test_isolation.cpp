@@ -99,7 +99,7 @@ std::uint64_t list_error(const Node* n, std::uint64_t bump, int* count) {
 int main(int argc, char** argv) {
   alarm(30);  // a message taken by the wrong side can leave a peer waiting
   if (mr_init(&argc, &argv, nullptr) != MR_OK) {
-    std::fprintf(stderr, "mr_init failed\n");
+    std::fprintf(stderr, "mr_init failed: %s\n", mr_last_error());
     return 1;
   }
   if (!mr_is_worker()) return mr_finalize() == MR_OK ? 0 : 1;

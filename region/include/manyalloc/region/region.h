@@ -12,7 +12,9 @@
  * only when every worker has called mr_finalize. Every call below except
  * mr_init/mr_finalize/queries must be made by a worker. All calls return an
  * mr_status; errors in arguments (bad region id, invalid pointer) come back
- * as codes, they never crash or hang.
+ * as codes, they never crash or hang. mr_last_error() says why the last
+ * failing call failed (for mr_init: the option, its value and what is
+ * allowed, or how many ranks the layout needs).
  */
 #ifndef MANYALLOC_REGION_REGION_H
 #define MANYALLOC_REGION_REGION_H
@@ -39,8 +41,11 @@ typedef enum mr_status {
   MR_ERR_NO_MEMORY = 3,        /* global address space exhausted */
   MR_ERR_BAD_ARGUMENT = 4,     /* size too large, n <= 0, freeing region 0, ... */
   MR_ERR_NOT_WORKER = 5,       /* call made on a scheduler rank */
-  MR_ERR_INIT = 6,             /* bad layout, mapping failed, not initialised */
-  MR_ERR_TRUNCATED = 7         /* mr_recv: more regions/objects than room */
+  MR_ERR_INIT = 6,             /* mr_init failed: bad option, layout, mapping; or
+                                  mr_init called twice or after mr_finalize */
+  MR_ERR_TRUNCATED = 7,        /* mr_recv: more regions/objects than room */
+  MR_ERR_NOT_INITIALIZED = 8   /* call before mr_init, after a failed mr_init
+                                  or after mr_finalize */
 } mr_status;
 
 /* How mr_send moves data (mr_config.transfer, MANYALLOC_REGION_TRANSFER):
@@ -59,9 +64,13 @@ enum { MR_TRANSFER_DEFAULT = 0, MR_TRANSFER_COPY = 1, MR_TRANSFER_AUTO = 2 };
 enum { MR_PREFAULT_DEFAULT = 0, MR_PREFAULT_OFF = 1, MR_PREFAULT_ON = 2 };
 
 /* Layout and tuning; zero fields take defaults. Environment variables
- * override the defaults (not explicit fields): MANYALLOC_REGION_LEVELS,
- * MANYALLOC_REGION_FANOUT, MANYALLOC_REGION_GAS_MIB,
- * MANYALLOC_REGION_TRANSFER, MANYALLOC_REGION_PREFAULT. */
+ * override the defaults (not explicit fields): MANYALLOC_REGION_LEVELS
+ * (1 to 8), MANYALLOC_REGION_FANOUT (1 to 1048576), MANYALLOC_REGION_GAS_MIB
+ * (1 to 33554432, whole MiB: no suffix), MANYALLOC_REGION_TRANSFER (auto,
+ * copy), MANYALLOC_REGION_PREFAULT (on, off). Every value is checked: a
+ * malformed or out-of-range variable or field makes mr_init fail with
+ * MR_ERR_INIT, and mr_last_error() names it, its value and what is allowed
+ * (an empty variable counts as unset). Negative fields are errors. */
 typedef struct mr_config {
   int levels;          /* scheduler tree levels (default 1: one scheduler) */
   int fanout;          /* scheduler-to-scheduler ratio (default 4) */
@@ -73,7 +82,18 @@ typedef struct mr_config {
   int prefault;        /* MR_PREFAULT_*; 0: environment, else on */
 } mr_config;
 
+/* Initialises MPI when the program has not (and mr_finalize then finalises
+ * it), checks the settings, maps the global address space. On schedulers it
+ * serves until every worker has called mr_finalize. On failure
+ * (MR_ERR_INIT, mr_last_error() says why) every rank fails alike, the
+ * library stays uninitialised, MPI stays initialised, and mr_init may be
+ * called again; mr_finalize then finalises MPI if mr_init had initialised
+ * it. Once per process: a second mr_init, or one after mr_finalize, is
+ * MR_ERR_INIT. */
 mr_status mr_init(int* argc, char*** argv, const mr_config* config);
+/* Collective over all ranks. After a failed mr_init it only finalises MPI
+ * (when mr_init had initialised it) and returns MR_OK; before mr_init and
+ * after mr_finalize it returns MR_ERR_NOT_INITIALIZED. */
 mr_status mr_finalize(void);
 
 int mr_is_worker(void);
@@ -81,7 +101,18 @@ int mr_worker_id(void);      /* 0 .. mr_num_workers()-1, -1 on schedulers */
 int mr_num_workers(void);
 int mr_num_schedulers(void);
 int mr_scheduler_levels(void);
+/* A fixed description of a status code. */
 const char* mr_strerror(mr_status s);
+/* Why the last call of this thread that returned something other than MR_OK
+ * failed: one line that starts with the call's name. For MR_ERR_INIT the
+ * option (environment variable or mr_config field), its value and what is
+ * allowed; or the layout, how many ranks it needs and how many the job has;
+ * or the step that failed. For MR_ERR_NOT_INITIALIZED whether the call came
+ * before mr_init, after a failed mr_init (with that failure's reason) or
+ * after mr_finalize; for MR_ERR_NOT_WORKER the rank; for other codes at
+ * least mr_strerror's text. "" until a call failed; calls that succeed leave
+ * it alone (like errno). Valid until this thread's next failing call. */
+const char* mr_last_error(void);
 
 /* Region management. */
 mr_status mr_ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out);

@@ -24,9 +24,12 @@ enum class Status : int {
   not_worker = MR_ERR_NOT_WORKER,
   init = MR_ERR_INIT,
   truncated = MR_ERR_TRUNCATED,
+  not_initialized = MR_ERR_NOT_INITIALIZED,
 };
 
 inline const char* to_string(Status s) { return mr_strerror(static_cast<mr_status>(s)); }
+// Why the last failing call of this thread failed (mr_last_error).
+inline const char* last_error() { return mr_last_error(); }
 
 // A value or an error status.
 template <class T>
