@@ -80,7 +80,7 @@ inline const char* usage() {
          "  --repeat R         timed repetitions after one warm-up; medians are reported\n"
          "  --budget S         seconds one (allocator, size) series may take; bounds the\n"
          "                     baseline's workers at large sizes (default 10 GPU, 2 host)\n"
-         "  --heap-mb M        heap size for fragmentation/temporal/large/slots\n"
+         "  --heap-mb M        heap size for throughput/fragmentation/temporal/large/slots\n"
          "  --max-workers N    operator: largest N_worker (default: full occupancy)\n"
          "  --steps S          operator/temporal: measured kernel steps\n"
          "  --allocators L     subset of scatter,scatter-tuned,slabs,baseline (default all)\n"

@@ -146,6 +146,7 @@ struct ThroughputConfig {
   unsigned repeat = 5;
   double budget = 10;                // seconds per (allocator, size)
   std::size_t baseline_heap = 0;
+  std::size_t heap = 0;              // 0: sized per request size (heap_bytes_for)
 };
 
 template <class P>
@@ -159,6 +160,7 @@ ThroughputConfig throughput_config(const Context& ctx) {
   c.threads = static_cast<std::uint32_t>(o.threads ? o.threads : (o.quick ? 4096u : P::default_threads()));
   c.repeat = o.repeat ? o.repeat : (o.quick ? 2u : 5u);
   c.budget = o.budget;
+  c.heap = o.heap_mb << 20;
   std::uint64_t largest = 0;
   for (auto s : c.sizes) largest = std::max<std::uint64_t>(largest, s == 0 ? mixed_max : s);
   c.baseline_heap = std::min<std::size_t>(largest * c.threads * 2 + (std::size_t{256} << 20), P::memory_cap() / 3);
@@ -172,7 +174,8 @@ void throughput_experiment(Context& ctx, AllocatorSet<P>& set, const ThroughputC
   for (std::uint64_t bytes : c.sizes) {
     set.for_each([&](auto& source) {
       const std::size_t chunk = bytes == 0 ? mixed_max : bytes;
-      auto& heap = source.get(std::min<std::size_t>(heap_bytes_for(chunk, c.threads), P::memory_cap() / 3));
+      auto& heap = source.get(c.heap != 0 ? c.heap
+                                          : std::min<std::size_t>(heap_bytes_for(chunk, c.threads), P::memory_cap() / 3));
       const double per_launch = c.budget / (2.0 * (c.repeat + 1));
       const std::uint32_t threads = affordable_threads<Runner>(heap, bytes, c.threads, per_launch);
       if (threads < c.threads)

@@ -48,6 +48,7 @@ class CudaThread {
   __device__ std::uint32_t shfl(std::uint32_t mask, std::uint32_t v, unsigned lane) const {
     return __shfl_sync(mask, v, static_cast<int>(lane));
   }
+  __device__ std::uint32_t match_any(std::uint32_t mask, std::uint32_t v) const { return __match_any_sync(mask, v); }
   __device__ void sync_lanes(std::uint32_t mask) const { __syncwarp(mask); }
   // `value` of lane `root` for the lanes of `group`, which may arrive at
   // different times (divergent code since the group formed): the root stores

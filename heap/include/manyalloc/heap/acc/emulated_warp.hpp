@@ -93,6 +93,7 @@ class EmulatedThread {
   std::uint32_t active_mask() const;
   std::uint32_t ballot(std::uint32_t mask, bool pred) const;
   std::uint32_t shfl(std::uint32_t mask, std::uint32_t v, unsigned lane) const;
+  std::uint32_t match_any(std::uint32_t mask, std::uint32_t v) const;
   void sync_lanes(std::uint32_t mask) const;
   unsigned processor_id() const { return block_; }
   unsigned warp_id() const { return global_warp_; }
@@ -350,6 +351,15 @@ inline std::uint32_t EmulatedThread::shfl(std::uint32_t mask, std::uint32_t v, u
   // fails loudly.
   if (lane >= 32u || ((mask >> lane) & 1u) == 0u) EmulatedGrid::fail("shfl from a lane outside the mask");
   return static_cast<std::uint32_t>(all[lane]);
+}
+
+inline std::uint32_t EmulatedThread::match_any(std::uint32_t mask, std::uint32_t v) const {
+  const auto all = grid_->exchange(*this, mask, v);
+  std::uint32_t out = 0;
+  for (unsigned l = 0; l < 32; ++l) {
+    if (((mask >> l) & 1u) != 0u && all[l] == v) out |= 1u << l;
+  }
+  return out;
 }
 
 inline void EmulatedThread::sync_lanes(std::uint32_t mask) const { (void)grid_->exchange(*this, mask, 0); }

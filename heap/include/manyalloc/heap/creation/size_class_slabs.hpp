@@ -61,6 +61,7 @@ class SizeClassSlabs {
   static constexpr std::uint32_t largest_class = heap::detail::slabs::class_bytes(class_count - 1u);
   static constexpr bool providesAvailableSlots = true;
   static constexpr bool needs_addressable_pool = true;
+  static constexpr std::uint32_t no_class = 0xffffffffu;  // match_any key of lanes on the large path
 
   SizeClassSlabs() = default;
 
@@ -142,16 +143,10 @@ class SizeClassSlabs {
   MANYALLOC_FN void* create(const Acc& acc, std::size_t bytes) const {
     if (bytes == 0) return nullptr;
     const bool small = bytes <= largest_class;
-    const std::uint32_t mask = acc.active_mask();
-    const std::uint32_t smalls = acc.ballot(mask, small);
-    void* mem = nullptr;
-    // Fast path: every lane of the caller's active set takes part, so that
-    // the warp's collectives see the same lanes.
-    if (smalls != 0u) {
-      const std::uint32_t cls = small ? heap::detail::slabs::class_of(static_cast<std::uint32_t>(bytes)) : 0u;
-      mem = create_small(acc, mask, smalls, small, cls);
-    }
-    if (!small) mem = create_large(acc, bytes);  // slow path
+    const std::uint32_t cls = small ? heap::detail::slabs::class_of(static_cast<std::uint32_t>(bytes)) : 0u;
+    // Every lane of the caller's active set takes part in the grouping.
+    void* mem = create_small(acc, acc.active_mask(), small, cls);  // fast path
+    if (!small) mem = create_large(acc, bytes);                      // slow path
     return mem;
   }
 
@@ -215,36 +210,35 @@ class SizeClassSlabs {
     return s.cursor < end ? end - s.cursor : 0u;
   }
 
-  // Fast path. Groups of lanes with the same class are served one after the
-  // other; in each, the lowest lane gathers extents for the group and hands
-  // them over. Lanes in `mask` call the same collectives in the same order.
+  // Fast path. The lanes asking for the same class form a group
+  // (match_any); the lowest lane of each group gathers extents for all of
+  // them, then hands them over to its group. Groups of different classes
+  // work side by side; every lane of `mask` takes part in match_any, only
+  // the lanes of a group in its hand-overs.
   template <class Acc>
-  MANYALLOC_FN void* create_small(const Acc& acc, std::uint32_t mask, std::uint32_t pending, bool small,
-                                  std::uint32_t cls) const {
+  MANYALLOC_FN void* create_small(const Acc& acc, std::uint32_t mask, bool small, std::uint32_t cls) const {
+    const std::uint32_t group = acc.match_any(mask, small ? cls : no_class);
+    if (!small) return nullptr;
     const unsigned lane = acc.lane_id();
+    const unsigned leader = acc::lowest_lane(group);
+    typename Slots::Gathered g;
+    if (lane == leader) {
+      g.need = bits::popcount(group);
+      const std::uint32_t shard = acc.processor_id() & (layout_.shards - 1u);
+      Slots::gather(acc, layout_, cls, shard, acc.warp_id(), g);
+    }
+    const std::uint32_t rank = bits::popcount(group & bits::low_mask(lane));
+    // The first hand-over carries the number of extents beside the first.
+    const std::uint64_t first = lane == leader ? g.extents[0].pack() | (std::uint64_t{g.count} << 29) : 0u;
+    std::uint64_t word = acc::group_hand_over(acc, group, leader, first);
+    const auto extents = static_cast<std::uint32_t>(word >> 29) & 7u;
     void* mine = nullptr;
-    while (pending != 0u) {
-      const unsigned leader = acc::lowest_lane(pending);
-      const auto key = static_cast<std::uint32_t>(acc::group_hand_over(acc, mask, leader, cls));
-      const std::uint32_t group = acc.ballot(mask, small && ((pending >> lane) & 1u) != 0u && cls == key);
-      typename Slots::Gathered g;
-      if (lane == leader) {
-        g.need = bits::popcount(group);
-        const std::uint32_t shard = acc.processor_id() & (layout_.shards - 1u);
-        Slots::gather(acc, layout_, key, shard, acc.warp_id(), g);
-      }
-      const auto extents = static_cast<std::uint32_t>(acc::group_hand_over(acc, mask, leader, g.count));
-      const std::uint32_t rank = bits::popcount(group & bits::low_mask(lane));
-      std::uint32_t done = 0;
-      for (std::uint32_t i = 0; i < extents; ++i) {
-        const std::uint64_t packed = lane == leader ? g.extents[i].pack() : 0u;
-        const auto e = heap::detail::slabs::Extent::unpack(acc::group_hand_over(acc, mask, leader, packed));
-        if (((group >> lane) & 1u) != 0u && rank >= done && rank < done + e.count) {
-          mine = Slots::address(layout_, key, e, rank - done);
-        }
-        done += e.count;
-      }
-      pending &= ~group;
+    std::uint32_t done = 0;
+    for (std::uint32_t i = 0; i < extents; ++i) {
+      if (i > 0) word = acc::group_hand_over(acc, group, leader, lane == leader ? g.extents[i].pack() : 0u);
+      const auto e = heap::detail::slabs::Extent::unpack(word & ~(std::uint64_t{7} << 29));
+      if (rank >= done && rank < done + e.count) mine = Slots::address(layout_, cls, e, rank - done);
+      done += e.count;
     }
     return mine;
   }
@@ -313,14 +307,18 @@ class SizeClassSlabs {
       l.page_count = static_cast<std::uint32_t>(n);
       l.words = static_cast<std::uint32_t>((n + 31) / 32);
       const std::size_t hint_words = (l.words + 31) / 32;
+      // Open segments (partly handed out) may hold at most about an eighth
+      // of the pages, even if every class is open on every shard: first as
+      // many shards as that allows (fewer workers per slot), then segments
+      // as long as the rest allows (fewer refills).
+      const std::size_t open_budget = n / 8;
       std::uint32_t shards = 1;
-      while (shards * 2u <= Config::max_shards && std::size_t{shards} * 2u * class_count * 64u <= n) shards *= 2u;
+      while (shards * 2u <= Config::max_shards && std::size_t{shards} * 2u * class_count <= open_budget) shards *= 2u;
       l.shards = shards;
       l.bitmap_words = bitmap_words;
       l.slab_shift = static_cast<unsigned>(bits::find_first_set(slab_bytes) - 1u);
-      // Partly used segments may hold at most about 1/16 of the pages.
       std::uint32_t log = 5;
-      while (log > 0 && (std::size_t{shards} * class_count << log) * 16u > n) --log;
+      while (log > 0 && (std::size_t{shards} * class_count << log) > open_budget) --log;
       l.max_segment_log = log;
       std::uintptr_t at = base;
       auto carve = [&](std::size_t size, std::size_t align) {

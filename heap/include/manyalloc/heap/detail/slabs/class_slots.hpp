@@ -152,7 +152,10 @@ struct ClassSlots {
                                            std::uint32_t shard, bool wait, Gathered& g) {
     std::uint64_t* slot = h.slot(cls, shard);
     const std::uint32_t n = per_page(cls);
-    for (std::uint32_t changes = 0; changes < 64u;) {
+    // A waiter retries as long as other workers refill the slot with fresh
+    // segments (progress); it gives up after a few refills that found no
+    // page (the slot stayed empty).
+    for (std::uint32_t dry_refills = 0; dry_refills < 4u;) {
       const SlotWord seen = SlotWord::decode(acc.atomic_add64(slot, g.need));
       const std::uint32_t end = seen.base_plus_one == 0u ? 0u : n << seen.log_pages;
       if (seen.cursor <= end) {
@@ -172,11 +175,13 @@ struct ClassSlots {
       if (!wait) return SlotResult::busy;
       // Another worker is refilling this slot: wait for the exchange. After
       // many reads claim again anyway (a wrapped generation looks unchanged).
+      std::uint64_t now = 0;
       for (int spin = 0; spin < 4096; ++spin) {
-        if (static_cast<std::uint32_t>(acc.load64(slot) >> 32) != seen.high()) break;
+        now = acc.load64(slot);
+        if (static_cast<std::uint32_t>(now >> 32) != seen.high()) break;
         acc.relax();
       }
-      ++changes;
+      if (SlotWord::decode(now).base_plus_one == 0u) ++dry_refills;
     }
     return SlotResult::dry;
   }
