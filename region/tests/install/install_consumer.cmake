@@ -44,7 +44,7 @@ endforeach()
 
 # No MPI C++ bindings in the library's link or its symbols.
 run("readelf" ${READELF} -d ${libs})
-if(run_output MATCHES "mpi_cxx|mpicxx")
+if(run_output MATCHES "mpi_cxx|mpicxx|mpichcxx")
   message(FATAL_ERROR "the library needs MPI's C++ bindings:\n${run_output}")
 endif()
 run("nm" ${NM} -D --undefined-only ${libs})
