@@ -173,6 +173,26 @@ TEST(SlabWarpPath, DivergentSubsetsAllocateApart) {
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
 }
 
+// Frees of one page are combined per warp; a chunk freed by two lanes of
+// the same warp is one free and one reported double free.
+TEST(SlabWarpPath, DoubleFreeInsideOneWarpIsReportedOnce) {
+  EmulatedHeap heap(std::size_t{16} << 20);
+  const std::size_t fresh = heap.getAvailableSlots(32);
+  std::vector<void*> ptrs(32);
+  acc::EmulatedGrid grid;
+  const auto handle = heap.handle();
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 32); });
+  for (void* p : ptrs) ASSERT_NE(p, nullptr);
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t == 1 ? 0 : t]); });
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 1u);
+  EXPECT_EQ(st.last_misuse, Misuse::double_free);
+  acc::HostThread host;
+  handle.dealloc(host, ptrs[1]);
+  EXPECT_EQ(heap.getAvailableSlots(32), fresh) << "the page must go back once its last chunk is freed";
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
+}
+
 // Issue 15: at least 95% of a pool is usable at every size from 16 B to
 // 8 KiB, when one size fills the heap (what is left: metadata, and the
 // pages of partly used segments).

@@ -150,10 +150,20 @@ class SizeClassSlabs {
     return mem;
   }
 
+  // Frees of chunks on the same page are combined per warp: each lane
+  // clears its chunk's bit (which tells a double free apart), the lowest
+  // lane of the page's group returns them all to the page's count.
   template <class Acc>
+    requires acc::MixedWidthAtomics<Acc>
   MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
     if (ptr == nullptr) return;
-    const Misuse m = free_one(acc, ptr);
+    const std::uint32_t mask = acc.active_mask();
+    const Located at = locate(acc, ptr);
+    // Lanes not freeing a slab chunk get a key of their own.
+    const std::uint32_t key = at.misuse == Misuse::none && !at.large ? at.page : (0x80000000u | acc.lane_id());
+    const std::uint32_t group = acc.match_any(mask, key);
+    Misuse m = at.misuse;
+    if (m == Misuse::none) m = at.large ? free_large(acc, at.page) : free_chunk(acc, group, at);
     if (m != Misuse::none) {
       acc.atomic_add(&layout_.shared->misuse, 1u);
       acc.store(&layout_.shared->last_misuse, static_cast<std::uint32_t>(m));
@@ -259,35 +269,70 @@ class SizeClassSlabs {
     return h.page_data(page);
   }
 
+  // Where a freed pointer lies: a chunk of a slab page, or the start of a
+  // large run, or what is wrong with it.
+  struct Located {
+    Misuse misuse = Misuse::none;
+    bool large = false;
+    std::uint32_t page = 0;
+    std::uint32_t cls = 0;    // class index (slab chunks)
+    std::uint32_t index = 0;  // chunk index in the page
+  };
+
   template <class Acc>
-  MANYALLOC_FN Misuse free_one(const Acc& acc, void* ptr) const {
+  MANYALLOC_FN Located locate(const Acc& acc, void* ptr) const {
     const Layout& h = layout_;
-    if (!h.contains(ptr)) return Misuse::foreign_pointer;
-    const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - h.data);
-    const auto page = static_cast<std::uint32_t>(offset >> h.slab_shift);
-    const std::size_t in_page = offset & (h.slab_bytes() - 1u);
-    heap::detail::slabs::SlabPage& e = h.pages[page];
-    const std::uint32_t cls = acc.load(&e.cls);
-    if (cls == 0u) return Misuse::double_free;
-    if (cls == heap::detail::slabs::large_head) {
-      if (in_page != 0u) return Misuse::not_a_chunk_start;
-      const std::uint32_t run = acc.load(&e.run);
-      // S4: the swap decides which of two racing frees releases the run.
-      if (acc.atomic_cas(&e.cls, heap::detail::slabs::large_head, 0u) != heap::detail::slabs::large_head)
-        return Misuse::double_free;
-      acc.fence();
-      Pool::release(acc, h, page, run);
-      return Misuse::none;
+    Located at;
+    if (!h.contains(ptr)) {
+      at.misuse = Misuse::foreign_pointer;
+      return at;
     }
-    const std::uint32_t bytes = heap::detail::slabs::class_bytes(cls - 1u);
-    const auto index = static_cast<std::uint32_t>(in_page / bytes);
-    if (in_page % bytes != 0u || index >= Slots::per_page(cls - 1u)) return Misuse::not_a_chunk_start;
-    const std::uint32_t bit = 1u << (index % 32u);
-    if ((acc.atomic_and(h.bits_of(page) + index / 32u, ~bit) & bit) == 0u) return Misuse::double_free;
-    acc.fence();  // S3: the bit is clear before the chunk is counted back
-    // S2: the page's last chunk came back; no one hands out its chunks
-    // again, so the page returns to the pool.
-    if (acc.atomic_sub(&e.used, 1u) == 1u) Slots::retire(acc, h, page);
+    const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - h.data);
+    at.page = static_cast<std::uint32_t>(offset >> h.slab_shift);
+    const std::size_t in_page = offset & (h.slab_bytes() - 1u);
+    const std::uint32_t cls = acc.load(&h.pages[at.page].cls);
+    if (cls == 0u) {
+      at.misuse = Misuse::double_free;
+    } else if (cls == heap::detail::slabs::large_head) {
+      at.large = true;
+      if (in_page != 0u) at.misuse = Misuse::not_a_chunk_start;
+    } else {
+      at.cls = cls - 1u;
+      const std::uint32_t bytes = heap::detail::slabs::class_bytes(at.cls);
+      at.index = static_cast<std::uint32_t>(in_page / bytes);
+      if (in_page % bytes != 0u || at.index >= Slots::per_page(at.cls)) at.misuse = Misuse::not_a_chunk_start;
+    }
+    return at;
+  }
+
+  // Called by every lane of `group` (the lanes freeing chunks of one page).
+  template <class Acc>
+  MANYALLOC_FN Misuse free_chunk(const Acc& acc, std::uint32_t group, const Located& at) const {
+    const Layout& h = layout_;
+    const std::uint32_t bit = 1u << (at.index % 32u);
+    const bool ok = (acc.atomic_and(h.bits_of(at.page) + at.index / 32u, ~bit) & bit) != 0u;
+    // S3: every lane's bit is clear before the chunks are counted back.
+    acc.sync_lanes(group);
+    const std::uint32_t freed = bits::popcount(acc.ballot(group, ok));
+    if (acc.lane_id() == acc::lowest_lane(group) && freed != 0u) {
+      acc.fence();
+      // S2: the page's last chunks came back; no one hands out its chunks
+      // again, so the page returns to the pool.
+      if (acc.atomic_sub(&h.pages[at.page].used, freed) == freed) Slots::retire(acc, h, at.page);
+    }
+    return ok ? Misuse::none : Misuse::double_free;
+  }
+
+  template <class Acc>
+  MANYALLOC_FN Misuse free_large(const Acc& acc, std::uint32_t page) const {
+    const Layout& h = layout_;
+    heap::detail::slabs::SlabPage& e = h.pages[page];
+    const std::uint32_t run = acc.load(&e.run);
+    // S4: the swap decides which of two racing frees releases the run.
+    if (acc.atomic_cas(&e.cls, heap::detail::slabs::large_head, 0u) != heap::detail::slabs::large_head)
+      return Misuse::double_free;
+    acc.fence();
+    Pool::release(acc, h, page, run);
     return Misuse::none;
   }
 
@@ -307,19 +352,14 @@ class SizeClassSlabs {
       l.page_count = static_cast<std::uint32_t>(n);
       l.words = static_cast<std::uint32_t>((n + 31) / 32);
       const std::size_t hint_words = (l.words + 31) / 32;
-      // Open segments (partly handed out) may hold at most about an eighth
-      // of the pages, even if every class is open on every shard: first as
-      // many shards as that allows (fewer workers per slot), then segments
-      // as long as the rest allows (fewer refills).
-      const std::size_t open_budget = n / 8;
+      // Open segments may hold about an eighth of the pages (C4); there are
+      // at most as many shards as leave every class one page in each.
+      l.open_budget = static_cast<std::uint32_t>(n / 8 > 0 ? n / 8 : 1);
       std::uint32_t shards = 1;
-      while (shards * 2u <= Config::max_shards && std::size_t{shards} * 2u * class_count <= open_budget) shards *= 2u;
+      while (shards * 2u <= Config::max_shards && std::size_t{shards} * 2u * class_count <= n / 8) shards *= 2u;
       l.shards = shards;
       l.bitmap_words = bitmap_words;
       l.slab_shift = static_cast<unsigned>(bits::find_first_set(slab_bytes) - 1u);
-      std::uint32_t log = 5;
-      while (log > 0 && (std::size_t{shards} * class_count << log) > open_budget) --log;
-      l.max_segment_log = log;
       std::uintptr_t at = base;
       auto carve = [&](std::size_t size, std::size_t align) {
         at = (at + align - 1) / align * align;

@@ -20,10 +20,11 @@ struct SizeClassSlabsConfig {
   static constexpr std::uint32_t slab_bytes = 65536;
   // Most shards (slots) per size class; a heap uses fewer when it has few
   // pages, so that partly used segments stay a small share of the pool.
-  static constexpr std::uint32_t max_shards = 64;
+  static constexpr std::uint32_t max_shards = 128;
   // A segment (the pages a slot hands chunks from) aims at this many chunks,
-  // so that one refill serves many warps (at most 32 pages).
-  static constexpr std::uint32_t segment_chunks = 1024;
+  // so that one refill serves many warps (at most 32 pages; shorter while
+  // open segments hold an eighth of the pool, slab_layout.hpp C4).
+  static constexpr std::uint32_t segment_chunks = 2048;
 };
 
 template <class C>

@@ -70,6 +70,8 @@ struct ClassSlots {
 
   // Makes pages [first, first + k) slabs of `cls` with every chunk counted
   // as handed out (S2). Their chunk bits are zero (S1).
+  // The caller orders these stores before the chunks reach other workers
+  // (a fence before the slot exchange; the hand-over for private pages).
   template <class Acc>
   MANYALLOC_FN static void init_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t first,
                                       std::uint32_t k) {
@@ -77,7 +79,6 @@ struct ClassSlots {
       acc.store(&h.pages[p].used, per_page(cls));
       acc.store(&h.pages[p].cls, cls + 1u);
     }
-    acc.fence();
   }
 
   MANYALLOC_FN static std::uint32_t hash_start(const SlabLayout& h, std::uint32_t a, std::uint32_t b) {
@@ -106,6 +107,7 @@ struct ClassSlots {
     const std::uint32_t page = PagePool::claim_in_word(acc, h, k, start);
     if (page == no_page) return;
     init_pages(acc, h, cls, page, k);
+    acc.fence();
     const Extent e{page, 0u, k * n};
     set_bits(acc, h, cls, e);
     g.add(e);
@@ -119,8 +121,11 @@ struct ClassSlots {
     std::uint64_t* slot = h.slot(cls, shard);
     const std::uint32_t n = per_page(cls);
     const std::uint32_t start = hash_start(h, cls * 977u + shard, seen.generation);
+    // The segment being replaced is used up: its pages leave the open count (C4).
+    if (seen.base_plus_one != 0u) acc.atomic_sub(&h.shared->open_pages, 1u << seen.log_pages);
     std::uint32_t log = segment_log_pages(n, Config::segment_chunks);
-    if (log > h.max_segment_log) log = h.max_segment_log;
+    const std::uint32_t open = acc.load(&h.shared->open_pages);
+    while (log > 0u && open + (1u << log) > h.open_budget) --log;
     std::uint32_t page = no_page;
     for (;; --log) {
       page = PagePool::claim_in_word(acc, h, 1u << log, start);
@@ -128,6 +133,7 @@ struct ClassSlots {
     }
     SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
     if (page != no_page) {
+      acc.atomic_add(&h.shared->open_pages, 1u << log);
       init_pages(acc, h, cls, page, 1u << log);
       const std::uint32_t end = n << log;
       const std::uint32_t take = g.need < end ? g.need : end;
@@ -204,6 +210,7 @@ struct ClassSlots {
       const SlotWord empty{seen.generation + 1u, 0u, 0u, 0u};
       if (acc.atomic_cas64(slot, word, empty.encode()) != word) continue;
       const std::uint32_t base = seen.base_plus_one - 1u;
+      acc.atomic_sub(&h.shared->open_pages, 1u << seen.log_pages);
       for (std::uint32_t index = seen.cursor; index < end;) {
         const std::uint32_t page = base + index / n;
         const std::uint32_t drop = n - index % n;

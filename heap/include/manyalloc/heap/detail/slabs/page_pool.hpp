@@ -103,11 +103,16 @@ struct PagePool {
   MANYALLOC_FN static std::uint32_t claim_in_word(const Acc& acc, const SlabLayout& h, std::uint32_t k,
                                                   std::uint32_t start) {
     const std::uint32_t limit = usable(acc, h);
-    if (acc.load(&h.shared->taken_pages) + k > limit) return no_page;  // fast fail (P2)
     const std::uint32_t words = h.words;
-    // Pass 0 skips words whose `full` hint is set; pass 1 trusts no hint.
+    start %= words;
+    // Fast path: the start word (spread by the caller's hash) has room.
+    const std::uint32_t first = try_word(acc, h, start, k, limit);
+    if (first != no_page) return first;
+    // Slow path. Fast fail on a full pool (P2), then pass 0 skips the words
+    // whose `full` hint is set, pass 1 trusts no hint.
+    if (acc.load(&h.shared->taken_pages) + k > limit) return no_page;
     for (int pass = 0; pass < 2; ++pass) {
-      std::uint32_t w = start % words;
+      std::uint32_t w = start;
       for (std::uint32_t seen = 0; seen < words;) {
         if (pass == 0 && w % 32u == 0u && seen + 32u <= words) {
           // A whole hint word: jump over the words marked full.

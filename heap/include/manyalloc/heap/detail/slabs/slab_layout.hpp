@@ -69,10 +69,15 @@
 //     so the next claim (cursor 0) is again the unique refiller.
 //  C3 A segment's pages belong to it from the claim of their bits to the
 //     moment their chunks are all handed out; a page is retired only by S2.
+//  C4 `open_pages` counts the pages of segments in slots (added by the
+//     refill that opens a segment, subtracted by the refill or close that
+//     ends it). A refill shortens its segment so that the count stays within
+//     `open_budget` (an eighth of the pages), down to one page: open
+//     segments never hold much of the pool, whatever the mix of classes.
 //
 // SlabShared: `misuse` and `last_misuse` count reported misuse of the
-// public API; `taken_pages` is P2's counter; `unmapped_pages` shrinks the
-// usable page count (P3) for pools that grow.
+// public API; `taken_pages` is P2's counter; `open_pages` C4's;
+// `unmapped_pages` shrinks the usable page count (P3) for pools that grow.
 #pragma once
 
 #include <cstddef>
@@ -89,11 +94,16 @@ struct SlabPage {
   std::uint32_t reserved;
 };
 
+// Counters written by many workers sit on cache lines of their own (128 B).
 struct SlabShared {
   std::uint32_t misuse;
   std::uint32_t last_misuse;
-  std::uint32_t taken_pages;
   std::uint32_t unmapped_pages;
+  std::uint32_t line0[29];
+  std::uint32_t taken_pages;
+  std::uint32_t line1[31];
+  std::uint32_t open_pages;  // pages of open segments (C4)
+  std::uint32_t line2[31];
 };
 
 inline constexpr std::uint32_t large_head = 0xffffffffu;
@@ -137,7 +147,7 @@ struct SlabLayout {
   std::uint32_t words = 0;             // ceil(page_count / 32)
   std::uint32_t shards = 1;            // a power of two
   std::uint32_t bitmap_words = 0;      // chunk-bitmap words per page
-  std::uint32_t max_segment_log = 5;   // segments span at most 2^this pages
+  std::uint32_t open_budget = 0;       // most pages open segments should hold (C4)
   unsigned slab_shift = 0;             // log2(slab_bytes)
   std::size_t metadata_bytes = 0;      // bytes in front of page 0 (zeroed at init)
 
