@@ -229,7 +229,10 @@ void accumulate(const Cell* c, const double p[3], int cutoff, double acc[3]) {
 
 int main(int argc, char** argv) {
   mr::Session session(&argc, &argv);
-  if (session.status() != mr::Status::ok) return 1;
+  if (session.status() != mr::Status::ok) {
+    std::fprintf(stderr, "%s\n", mr::last_error());
+    return 1;
+  }
   if (!session.is_worker()) return 0;
   const int me = session.worker_id(), nw = session.num_workers();
   const long nbodies = argc > 1 ? std::atol(argv[1]) : 8192;

@@ -193,7 +193,10 @@ void report(const char* alloc, int nw, std::uint64_t n, int rep, Result r, MPI_C
 
 int main(int argc, char** argv) {
   mr::Session session(&argc, &argv);
-  if (session.status() != mr::Status::ok) return 1;
+  if (session.status() != mr::Status::ok) {
+    std::fprintf(stderr, "%s\n", mr::last_error());
+    return 1;
+  }
   if (!session.is_worker()) return 0;
   const region_bench::ListArgs args = region_bench::parse_list_args(argc, argv, "--no-mpi-get");
   const bool skip_get = args.flag;

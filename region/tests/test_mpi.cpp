@@ -283,7 +283,7 @@ static void test_objects(int me, int peer, int nw) {
 int main(int argc, char** argv) {
   mr::Session session(&argc, &argv);
   if (session.status() != mr::Status::ok) {
-    std::fprintf(stderr, "mr_init failed: %s\n", mr::to_string(session.status()));
+    std::fprintf(stderr, "%s\n", mr::last_error());
     return 1;
   }
   if (!session.is_worker()) return 0;
