@@ -106,8 +106,9 @@ struct ClassSlots {
     if (k == 0u || !g.room()) return;
     const std::uint32_t page = PagePool::claim_in_word(acc, h, k, start);
     if (page == no_page) return;
+    // No fence: the pages reach other workers only through the group's
+    // hand-over (a warp barrier) and what the user does to pass pointers on.
     init_pages(acc, h, cls, page, k);
-    acc.fence();
     const Extent e{page, 0u, k * n};
     set_bits(acc, h, cls, e);
     g.add(e);
@@ -214,6 +215,7 @@ struct ClassSlots {
       for (std::uint32_t index = seen.cursor; index < end;) {
         const std::uint32_t page = base + index / n;
         const std::uint32_t drop = n - index % n;
+        acc.fence();
         if (acc.atomic_sub(&h.pages[page].used, drop) == drop) retire(acc, h, page);
         index += drop;
       }
@@ -221,11 +223,13 @@ struct ClassSlots {
     }
   }
 
-  // S2: a page whose chunks have all come back returns to the pool.
+  // S2: a page whose chunks have all come back returns to the pool. Its
+  // entry keeps its class (S1): the next owner rewrites it, and until then
+  // a stray free finds the chunk's bit clear and is reported. The caller's
+  // fence before the count update that reached 0 orders the bit clears
+  // before the release.
   template <class Acc>
   MANYALLOC_FN static void retire(const Acc& acc, const SlabLayout& h, std::uint32_t page) {
-    acc.store(&h.pages[page].cls, 0u);
-    acc.fence();
     PagePool::release(acc, h, page, 1u);
   }
 

@@ -33,21 +33,25 @@
 // a request is reported as out of memory.
 //
 // Page table entry SlabPage -- invariants:
-//  S1 cls == 0: the page is free, or a body page of a large run. No chunk on
-//     it is allocated and its chunk bitmap is all zero.
+//  S1 cls == 0 or a page whose bit in `taken` is clear: the page is free
+//     (a retired slab keeps its old cls until its next owner rewrites it),
+//     or, with cls == 0 or a stale class, a body page of a large run. No
+//     chunk on it is allocated and its chunk bitmap is all zero, so a free
+//     of a pointer into it is reported (double free).
 //  S2 1 <= cls <= class_count: the page is a slab of size class cls-1.
 //     `used` counts the chunks of the page not yet freed, counting every
 //     chunk the page has as handed out from the moment the page was claimed
 //     (chunks are handed out only by a segment cursor, which passes every
 //     chunk of a segment exactly once). So `used` reaches 0 exactly once,
 //     when the last handed-out chunk comes back; the free that takes it to 0
-//     clears cls, then the page's bit in `taken` (retire).
+//     clears the page's bit in `taken` (retire).
 //  S3 A chunk's bit in the page's chunk bitmap is set from before its
 //     pointer is handed to a worker until its free clears it, so a second
 //     free of a chunk, or a free of a chunk never handed out, finds it clear.
 //  S4 cls == large_head: the page starts a run of `run` whole pages owned by
-//     one large request; the other pages of the run keep cls == 0. The free
-//     that swaps cls from large_head to 0 owns the release of the run.
+//     one large request; the other pages of the run keep what cls they had
+//     (S1). The free that swaps cls from large_head to 0 owns the release of
+//     the run, so a free page never keeps large_head.
 //
 // Class slots (ScatterAlloc's hashing replaced by sharding): for each size
 // class `shards` 64-bit words, each describing the segment its shard hands
