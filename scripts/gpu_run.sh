@@ -18,6 +18,12 @@
 #                 at paddings 4-512 B (--ideal-pads: how far layout alone goes)
 #     repeat      the distribution GPU tests 20 times (intermittent failures)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
+#     peers       our heaps side by side with the peer allocators Gallatin,
+#                 Ouroboros and mallocMC 2.6 (heap/bench/peers; their tarballs
+#                 in .carry/peers and Boost headers in .carry/boost, both from
+#                 scripts/prepare_gpu_carry.sh): build, run into
+#                 $OUT/peers.jsonl (log bench_peers.log), report in
+#                 $OUT/peers_report (~6 min)
 #   default: tests throughput coalescing   (one call stays under 10 minutes;
 #   run `suite` in a second call: the build directory is reused while warm)
 #
@@ -133,6 +139,28 @@ for stage in "${stages[@]}"; do
       rm -f "$OUT/heap_bench.jsonl"
       timeout 560 build-gpu/heap/bench/suite/manyalloc_heap_bench_cuda all --out "$OUT/heap_bench.jsonl" \
         > "$OUT/bench_all.log" 2> "$OUT/bench_all.err" || status=1 ;;
+    peers)
+      say "== peers: our heaps side by side with Gallatin, Ouroboros, mallocMC"
+      peers_opt=(-DMANYALLOC_PEERS_DIR="$PWD/.carry/peers")
+      [[ -d .carry/boost/include ]] && peers_opt+=(-DMANYALLOC_BOOST_INCLUDE_DIR="$PWD/.carry/boost/include")
+      t0=$SECONDS
+      blog=$OUT/build_peers.log
+      if cmake -S . -B build-gpu "${peers_opt[@]}" > "$blog" 2>&1 \
+         && cmake --build build-gpu -j"$(nproc)" --target manyalloc_heap_peers_bench >> "$blog" 2>&1; then
+        say "peers build: $((SECONDS - t0)) s; $(grep -o 'manyalloc_heap_peers_bench: peers.*' "$blog" | head -1)"
+        rm -f "$OUT/peers.jsonl"
+        timeout 330 build-gpu/heap/bench/peers/manyalloc_heap_peers_bench --deadline-s 300 --out "$OUT/peers.jsonl" \
+          > "$OUT/bench_peers.log" 2> "$OUT/bench_peers.err"
+        rc=$?
+        say "peers: exit $rc, $((SECONDS - t0)) s with the build"
+        [[ $rc -eq 0 ]] || status=1
+        python3 heap/bench/peers/report.py "$OUT/peers.jsonl" --out "$OUT/peers_report" --env "$OUT/environment.txt" \
+          >> "$LOG" 2>&1 || say "peers report.py failed (run it here on the fetched peers.jsonl)"
+      else
+        say "peers BUILD FAILED"
+        tail -30 "$blog" | tee -a "$LOG"
+        status=1
+      fi ;;
     *) say "unknown stage $stage"; status=1 ;;
   esac
 done
@@ -144,5 +172,6 @@ grep -E "exit [0-9]+" "$LOG" | sed 's/^/  /'
 [[ -f "$OUT/bench_throughput.log" ]] && grep -A12 "^experiment" "$OUT/bench_throughput.log"
 [[ -f "$OUT/bench_all.log" ]] && grep -A8 "^experiment *seconds" "$OUT/bench_all.log"
 [[ -f "$OUT/bench_coalescing.log" ]] && tail -12 "$OUT/bench_coalescing.log"
+[[ -f "$OUT/bench_peers.log" ]] && sed -n '/^== side by side/,$p' "$OUT/bench_peers.log"
 echo "status: $status"
 exit $status
