@@ -126,7 +126,7 @@ class SizeClassSlabs {
     st.misuse_reports = shared.misuse;
     st.last_misuse = static_cast<Misuse>(shared.last_misuse);
     st.page_count = layout_.page_count;
-    st.pages_in_use = shared.taken_pages;
+    for (const auto& c : shared.taken) st.pages_in_use += c.value;
     return st;
   }
 

@@ -123,9 +123,9 @@ struct ClassSlots {
     const std::uint32_t n = per_page(cls);
     const std::uint32_t start = hash_start(h, cls * 977u + shard, seen.generation);
     // The segment being replaced is used up: its pages leave the open count (C4).
-    if (seen.base_plus_one != 0u) acc.atomic_sub(&h.shared->open_pages, 1u << seen.log_pages);
+    if (seen.base_plus_one != 0u) acc.atomic_sub(&h.shared->open_pages.value, 1u << seen.log_pages);
     std::uint32_t log = segment_log_pages(n, Config::segment_chunks);
-    const std::uint32_t open = acc.load(&h.shared->open_pages);
+    const std::uint32_t open = acc.load(&h.shared->open_pages.value);
     while (log > 0u && open + (1u << log) > h.open_budget) --log;
     std::uint32_t page = no_page;
     for (;; --log) {
@@ -134,7 +134,7 @@ struct ClassSlots {
     }
     SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
     if (page != no_page) {
-      acc.atomic_add(&h.shared->open_pages, 1u << log);
+      acc.atomic_add(&h.shared->open_pages.value, 1u << log);
       init_pages(acc, h, cls, page, 1u << log);
       const std::uint32_t end = n << log;
       const std::uint32_t take = g.need < end ? g.need : end;
@@ -211,7 +211,7 @@ struct ClassSlots {
       const SlotWord empty{seen.generation + 1u, 0u, 0u, 0u};
       if (acc.atomic_cas64(slot, word, empty.encode()) != word) continue;
       const std::uint32_t base = seen.base_plus_one - 1u;
-      acc.atomic_sub(&h.shared->open_pages, 1u << seen.log_pages);
+      acc.atomic_sub(&h.shared->open_pages.value, 1u << seen.log_pages);
       for (std::uint32_t index = seen.cursor; index < end;) {
         const std::uint32_t page = base + index / n;
         const std::uint32_t drop = n - index % n;

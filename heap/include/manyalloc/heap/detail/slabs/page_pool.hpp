@@ -25,6 +25,22 @@ struct PagePool {
     return h.page_count - acc.load(&h.shared->unmapped_pages);
   }
 
+  // P2's counters.
+  template <class Acc>
+  MANYALLOC_FN static void count_taken(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t k) {
+    acc.atomic_add(&h.shared->taken[w % taken_shards].value, k);
+  }
+  template <class Acc>
+  MANYALLOC_FN static void count_released(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t k) {
+    acc.atomic_sub(&h.shared->taken[w % taken_shards].value, k);
+  }
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t taken_pages(const Acc& acc, const SlabLayout& h) {
+    std::uint32_t sum = 0;
+    for (std::uint32_t i = 0; i < taken_shards; ++i) sum += acc.load(&h.shared->taken[i].value);
+    return sum;
+  }
+
   // Bits of word w that name usable pages.
   MANYALLOC_FN static std::uint32_t valid_bits(std::uint32_t w, std::uint32_t limit) {
     const std::uint32_t first = w * 32u;
@@ -86,7 +102,7 @@ struct PagePool {
       const std::uint32_t mask = bits::low_mask(k) << pos;
       const std::uint32_t old = acc.atomic_or(&h.taken[w], mask);
       if ((old & mask) == 0u) {
-        acc.atomic_add(&h.shared->taken_pages, k);
+        count_taken(acc, h, w, k);
         after_claim(acc, h, w, old, mask, valid);
         return w * 32u + pos;
       }
@@ -110,7 +126,7 @@ struct PagePool {
     if (first != no_page) return first;
     // Slow path. Fast fail on a full pool (P2), then pass 0 skips the words
     // whose `full` hint is set, pass 1 trusts no hint.
-    if (acc.load(&h.shared->taken_pages) + k > limit) return no_page;
+    if (taken_pages(acc, h) + k > limit) return no_page;
     for (int pass = 0; pass < 2; ++pass) {
       std::uint32_t w = start;
       for (std::uint32_t seen = 0; seen < words;) {
@@ -142,7 +158,7 @@ struct PagePool {
   MANYALLOC_FN static bool take_whole_word(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t valid) {
     if (valid != 0xffffffffu) return false;  // a run of whole words uses full words only
     if (acc.atomic_cas(&h.taken[w], 0u, valid) != 0u) return false;
-    acc.atomic_add(&h.shared->taken_pages, 32u);
+    count_taken(acc, h, w, 32u);
     after_claim(acc, h, w, 0u, valid, valid);
     return true;
   }
@@ -152,7 +168,7 @@ struct PagePool {
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_words(const Acc& acc, const SlabLayout& h, std::uint64_t k) {
     const std::uint32_t limit = usable(acc, h);
-    if (k > limit || acc.load(&h.shared->taken_pages) + k > limit) return no_page;
+    if (k > limit || taken_pages(acc, h) + k > limit) return no_page;
     const auto need = static_cast<std::uint32_t>((k + 31u) / 32u);
     const std::uint32_t words = h.words;
     for (int pass = 0; pass < 2; ++pass) {
@@ -176,7 +192,7 @@ struct PagePool {
         if (got == need) {
           const auto tail = static_cast<std::uint32_t>(std::uint64_t{need} * 32u - k);
           if (tail != 0u) {
-            acc.atomic_sub(&h.shared->taken_pages, tail);
+            count_released(acc, h, w, tail);
             release_bits(acc, h, w, ~bits::low_mask(32u - tail));
           }
           return first * 32u;
@@ -192,7 +208,6 @@ struct PagePool {
   // Gives pages [first, first + k) back (P1, P2).
   template <class Acc>
   MANYALLOC_FN static void release(const Acc& acc, const SlabLayout& h, std::uint32_t first, std::uint64_t k) {
-    acc.atomic_sub(&h.shared->taken_pages, static_cast<std::uint32_t>(k));
     std::uint64_t page = first;
     const std::uint64_t end = first + k;
     while (page < end) {
@@ -200,6 +215,7 @@ struct PagePool {
       const auto pos = static_cast<std::uint32_t>(page % 32u);
       const std::uint64_t n64 = end - page < 32u - pos ? end - page : 32u - pos;
       const auto n = static_cast<std::uint32_t>(n64);
+      count_released(acc, h, w, n);
       release_bits(acc, h, w, bits::low_mask(n) << pos);
       page += n;
     }

@@ -17,9 +17,11 @@
 //  P1 A page is handed to one owner (a slot's segment, a warp's private slab
 //     pages, or a large run) by the atomic OR that sets its bit while it was
 //     clear; it returns to the pool by the atomic AND that clears it.
-//  P2 `taken_pages` in SlabShared equals the number of set bits once the
-//     claims and releases in flight have finished (claimers add after their
-//     OR succeeded, releasers subtract before their AND).
+//  P2 The sum of `taken` counters in SlabShared equals the number of set
+//     bits once the claims and releases in flight have finished (claimers
+//     add after their OR succeeded, releasers subtract before their AND).
+//     Counter i counts the pages of words w with w % taken_shards == i, so
+//     that concurrent claims do not all update one word.
 //  P3 Bits at or above the usable page count (page_count - unmapped_pages)
 //     are treated as set by every search and are never set in memory.
 //
@@ -80,7 +82,7 @@
 //     segments never hold much of the pool, whatever the mix of classes.
 //
 // SlabShared: `misuse` and `last_misuse` count reported misuse of the
-// public API; `taken_pages` is P2's counter; `open_pages` C4's;
+// public API; `taken` holds P2's counters; `open_pages` C4's;
 // `unmapped_pages` shrinks the usable page count (P3) for pools that grow.
 #pragma once
 
@@ -99,15 +101,18 @@ struct SlabPage {
 };
 
 // Counters written by many workers sit on cache lines of their own (128 B).
+inline constexpr std::uint32_t taken_shards = 32;
+
 struct SlabShared {
+  struct alignas(128) Counter {
+    std::uint32_t value;
+  };
   std::uint32_t misuse;
   std::uint32_t last_misuse;
   std::uint32_t unmapped_pages;
   std::uint32_t line0[29];
-  std::uint32_t taken_pages;
-  std::uint32_t line1[31];
-  std::uint32_t open_pages;  // pages of open segments (C4)
-  std::uint32_t line2[31];
+  Counter taken[taken_shards];  // P2
+  Counter open_pages;           // pages of open segments (C4)
 };
 
 inline constexpr std::uint32_t large_head = 0xffffffffu;
