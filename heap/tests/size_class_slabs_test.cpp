@@ -193,6 +193,22 @@ TEST(SlabWarpPath, DoubleFreeInsideOneWarpIsReportedOnce) {
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
 }
 
+// Segments opened for other classes (one chunk each, freed again) must not
+// keep their untouched pages from a class that runs out: a refill that
+// finds no page closes every open segment and tries again.
+TEST(SlabUsableShare, OpenSegmentsOfOtherClassesGiveTheirPagesBack) {
+  EmulatedHeap heap(std::size_t{16} << 20);
+  const auto handle = heap.handle();
+  const acc::HostThread acc;
+  for (std::size_t bytes : {16, 32, 48, 64, 96, 128, 256, 512, 1024, 2048}) handle.dealloc(acc, handle.alloc(acc, bytes));
+  EXPECT_GT(heap.creation().statistics<acc::HostThreads>().pages_in_use, 10u) << "segments of several pages are open";
+  std::vector<void*> big;
+  while (void* p = handle.alloc(acc, 8192)) big.push_back(p);
+  EXPECT_EQ(big.size(), std::size_t{heap.creation().layout().page_count} * 8) << "every page serves 8 KiB chunks";
+  for (void* p : big) handle.dealloc(acc, p);
+  EXPECT_EQ(heap.getAvailableSlots(8192), std::size_t{heap.creation().layout().page_count} * 8);
+}
+
 // Issue 15: at least 95% of a pool is usable at every size from 16 B to
 // 8 KiB, when one size fills the heap (what is left: metadata, and the
 // pages of partly used segments).

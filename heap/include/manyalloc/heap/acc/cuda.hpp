@@ -86,6 +86,14 @@ class CudaThread {
   }
   __device__ std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const { return atomicAdd(p, v); }
   __device__ std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { return atomicSub(p, v); }
+  __device__ std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const {
+    std::uint32_t old;
+    asm volatile("atom.release.gpu.add.u32 %0, [%1], %2;"
+                 : "=r"(old)
+                 : "l"(p), "r"(0u - v)
+                 : "memory");
+    return old;
+  }
   __device__ std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return atomicOr(p, v); }
   __device__ std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return atomicAnd(p, v); }
   __device__ std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return atomicExch(p, v); }

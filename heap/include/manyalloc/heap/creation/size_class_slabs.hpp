@@ -311,14 +311,14 @@ class SizeClassSlabs {
     const Layout& h = layout_;
     const std::uint32_t bit = 1u << (at.index % 32u);
     const bool ok = (acc.atomic_and(h.bits_of(at.page) + at.index / 32u, ~bit) & bit) != 0u;
-    // S3: every lane's bit is clear before the chunks are counted back.
+    // S3: every lane's bit is clear before the chunks are counted back:
+    // the barrier, then the leader's release.
     acc.sync_lanes(group);
     const std::uint32_t freed = bits::popcount(acc.ballot(group, ok));
     if (acc.lane_id() == acc::lowest_lane(group) && freed != 0u) {
-      acc.fence();
       // S2: the page's last chunks came back; no one hands out its chunks
       // again, so the page returns to the pool.
-      if (acc.atomic_sub(&h.pages[at.page].used, freed) == freed) Slots::retire(acc, h, at.page);
+      if (acc.atomic_sub_release(&h.pages[at.page].used, freed) == freed) Slots::retire(acc, h, at.page);
     }
     return ok ? Misuse::none : Misuse::double_free;
   }

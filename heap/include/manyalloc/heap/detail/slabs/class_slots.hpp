@@ -132,6 +132,12 @@ struct ClassSlots {
       page = PagePool::claim_in_word(acc, h, 1u << log, start);
       if (page != no_page || log == 0u) break;
     }
+    // No page left: the open segments of every class give back the pages
+    // they have not started (close_segment), then one more try.
+    if (page == no_page && acc.load(&h.shared->open_pages.value) != 0u) {
+      close_all_segments(acc, h);
+      page = PagePool::claim_in_word(acc, h, 1u, start);
+    }
     SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
     if (page != no_page) {
       acc.atomic_add(&h.shared->open_pages.value, 1u << log);
@@ -220,6 +226,14 @@ struct ClassSlots {
         index += drop;
       }
       return end - seen.cursor;
+    }
+  }
+
+  template <class Acc>
+  MANYALLOC_FN static void close_all_segments(const Acc& acc, const SlabLayout& h) {
+    const std::uint32_t classes = class_count(slab_bytes);
+    for (std::uint32_t c = 0; c < classes; ++c) {
+      for (std::uint32_t s = 0; s < h.shards; ++s) close_segment(acc, h, c, s);
     }
   }
 
