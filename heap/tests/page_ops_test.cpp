@@ -41,8 +41,10 @@ TEST_F(PageOpsTest, ClaimSetsTheSizeOnceAndClearsBitFields) {
   entry(5).fill = 0;  // as if the chunk were freed while its reset lost the race to the lock
   EXPECT_EQ(Ops::claim(acc, h, 5, 64), 64u) << "resetfreedpages: whoever locks an empty page re-splits it";
   entry(6).fill = page_locked;
-  EXPECT_EQ(Ops::claim(acc, h, 6, 64), 0u) << "a locked page cannot be claimed";
-  EXPECT_EQ(entry(6).chunk_size, 0u);
+  entry(6).chunk_size = heap::detail::multi_page;
+  EXPECT_EQ(Ops::claim(acc, h, 6, 64), 0u) << "a page of a multi-page run cannot be claimed";
+  EXPECT_EQ(entry(6).chunk_size, heap::detail::multi_page);
+  entry(6).chunk_size = 0;
   entry(6).fill = 0;
 }
 

@@ -108,8 +108,10 @@ class Scatter {
     // Each worker starts its search for a run where its own request would
     // go if all workers asked for as much, so concurrent large requests do
     // not all scan and lock from the same page (the paper expects few of them).
+    // The worker's place in its launch identifies it where warps exist; the
+    // processor is added only for host threads (search.hpp, processor_term).
     const std::uint64_t worker = static_cast<std::uint64_t>(acc.warp_id()) * Acc::warp_size + acc.lane_id();
-    const std::uint64_t start = worker * pages + static_cast<std::uint64_t>(acc.processor_id()) * HashConfig::hashingDistMP;
+    const std::uint64_t start = worker * pages + Search::processor_term(acc);
     return Multi::alloc(acc, layout_, pages, static_cast<std::uint32_t>(start % layout_.page_count));
   }
 
@@ -128,7 +130,7 @@ class Scatter {
         m = Multi::free(acc, layout_, page, in_page);
       } else {
         m = Ops::free_chunk(acc, layout_, page, chunk, in_page);
-        if (m == Misuse::none) Search::maybe_activate(acc, layout_, page, ptr);
+        if (m == Misuse::none) Search::maybe_activate(acc, layout_, page);
       }
     }
     if (m != Misuse::none) {

@@ -30,14 +30,20 @@ struct ScatterHeapConfig {
 
 struct ScatterHashConfig {
   // p = (S_req * k_S + mp * k_mp) mod pages (ScatterAlloc 5.3, equation 3).
+  // The multiprocessor term mp * k_mp is used where workers have no warps to
+  // tell them apart (host threads); on a GPU the warp term below places
+  // every warp, since the hardware moves a launch's blocks to other
+  // multiprocessors in every launch (detail/scatter/search.hpp).
   static constexpr std::uint32_t hashingK = 38183;
   static constexpr std::uint32_t hashingDistMP = 17497;
   // Extension of equation 3 for launches of far more threads than the
-  // paper's 15,000: warp w of a launch starts
-  //   w * (hashingDistWP + hashingDistWPRel * 32 * S_req / pagesize)
+  // paper's 15,000: with c chunks of S_req bytes on a page, warp w of a
+  // launch starts
+  //   w * (hashingDistWP + hashingDistWPRel * (32 / c))
   // pages further, i.e. past the pages a whole warp of such requests fills,
-  // so that warps tile the pages instead of all probing the same chain from
-  // their multiprocessor's page. Set both to 0 for the hash of the paper.
+  // and lane l of it l / c pages further (hashingDistWPRel != 0), so that
+  // warps and lanes tile the pages instead of all probing the same chain
+  // from one page. Set both to 0 for the hash of the paper.
   static constexpr std::uint32_t hashingDistWP = 1;
   static constexpr std::uint32_t hashingDistWPRel = 1;
 };

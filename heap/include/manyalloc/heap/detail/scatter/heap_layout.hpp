@@ -21,7 +21,8 @@
 //     short-lived +1s of workers whose reservation attempt failed and is being
 //     undone. Each allocated chunk has its bit set (in the mask for flat
 //     pages, in its in-page segment word for hierarchical pages); a set bit
-//     always belongs to a reservation counted in `fill`.
+//     always belongs to a reservation counted in `fill`. Without
+//     resetfreedpages the chunk size of a split page never changes again.
 //  I3 chunk_size == multi_page: the page belongs to an allocation of several
 //     pages (6.3). Its `fill` holds `locked` for the allocation's lifetime; the
 //     first page's mask holds the number of pages, the others' masks are 0.
@@ -31,21 +32,36 @@
 //     reservation needs fill < chunks <= 1024 < locked. A lock taken on
 //     fill == 0 means no chunk is allocated; with resetfreedpages its holder
 //     may reset or re-split the page (the emptying free may have lost its
-//     own reset to that lock). A reservation re-reads chunk_size after it
-//     succeeded and is undone if the page was re-split meanwhile.
+//     own reset to that lock). With resetfreedpages a reservation re-reads
+//     chunk_size after it succeeded and is undone if the page was re-split
+//     meanwhile; without it no re-split can happen (I2), so none does (as in
+//     the paper): the claimer zeroed the bit fields and fenced before it
+//     published the chunk size, and a worker's atomics on them follow its
+//     read of that size.
+//     Every lock is held for a bounded number of steps (claim, reset, the
+//     locking loop of a multi-page run, which then marks its pages
+//     multi_page), so a worker may wait for a page's lock to go away.
 //  I5 The mask of a hierarchical page has bit k set only if segment k was seen
 //     full; a worker that sets it re-reads the segment and clears the bit again
-//     if the segment has room (so the bit is a hint that is at most briefly
-//     wrong, never a lost segment).
+//     if the segment has room. The bit is a hint: a worker holding a
+//     reservation that finds every unmarked segment full walks all segments,
+//     so a wrongly set bit never hides a free chunk.
 //
 // Region words (5.4): bit i of a region's word is set when page i of the
 // region is (believed) full. popcount(word) is the region's fill level used
-// by the 90% rule. Like I5 this is a hint: the allocator re-checks after
-// setting a bit, and a final search pass tries every region that is not
-// entirely marked full before an allocation fails.
+// by the 90% rule; a region above it is *closed*. Like I5 this is a hint:
+// the worker that fills a page re-checks after setting its bit, and every
+// decrement of `fill` that takes it from `chunks` to below (a free, or the
+// undoing of a failed reservation) clears the bit, so that no bit stays set
+// on a page with room once the workers on it are done; a final search pass
+// tries every region that is not entirely marked full before an allocation
+// fails.
 //
-// HeapShared: `active_block` is the access block new searches start in;
-// `misuse` counts reported misuse of the public API (bad or double frees).
+// HeapShared: `active_block` is the access block new searches start in. A
+// search moves it to the next block when it finds its block full for the
+// first pass (most regions sampled closed, search.hpp), a free moves it back
+// to the lowest block the free touches that is not full. `misuse` counts
+// reported misuse of the public API (bad or double frees).
 #pragma once
 
 #include <cstddef>
@@ -96,6 +112,9 @@ struct HeapLayout {
   }
   MANYALLOC_FN std::uint32_t pages_in_block(std::uint32_t block) const {
     return block + 1 == block_count ? page_count - block * pages_per_block : pages_per_block;
+  }
+  MANYALLOC_FN std::uint32_t regions_in_block(std::uint32_t block, std::uint32_t regionsize) const {
+    return pages_in_block(block) / regionsize;
   }
   MANYALLOC_FN bool contains(const void* p, std::uint32_t pagesize) const {
     const auto* b = static_cast<const std::byte*>(p);

@@ -24,14 +24,23 @@ struct PageOps {
   }
 
   // --- region hints (5.4) -------------------------------------------------
+  // A region with more than 90% of its pages marked full is closed.
+  MANYALLOC_FN static constexpr bool closed_region(std::uint32_t full_pages) {
+    return full_pages * 10u > regionsize * 9u;
+  }
+  // Marks `page` full. `chunks` == 0: the page is locked for good (a
+  // multi-page run), no re-check needed.
   template <class Acc>
   MANYALLOC_FN static void mark_page_full(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                           std::uint32_t chunks) {
     std::uint32_t* word = &h.regions[page / regionsize];
     const std::uint32_t bit = 1u << (page % regionsize);
     acc.atomic_or(word, bit);
+    if (chunks == 0u) return;
     acc.fence();
     // A free may have slipped in before our bit became visible: re-check.
+    // (A failed reservation in flight can hide it here; its undoing clears
+    // the bit then, see release_reservation.)
     if (acc.load(&h.pages[page].fill) < chunks) acc.atomic_and(word, ~bit);
   }
   template <class Acc>
@@ -70,48 +79,68 @@ struct PageOps {
 
   // Another worker holds the page lock, most often a lane of the same warp
   // claiming the page for the same size. As in the paper, where the loser of
-  // the CAS uses the winner's split, wait briefly (bounded, so a page locked
-  // for longer costs nothing more) and report the chunk size it ended with.
+  // the CAS uses the winner's split, wait until the lock is gone and report
+  // the chunk size the page ended with (0 for a multi-page run). The wait is
+  // not bounded: a bound let the lanes of a warp that lost to their own
+  // sibling give up while the sibling, on the other side of the warp's
+  // divergence, had not finished, so that every lane claimed a page of its
+  // own (scatter_anomalies.md). Locks are held for a bounded number of steps
+  // (I4), and the GPU schedules the diverged lanes of a warp independently.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t wait_for_claim(const Acc& acc, PageEntry& e) {
-    for (int spin = 0; spin < 64; ++spin) {
-      const std::uint32_t chunk = acc.load(&e.chunk_size);
-      if (chunk == multi_page) return 0u;
-      if (acc.load(&e.fill) < page_locked) return chunk;
+    for (;;) {
+      if (acc.load(&e.chunk_size) == multi_page) return 0u;
+      if (acc.load(&e.fill) < page_locked) {
+        const std::uint32_t chunk = acc.load(&e.chunk_size);
+        return chunk == multi_page ? 0u : chunk;
+      }
+      acc.relax();
     }
-    return 0u;
   }
 
   // --- tryUsePage (6.1) ------------------------------------------------------
   // Reserves a chunk on a page split into `chunk_size` chunks and takes it.
   // Returns nullptr when the page is full, locked or was re-split meanwhile.
+  // `fill_seen` is the page's fill as the caller read it (0: not read).
   template <class Acc>
   MANYALLOC_FN static void* try_use(const Acc& acc, const HeapLayout& h, std::uint32_t page,
-                                    std::uint32_t chunk_size) {
+                                    std::uint32_t chunk_size, std::uint32_t fill_seen) {
     PageEntry& e = h.pages[page];
     const PageGeometry g = page_geometry(pagesize, chunk_size);
     // Reserving first means that a worker that gets past here will find a
     // free bit (I2), and that failure costs no bit-field traffic.
     // A plain read first: probing a full page then costs no atomic traffic.
-    if (acc.load(&e.fill) >= g.chunks) return nullptr;
+    if (fill_seen >= g.chunks) return nullptr;
+    // Which segments are marked full (I5), read with the reservation in
+    // flight rather than after it.
+    const std::uint32_t marked = g.hierarchical ? acc.load(&e.mask) : 0u;
     const std::uint32_t reserved = acc.atomic_add(&e.fill, 1u);
     if (reserved >= g.chunks) {
-      release_reservation(acc, h, page);
+      release_reservation(acc, h, page, g.chunks);
       return nullptr;
     }
-    acc.fence();
-    if (acc.load(&e.chunk_size) != chunk_size) {
-      // The page was emptied and re-split after we read its chunk size.
-      release_reservation(acc, h, page);
-      return nullptr;
+    if constexpr (Config::resetfreedpages) {
+      acc.fence();
+      if (acc.load(&e.chunk_size) != chunk_size) {
+        // The page was emptied and re-split after we read its chunk size.
+        release_reservation(acc, h, page, g.chunks);
+        return nullptr;
+      }
     }
+    // Without resetfreedpages a split page keeps its chunk size (I2): no
+    // re-check, and no fence on the way to a chunk.
     if (reserved + 1u == g.chunks) mark_page_full(acc, h, page, g.chunks);
     // Start at the reservation index rather than the lane id of the paper:
     // it is distinct for every worker on the page, so warps that share a
     // page do not collide, and lanes of one warp still get neighbouring chunks.
-    const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved)
+    const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
                                                : take_in_mask(acc, e, g.chunks, reserved % g.chunks);
     return h.page_data(page, pagesize) + static_cast<std::size_t>(index) * chunk_size;
+  }
+  template <class Acc>
+  MANYALLOC_FN static void* try_use(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                    std::uint32_t chunk_size) {
+    return try_use(acc, h, page, chunk_size, acc.load(&h.pages[page].fill));
   }
 
   // Flat page: set a free bit of the table's mask (6.1, tryUsePage 8-18).
@@ -133,12 +162,12 @@ struct PageOps {
   template <class Acc>
   MANYALLOC_FN static std::uint32_t take_in_segments(const Acc& acc, const HeapLayout& h,
                                                      std::uint32_t page, const PageGeometry& g,
-                                                     std::uint32_t reserved) {
+                                                     std::uint32_t reserved, std::uint32_t marked) {
     PageEntry& e = h.pages[page];
     const std::uint32_t segments = g.segments();
     std::uint32_t segment = (reserved / 32u) % segments;
-    for (;;) {
-      const std::uint32_t marked = acc.load(&e.mask);
+    for (bool first = true;; first = false) {
+      if (!first) marked = acc.load(&e.mask);
       if ((marked >> segment) & 1u) {
         const std::uint32_t next = bits::next_free_spot(marked, segment, segments);
         // Every segment marked full while we hold a reservation means stale
@@ -166,13 +195,16 @@ struct PageOps {
     }
   }
 
+  // I5. No fence between marking and re-reading: the mark is a hint that a
+  // reservation looks past (take_in_segments), so a mark that the re-read
+  // misses costs a probe, never a chunk; the fence cost every warp of
+  // 16-64-byte requests one fence more (a warp fills a segment).
   template <class Acc>
   MANYALLOC_FN static void mark_segment_full(const Acc& acc, PageEntry& e, std::uint32_t* word,
                                              std::uint32_t segment, std::uint32_t n) {
     const std::uint32_t bit = 1u << segment;
     acc.atomic_or(&e.mask, bit);
-    acc.fence();
-    if (acc.load(word) != bits::low_mask(n)) acc.atomic_and(&e.mask, ~bit);  // I5
+    if (acc.load(word) != bits::low_mask(n)) acc.atomic_and(&e.mask, ~bit);
   }
 
   // --- free (6.2) --------------------------------------------------------------
@@ -204,12 +236,21 @@ struct PageOps {
     return Misuse::none;
   }
 
-  // Undoes a reservation that could not be used. Whoever takes `fill` to 0
-  // tries the reset, also here: a failed reservation may have been counted
-  // when the page's last chunk was freed, so that free saw fill 2, not 1.
+  // Undoes a reservation that could not be used on a page of `chunks`
+  // chunks. Whoever takes `fill` to 0 tries the reset, also here: a failed
+  // reservation may have been counted when the page's last chunk was freed,
+  // so that free saw fill 2, not 1. Likewise whoever takes `fill` below
+  // `chunks` clears the page's full mark: the worker that filled the page
+  // may have re-read a fill that still counted this reservation, after the
+  // free that made room had cleared the mark already (region words in
+  // heap_layout.hpp). Left set, such a mark stayed on a page with room until
+  // the page filled up again; a region of such pages is skipped as closed
+  // (scatter_anomalies.md: 1-3 of them after each churn repetition).
   template <class Acc>
-  MANYALLOC_FN static void release_reservation(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
+  MANYALLOC_FN static void release_reservation(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                               std::uint32_t chunks) {
     const std::uint32_t before = acc.atomic_sub(&h.pages[page].fill, 1u);
+    if (before == chunks) mark_page_not_full(acc, h, page);
     if (Config::resetfreedpages && before == 1u) try_reset(acc, h, page);
   }
 

@@ -18,95 +18,183 @@ struct SmallSearch {
 
   // How a region's fill level is judged during a search.
   enum class Pass {
-    skip_90_percent,   // 5.4: skip regions with more than 90% of their pages full
+    skip_90_percent,   // 5.4: skip regions with more than 90% of their pages full (closed)
     skip_only_full,    // last resort before failing: skip only regions marked entirely full
   };
 
   MANYALLOC_FN static bool search_region(std::uint32_t full_pages, Pass pass) {
-    if (pass == Pass::skip_90_percent) return full_pages * 10u <= regionsize * 9u;
+    if (pass == Pass::skip_90_percent) return !Ops::closed_region(full_pages);
     return full_pages < regionsize;
   }
 
-  // Equation (3), p = (S_req * k_S + mp * k_mp) mod pages_per_block, plus the
-  // warp spread of scatter_config.hpp.
-  MANYALLOC_FN static std::uint32_t hash(std::uint32_t request, unsigned processor, unsigned warp,
-                                         std::uint32_t pages_per_block) {
+  // The multiprocessor term of equation (3), mp * k_mp, for workers that the
+  // warp term does not tell apart: host threads (warp width 1, all in warp
+  // 0). Where warps exist, the launch-wide warp index separates every worker
+  // already, while the multiprocessor a block runs on is picked anew by the
+  // hardware for every launch: hashing it would send the same request of the
+  // same warp to other pages in every launch, so that pages split for one
+  // size end up scattered under the requests of every other size, and every
+  // launch splits pages afresh (scatter_anomalies.md).
+  template <class Acc>
+  MANYALLOC_FN static std::uint64_t processor_term(const Acc& acc) {
+    if constexpr (Acc::warp_size == 1) {
+      return static_cast<std::uint64_t>(acc.processor_id()) * Hash::hashingDistMP;
+    } else {
+      return 0;
+    }
+  }
+
+  // Equation (3), p = (S_req * k_S + mp * k_mp) mod pages_per_block, with
+  // the warp spread of scatter_config.hpp: with c chunks of S_req bytes on a
+  // page, warp w starts w * (hashingDistWP + hashingDistWPRel * (32 / c))
+  // pages further (32 / c: the pages its lanes fill when each asks for as
+  // much), and lane l of it l / c pages further, at the page its chunk lands
+  // on then (all lanes on one page when 32 chunks fit, a page each for
+  // requests of more than half a page).
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t hash(const Acc& acc, std::uint32_t request, std::uint32_t pages_per_block) {
+    const std::uint32_t chunks = page_geometry(pagesize, request).chunks;
     const std::uint64_t warp_distance =
-        Hash::hashingDistWP + static_cast<std::uint64_t>(Hash::hashingDistWPRel) * 32u * request / pagesize;
-    const std::uint64_t h = static_cast<std::uint64_t>(request) * Hash::hashingK +
-                            static_cast<std::uint64_t>(processor) * Hash::hashingDistMP +
-                            static_cast<std::uint64_t>(warp) * warp_distance;
+        Hash::hashingDistWP + static_cast<std::uint64_t>(Hash::hashingDistWPRel) * (32u / chunks);
+    const std::uint64_t lane_distance = Hash::hashingDistWPRel != 0 ? acc.lane_id() / chunks : 0u;
+    const std::uint64_t h = static_cast<std::uint64_t>(request) * Hash::hashingK + processor_term(acc) +
+                            static_cast<std::uint64_t>(acc.warp_id()) * warp_distance + lane_distance;
     return static_cast<std::uint32_t>(h % pages_per_block);
   }
 
-  // Tries every region of `block` once, starting at page `start` of the block.
+  // Whether `block` is full for the first pass (5.4: "only if the super
+  // block reaches a certain fill level ... the allocator proceeds to the
+  // next super block"): more than 90% of `samples` regions spread evenly
+  // over the block, from `region` on, are closed. A sample, not a count: a
+  // counter of closed regions per block, updated whenever a region closed
+  // or opened, was one word that every worker filling or emptying pages of
+  // 4-8 KiB wrote (scatter_anomalies.md).
+  static constexpr std::uint32_t samples = 16;
+  template <class Acc>
+  MANYALLOC_FN static bool block_full(const Acc& acc, const HeapLayout& h, std::uint32_t block,
+                                      std::uint32_t region = 0) {
+    const std::uint32_t regions = h.regions_in_block(block, regionsize);
+    const std::uint32_t* words = h.regions + block * (h.pages_per_block / regionsize);
+    const std::uint32_t stride = regions / samples > 0 ? regions / samples : 1u;
+    std::uint32_t closed = 0, seen = 0;
+    for (std::uint32_t i = 0; i < samples && i < regions; ++i, ++seen)
+      closed += Ops::closed_region(bits::popcount(acc.load(&words[(region + i * stride) % regions])));
+    return closed * 10u > seen * 9u;
+  }
+
+  // Tries one page for a request: uses its chunks when their size fits
+  // (within the waste factor), or claims it when it is unused (6.1, alloc
+  // lines 8-27).
+  template <class Acc>
+  MANYALLOC_FN static void* try_page(const Acc& acc, const HeapLayout& h, std::uint32_t page, std::uint32_t request,
+                                     std::uint32_t max_chunk) {
+    // Both words at once: one round trip to memory, not two.
+    const std::uint32_t chunk = acc.load(&h.pages[page].chunk_size);
+    const std::uint32_t fill = acc.load(&h.pages[page].fill);
+    if (chunk >= request && chunk <= max_chunk) return Ops::try_use(acc, h, page, chunk, fill);
+    if (chunk != 0u) return nullptr;
+    const std::uint32_t now = Ops::claim(acc, h, page, request);
+    if (now >= request && now <= max_chunk) return Ops::try_use(acc, h, page, now, 0u);
+    return nullptr;
+  }
+
+  // Pages of open regions that the first pass probes in one block before it
+  // tries the next block (the block is not moved on for that, see below).
+  static constexpr std::uint32_t probe_limit = 4u * regionsize;
+  static constexpr std::uint32_t skip_limit = 4;
+
+  // Tries every region of `block` once, starting at page `start` of the
+  // block. In the first pass it stops early: when it meets closed regions
+  // while most of the block is closed (`full` is set then: the block is full
+  // for this pass), or after probe_limit pages of open regions without a
+  // chunk (an extension of 6.1: the request then tries the next block, as
+  // for a block that cannot serve it). Without resetfreedpages a page keeps
+  // the size it was first split for, so a block can hold no free page for a
+  // request although its regions are open; scanning every page of it cost
+  // such requests a million memory accesses (scatter_anomalies.md).
   template <class Acc>
   MANYALLOC_FN static void* search_block(const Acc& acc, const HeapLayout& h, std::uint32_t block,
-                                         std::uint32_t start, std::uint32_t request, Pass pass) {
+                                         std::uint32_t start, std::uint32_t request, Pass pass, bool& full) {
+    full = false;
     const std::uint32_t max_chunk =
         request * Config::wastefactor < pagesize ? request * Config::wastefactor : pagesize;
     const std::uint32_t block_first = block * h.pages_per_block;
-    const std::uint32_t regions = h.pages_in_block(block) / regionsize;
-    std::uint32_t p = start;
+    const std::uint32_t regions = h.regions_in_block(block, regionsize);
+    // The hashed page first, whatever its region's fill level: it is the page
+    // the hash meant for this request (5.3). When the lanes of a launch tile
+    // the pages (a page per lane for requests of a page), regions close
+    // while the pages the hash assigns in them are still unused; skipping
+    // them sent lanes to the pages of later lanes, which went further still.
+    if (void* mem = try_page(acc, h, block_first + start, request, max_chunk)) return mem;
+    std::uint32_t p = start + 1u == regions * regionsize ? 0u : start + 1u;
+    std::uint32_t skipped = 0, probed = 0;
     // regions + 1 visits: the first region is entered mid-way (at `start`),
     // so it is visited again from its beginning at the end.
     for (std::uint32_t visit = 0; visit <= regions; ++visit) {
       const std::uint32_t region = p / regionsize;
-      const std::uint32_t full = bits::popcount(acc.load(&h.regions[block_first / regionsize + region]));
-      if (search_region(full, pass)) {
+      const std::uint32_t marks = bits::popcount(acc.load(&h.regions[block_first / regionsize + region]));
+      if (search_region(marks, pass)) {
         const std::uint32_t region_end = (region + 1u) * regionsize;
         for (; p < region_end; ++p) {
-          const std::uint32_t page = block_first + p;
-          const std::uint32_t chunk = acc.load(&h.pages[page].chunk_size);
-          std::uint32_t usable = 0;
-          if (chunk >= request && chunk <= max_chunk) {
-            usable = chunk;
-          } else if (chunk == 0u) {
-            const std::uint32_t now = Ops::claim(acc, h, page, request);
-            if (now >= request && now <= max_chunk) usable = now;
-          }
-          if (usable != 0u) {
-            if (void* mem = Ops::try_use(acc, h, page, usable)) return mem;
-          }
+          if (void* mem = try_page(acc, h, block_first + p, request, max_chunk)) return mem;
+          if (pass == Pass::skip_90_percent && ++probed >= probe_limit) return nullptr;
         }
+      } else if (pass == Pass::skip_90_percent) {
+        // Closed regions met: when most of the block is closed, move on to
+        // the next block instead of scanning the rest of this one.
+        if (skipped == 0u && block_full(acc, h, block, region)) {
+          full = true;
+          return nullptr;
+        }
+        if (++skipped >= skip_limit) return nullptr;
       }
       p = ((region + 1u) % regions) * regionsize;
     }
+    full = true;
     return nullptr;
   }
 
   // alloc (6.1): start in the active access block; when it cannot serve the
-  // request, move the active block on (5.4) and try the next one.
+  // request, or is full for the first pass, move the active block on (5.4)
+  // and try the next one.
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request) {
-    const std::uint32_t start = hash(request, acc.processor_id(), acc.warp_id(), h.pages_per_block);
+    const std::uint32_t start = hash(acc, request, h.pages_per_block);
     const std::uint32_t first_block = acc.load(&h.shared->active_block) % h.block_count;
+    bool full = false;
     for (std::uint32_t i = 0; i < h.block_count; ++i) {
       const std::uint32_t block = (first_block + i) % h.block_count;
-      if (void* mem = search_block(acc, h, block, start, request, Pass::skip_90_percent)) return mem;
-      acc.atomic_cas(&h.shared->active_block, block, (block + 1u) % h.block_count);
+      if (void* mem = search_block(acc, h, block, start, request, Pass::skip_90_percent, full)) return mem;
+      if (full) acc.atomic_cas(&h.shared->active_block, block, (block + 1u) % h.block_count);
     }
-    // Region fill levels are hints (heap_layout.hpp): before reporting out of
-    // memory, look into every region that is not entirely marked full.
+    // Region fill levels are hints (heap_layout.hpp), and the first pass
+    // looks at part of each block only: before reporting out of memory, look
+    // into every region that is not entirely marked full.
     for (std::uint32_t i = 0; i < h.block_count; ++i) {
       const std::uint32_t block = (first_block + i) % h.block_count;
-      if (void* mem = search_block(acc, h, block, start, request, Pass::skip_only_full)) return mem;
+      if (void* mem = search_block(acc, h, block, start, request, Pass::skip_only_full, full)) return mem;
     }
     return nullptr;
   }
 
-  // 5.4: a free in a block other than the active one makes that block active
-  // with a probability that grows as the freed page's region empties, so
-  // that emptied blocks get reused (against blowup).
+  // 5.4: frees make emptied blocks active again, so that they get reused
+  // (against blowup). The paper picks such a block at random, with a chance
+  // that grows as the block empties; we take the lowest block that a free
+  // touches (first fit over blocks, as mallocMC does), unless the block is
+  // still full for the first pass. After a launch frees what an earlier one
+  // allocated, the next launch then starts in the block where that one
+  // started and finds the pages it split there (scatter_anomalies.md):
+  // random activation sent it to whichever block a late free had picked.
   template <class Acc>
-  MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page,
-                                          const void* ptr) {
+  MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
     const std::uint32_t block = h.block_of(page);
-    if (acc.load(&h.shared->active_block) % h.block_count == block) return;
-    const std::uint32_t full = bits::popcount(acc.load(&h.regions[page / regionsize]));
-    const auto noise = static_cast<std::uint32_t>((reinterpret_cast<std::uintptr_t>(ptr) >> 4) * 2654435761u);
-    // Chance (regionsize - full) / (64 * regionsize): at most 1 in 64.
-    if (noise % (64u * regionsize) < regionsize - full) acc.store(&h.shared->active_block, block);
+    std::uint32_t active = acc.load(&h.shared->active_block);
+    if (active % h.block_count <= block || block_full(acc, h, block)) return;
+    while (active % h.block_count > block) {
+      const std::uint32_t seen = acc.atomic_cas(&h.shared->active_block, active, block);
+      if (seen == active) return;
+      active = seen;
+    }
   }
 };
 

@@ -1,0 +1,262 @@
+// Unit tests of Scatter's page search (detail/scatter/search.hpp) and of the
+// page-lock and region-mark rules behind the anomalies of
+// docs/results/heap/scatter_anomalies.md, on host threads that play lanes of
+// GPU warps (warp width 32, a chosen lane, warp and processor), counting
+// their memory operations where a test bounds the work of a search.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#include "generic/test_heaps.hpp"
+#include "manyalloc_support/host_runner.hpp"
+
+namespace manyalloc::testing {
+namespace {
+
+using heap::detail::page_locked;
+
+// A host thread playing lane `lane` of warp `warp` on processor `processor`.
+struct PlayedLane : acc::HostThread {
+  static constexpr unsigned warp_size = 32;
+  unsigned lane = 0, warp = 0, processor = 0;
+  std::uint64_t* ops = nullptr;  // memory operations, when not null
+
+  unsigned lane_id() const { return lane; }
+  unsigned warp_id() const { return warp; }
+  unsigned processor_id() const { return processor; }
+  std::uint32_t load(const std::uint32_t* p) const { return count(), HostThread::load(p); }
+  void store(std::uint32_t* p, std::uint32_t v) const { count(), HostThread::store(p, v); }
+  std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const { return count(), HostThread::atomic_add(p, v); }
+  std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { return count(), HostThread::atomic_sub(p, v); }
+  std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return count(), HostThread::atomic_or(p, v); }
+  std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return count(), HostThread::atomic_and(p, v); }
+  std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return count(), HostThread::atomic_exch(p, v); }
+  std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {
+    return count(), HostThread::atomic_cas(p, e, d);
+  }
+
+ private:
+  void count() const {
+    if (ops != nullptr) ++*ops;
+  }
+};
+
+PlayedLane lane_of(unsigned lane, unsigned warp, unsigned processor = 0) {
+  PlayedLane a;
+  a.lane = lane;
+  a.warp = warp;
+  a.processor = processor;
+  return a;
+}
+
+struct TwoBlocks : CreationPolicies::ScatterHeapConfig {
+  static constexpr std::uint32_t accessblocks = 2;
+};
+
+template <class Config>
+class ScatterSearchTest : public ::testing::Test {
+ protected:
+  using Creation = CreationPolicies::Scatter<Config>;
+  using Ops = heap::detail::PageOps<Config>;
+  using Search = heap::detail::SmallSearch<Config, CreationPolicies::ScatterHashConfig>;
+  static constexpr std::uint32_t rs = Config::regionsize;
+
+  ScatterHeap<HostRunner, Config> heap{std::size_t{4} << 20};
+  const Creation& scatter = heap.creation();
+  const heap::detail::HeapLayout& h = scatter.layout();
+
+  heap::detail::PageEntry& entry(std::uint32_t page) { return h.pages[page]; }
+  std::uint32_t region_word(std::uint32_t page) { return h.regions[page / rs]; }
+  std::uint32_t page_of(const void* p) {
+    return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - h.data) / Config::pagesize);
+  }
+  std::uint32_t active() { return h.shared->active_block % h.block_count; }
+  // Splits `page` into `chunk`-byte chunks and takes every one of them.
+  void fill_page(std::uint32_t page, std::uint32_t chunk) {
+    const acc::HostThread host;
+    ASSERT_EQ(Ops::claim(host, h, page, chunk), chunk);
+    while (Ops::try_use(host, h, page, chunk) != nullptr) {
+    }
+  }
+};
+
+using PageLockTest = ScatterSearchTest<CreationPolicies::ScatterHeapConfig>;
+using BlockTest = ScatterSearchTest<TwoBlocks>;
+
+// Bimodal launches: a lane that lost the CAS for an unused page to a
+// sibling lane must use the sibling's split, however long the sibling takes
+// (on the GPU the sibling may not run while its warp's other side spins).
+// The wait was bounded by 64 spins: the loser then claimed a page of its
+// own, and the next loser the page after that.
+TEST_F(PageLockTest, LoserOfAClaimWaitsForTheWinnersSplit) {
+  const std::uint32_t request = 16;
+  const PlayedLane winner = lane_of(0, 0), loser = lane_of(1, 0);
+  const std::uint32_t page = Search::hash(winner, request, h.pages_per_block);
+  ASSERT_EQ(Search::hash(loser, request, h.pages_per_block), page) << "lanes of a warp share a page for 16 B";
+  heap::detail::PageEntry& e = entry(page);
+  ASSERT_EQ(acc::HostThread{}.atomic_cas(&e.fill, 0u, page_locked), 0u);  // the winner's claim is in progress
+  std::atomic<bool> started{false};
+  void* got = nullptr;
+  std::thread t([&] {
+    started = true;
+    got = scatter.create(loser, request);
+  });
+  while (!started) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The winner finishes its claim (as PageOps::claim does).
+  for (std::uint32_t s = 0; s < heap::detail::page_geometry(4096, request).segments(); ++s)
+    acc::HostThread{}.store(Ops::segment_word(h, page, s), 0u);
+  acc::HostThread{}.store(&e.chunk_size, request);
+  acc::HostThread{}.atomic_sub(&e.fill, page_locked);
+  t.join();
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(page_of(got), page) << "the loser must use the winner's page, not claim another";
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().pages_in_use, 1u);
+}
+
+// Churn slowdown: the worker that fills a page re-reads `fill` after setting
+// the page's full mark; a failed reservation still counted there hides the
+// free that made room meanwhile (whose clearing came before the mark). The
+// undoing of that reservation takes `fill` below the page's chunks and must
+// clear the mark; otherwise it stayed, and such marks added up until regions
+// were skipped as full while empty.
+TEST_F(PageLockTest, UndoneReservationClearsAFullMarkItHid) {
+  const acc::HostThread a;
+  const std::uint32_t page = 3, chunks = 8;  // 512-byte chunks
+  ASSERT_EQ(Ops::claim(a, h, page, 512), 512u);
+  void* first = Ops::try_use(a, h, page, 512);
+  for (std::uint32_t i = 1; i + 1 < chunks; ++i) ASSERT_NE(Ops::try_use(a, h, page, 512), nullptr);
+  heap::detail::PageEntry& e = entry(page);
+  // Filler F reserves the last chunk; a reservation T that will fail comes in.
+  ASSERT_EQ(a.atomic_add(&e.fill, 1u), chunks - 1);
+  ASSERT_EQ(a.atomic_add(&e.fill, 1u), chunks);
+  // A free of another chunk: fill 9 -> 8, it clears the (not yet set) mark.
+  const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(first) - h.page_data(page, 4096));
+  ASSERT_EQ(Ops::free_chunk(a, h, page, 512, offset), Misuse::none);
+  // F marks the page full and re-reads fill: 8, T still counted.
+  Ops::mark_page_full(a, h, page, chunks);
+  EXPECT_TRUE(region_word(page) & (1u << (page % rs)));
+  // T undoes its reservation: 7 chunks reserved, the page has room.
+  Ops::release_reservation(a, h, page, chunks);
+  EXPECT_EQ(e.fill, chunks - 1);
+  EXPECT_FALSE(region_word(page) & (1u << (page % rs))) << "a full mark on a page with room";
+}
+
+// 5.4: a block is full for the first pass when more than 90% of the
+// regions sampled over it are closed.
+TEST_F(BlockTest, BlockIsFullWhenMostSampledRegionsAreClosed) {
+  const std::uint32_t regions = h.pages_per_block / rs;
+  ASSERT_GE(regions, Search::samples);
+  EXPECT_FALSE(Search::block_full(acc::HostThread{}, h, 0));
+  for (std::uint32_t r = 0; r < regions; ++r) {
+    h.regions[r] = r % Search::samples == 0 ? 0u : (1u << (rs - 1)) - 1u;  // rs - 1 pages marked: closed
+  }
+  EXPECT_TRUE(Ops::closed_region(rs - 1));
+  // One open region in every 16: 15 of 16 samples closed (> 90%).
+  EXPECT_TRUE(Search::block_full(acc::HostThread{}, h, 0, 1));
+  for (std::uint32_t r = 0; r < regions; ++r) h.regions[r] = r % 4 == 0 ? 0u : (1u << (rs - 1)) - 1u;
+  EXPECT_FALSE(Search::block_full(acc::HostThread{}, h, 0, 1)) << "75% closed";
+  EXPECT_FALSE(Search::block_full(acc::HostThread{}, h, 1)) << "the other block is empty";
+  for (std::uint32_t r = 0; r < regions; ++r) h.regions[r] = 0;
+}
+
+// Stable pages across launches: where warps exist, the launch-wide warp
+// index (not the multiprocessor, which the hardware picks anew for every
+// launch) places a request, so a warp's requests find the pages they split
+// before. Host threads (warp width 1) are still spread by processor.
+TEST_F(PageLockTest, HashIgnoresTheMultiprocessorWhereWarpsExist) {
+  for (std::uint32_t request : {16u, 64u, 256u, 1024u, 4096u}) {
+    EXPECT_EQ(Search::hash(lane_of(3, 77, 0), request, h.pages_per_block),
+              Search::hash(lane_of(3, 77, 131), request, h.pages_per_block))
+        << request;
+  }
+  struct HostOnProcessor : acc::HostThread {
+    unsigned cpu;
+    unsigned processor_id() const { return cpu; }
+  };
+  EXPECT_NE(Search::hash(HostOnProcessor{{}, 0}, 64, h.pages_per_block),
+            Search::hash(HostOnProcessor{{}, 1}, 64, h.pages_per_block));
+  // Lanes with page-sized requests start on pages of their own, lanes with
+  // 1 KiB requests four to a page, and the next warp past them.
+  const std::uint32_t p0 = Search::hash(lane_of(0, 9), 4096, h.pages_per_block);
+  EXPECT_EQ(Search::hash(lane_of(31, 9), 4096, h.pages_per_block), (p0 + 31) % h.pages_per_block);
+  const std::uint32_t k0 = Search::hash(lane_of(0, 9), 1024, h.pages_per_block);
+  EXPECT_EQ(Search::hash(lane_of(3, 9), 1024, h.pages_per_block), k0);
+  EXPECT_EQ(Search::hash(lane_of(4, 9), 1024, h.pages_per_block), (k0 + 1) % h.pages_per_block);
+  EXPECT_EQ(Search::hash(lane_of(0, 10), 1024, h.pages_per_block), (k0 + 9) % h.pages_per_block);
+}
+
+// 4 KiB requests: a lane's hashed page is tried although its region is
+// closed (15 of 16 pages full); the lane went on to later lanes' pages.
+TEST_F(PageLockTest, HashedPageIsTriedInAClosedRegion) {
+  const PlayedLane lane = lane_of(0, 0);
+  const std::uint32_t page = Search::hash(lane, 4096, h.pages_per_block);
+  const std::uint32_t first = page / rs * rs;
+  for (std::uint32_t p = first; p < first + rs; ++p)
+    if (p != page) fill_page(p, 4096);
+  ASSERT_TRUE(Ops::closed_region(static_cast<std::uint32_t>(std::popcount(region_word(page)))));
+  void* got = scatter.create(lane, 4096);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(page_of(got), page);
+}
+
+// Mixed sizes: without resetfreedpages pages keep their first split; a block
+// whose pages are all split for other sizes is left after a few regions for
+// the next block, not scanned to its end (which cost a million memory
+// operations per request in a 2 GiB block).
+TEST_F(BlockTest, FirstPassLeavesABlockSplitForOtherSizes) {
+  ASSERT_EQ(h.block_count, 2u);
+  for (std::uint32_t p = 0; p < h.pages_per_block; ++p) {
+    const acc::HostThread a;
+    ASSERT_EQ(Ops::claim(a, h, p, 256), 256u);  // split, empty, unusable for 16 B (waste factor 2)
+  }
+  std::uint64_t ops = 0;
+  PlayedLane lane = lane_of(0, 0);
+  lane.ops = &ops;
+  void* got = scatter.create(lane, 16);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(h.block_of(page_of(got)), 1u);
+  EXPECT_LT(ops, 4u * Search::probe_limit + 4u * Search::skip_limit + 64u)
+      << "scanned " << h.pages_per_block << " pages of block 0";
+  EXPECT_EQ(active(), 0u) << "a block that cannot serve one size is not full: it stays active";
+}
+
+// 5.4: a block with more than 90% of its regions closed is full for the
+// first pass: the search leaves it at its first closed region and moves the
+// active block on.
+TEST_F(BlockTest, MostlyClosedBlockIsLeftAndTheActiveBlockMovesOn) {
+  const std::uint32_t regions = h.pages_per_block / rs;
+  for (std::uint32_t r = 0; r < regions; ++r)
+    for (std::uint32_t p = r * rs; p < (r + 1) * rs; ++p) fill_page(p, 4096);
+  ASSERT_TRUE(Search::block_full(acc::HostThread{}, h, 0));
+  std::uint64_t ops = 0;
+  PlayedLane lane = lane_of(5, 3);
+  lane.ops = &ops;
+  void* got = scatter.create(lane, 4096);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(h.block_of(page_of(got)), 1u);
+  EXPECT_EQ(active(), 1u);
+  EXPECT_LT(ops, 64u);
+}
+
+// Frees make the lowest block they touch active again (unless it is still
+// full), so that the next launch starts where the last one did.
+TEST_F(BlockTest, FreeMakesTheLowestFreedBlockActive) {
+  const PlayedLane lane = lane_of(0, 0);
+  void* low = scatter.create(lane, 64);
+  ASSERT_NE(low, nullptr);
+  ASSERT_EQ(h.block_of(page_of(low)), 0u);
+  h.shared->active_block = 1;
+  void* high = scatter.create(lane, 64);
+  ASSERT_EQ(h.block_of(page_of(high)), 1u);
+  scatter.destroy(lane, high);
+  EXPECT_EQ(active(), 1u);
+  scatter.destroy(lane, low);
+  EXPECT_EQ(active(), 0u);
+}
+
+}  // namespace
+}  // namespace manyalloc::testing
