@@ -28,7 +28,69 @@ struct AllocWriteFree {
     heap.dealloc(acc, p);
   }
 };
+// Each worker takes one chunk of `bytes`, writes its index into the first
+// and last word, or (check) counts chunks whose words changed, or frees.
+template <class Handle>
+struct GrowProbe {
+  Handle heap;
+  std::size_t bytes;
+  void** ptrs;
+  std::uint32_t* counters;  // [0] failed allocations, [1] corrupt chunks
+  int step;                 // 0 alloc+write, 1 check, 2 free
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    if (step == 0) {
+      auto* p = static_cast<std::uint32_t*>(heap.alloc(acc, bytes));
+      ptrs[w] = p;
+      if (p == nullptr) {
+        atomicAdd(counters, 1u);
+        return;
+      }
+      p[0] = w;
+      p[bytes / 4 - 1] = ~w;
+    } else if (auto* p = static_cast<std::uint32_t*>(ptrs[w])) {
+      if (step == 1 && (p[0] != w || p[bytes / 4 - 1] != ~w)) atomicAdd(counters + 1, 1u);
+      if (step == 2) heap.dealloc(acc, p);
+    }
+  }
+};
 }  // namespace
+
+// Issue 15: a pool that grows between launches (CUDA virtual memory
+// management). Chunks from before the growth keep their place and data.
+TEST(CudaGrowingPool, GrowsBetweenLaunchesWithoutMovingChunks) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  using Heap = Allocator<CreationPolicies::SizeClassSlabs<>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                         ReservePoolPolicies::CudaVirtualMemory, AlignmentPolicies::Shrink<16>>;
+  const std::size_t mib = std::size_t{1} << 20;
+  Heap heap(std::size_t{16} << 30, 64 * mib);
+  EXPECT_LT(heap.mapped_bytes(), 512 * mib) << "metadata and 64 MiB only";
+  const std::uint32_t workers = 1u << 16;
+  const std::size_t bytes = 4096;  // 2^16 x 4 KiB = 256 MiB: more than the first mapping
+  CudaRunner::Buffer<void*> first(workers), second(workers);
+  CudaRunner::Buffer<std::uint32_t> counters(2);
+  using H = Heap::Handle;
+  CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, first.data(), counters.data(), 0});
+  const std::uint32_t failed_small = counters.to_host()[0];
+  EXPECT_GT(failed_small, workers / 2) << "64 MiB cannot hold 256 MiB of chunks";
+  EXPECT_LT(failed_small, workers);
+
+  heap.grow(std::size_t{2} << 30);
+  counters.zero();
+  CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, second.data(), counters.data(), 0});
+  EXPECT_EQ(counters.to_host()[0], 0u) << "after growing to 2 GiB every worker gets a chunk";
+  CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, first.data(), counters.data(), 1});
+  CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, second.data(), counters.data(), 1});
+  EXPECT_EQ(counters.to_host()[1], 0u) << "chunks changed";
+  CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, first.data(), counters.data(), 2});
+  CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, second.data(), counters.data(), 2});
+  const auto st = heap.creation().statistics<acc::Cuda>();
+  EXPECT_EQ(st.misuse_reports, 0u);
+  EXPECT_EQ(st.pages_in_use, 0u);
+  // A 1 GiB run in the grown part, then the whole reservation.
+  heap.grow(std::size_t{16} << 30);
+  EXPECT_GE(heap.getAvailableSlots(std::size_t{1} << 30), heap.creation().layout().page_count / 16384 - 1);
+}
 
 TEST(CudaDeviceMalloc, BaselineAllocatesFromKernels) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";

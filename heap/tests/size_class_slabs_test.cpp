@@ -236,5 +236,61 @@ TEST(SlabUsableShare, SingleSizesFillAlmostThePool) {
   }
 }
 
+// Issue 15: a pool that grows. HostVirtualMemory leaves the unmapped part
+// of the reservation inaccessible, so a heap that touched it would crash.
+using GrowingHeap = Allocator<CreationPolicies::SizeClassSlabs<>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                              ReservePoolPolicies::HostVirtualMemory, AlignmentPolicies::Shrink<16>>;
+
+TEST(SlabGrowingPool, GrowsBetweenLaunchesWithoutMovingChunks) {
+  const std::size_t mib = std::size_t{1} << 20;
+  GrowingHeap heap(256 * mib, 4 * mib);
+  EXPECT_LT(heap.mapped_bytes(), 8 * mib);
+  const auto handle = heap.handle();
+  const acc::HostThread acc;
+  auto fill = [&](std::size_t bytes, std::vector<void*>& out) {
+    while (void* p = handle.alloc(acc, bytes)) {
+      std::memset(p, 0x5a, bytes);
+      out.push_back(p);
+    }
+  };
+  std::vector<void*> small, later;
+  fill(4096, small);
+  ASSERT_FALSE(small.empty());
+  EXPECT_LE(small.size() * 4096, 4 * mib) << "the heap used memory it was not given";
+  EXPECT_EQ(heap.getAvailableSlots(4096), 0u);
+  EXPECT_EQ(handle.alloc(acc, 2 * mib), nullptr) << "a large request must not reach unmapped pages";
+
+  EXPECT_GE(heap.grow(64 * mib), 64 * mib);
+  EXPECT_GT(heap.getAvailableSlots(4096), 14000u);
+  void* big = handle.alloc(acc, 16 * mib);
+  ASSERT_NE(big, nullptr) << "a run of pages in the grown part";
+  std::memset(big, 0x33, 16 * mib);
+  fill(4096, later);
+  EXPECT_GT(later.size(), 10 * small.size());
+  for (void* p : small) EXPECT_EQ(*static_cast<unsigned char*>(p), 0x5a) << "a chunk from before the growth changed";
+
+  heap.grow(512 * mib);  // capped at the reservation
+  EXPECT_EQ(heap.mapped_bytes(), 256 * mib);
+  for (void* p : small) handle.dealloc(acc, p);
+  for (void* p : later) handle.dealloc(acc, p);
+  handle.dealloc(acc, big);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
+  const std::size_t pages = heap.creation().layout().page_count;
+  EXPECT_EQ(heap.getAvailableSlots(65536), pages) << "after growing to the whole reservation, every page";
+}
+
+TEST(SlabGrowingPool, ScatterUsesAGrowablePoolWhole) {
+  using Heap = Allocator<CreationPolicies::Scatter<>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                         ReservePoolPolicies::HostVirtualMemory, AlignmentPolicies::Shrink<16>>;
+  Heap heap(std::size_t{8} << 20);  // mapped whole: Scatter cannot grow
+  const acc::HostThread acc;
+  void* p = heap.handle().alloc(acc, 100);
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 1, 100);
+  heap.handle().dealloc(acc, p);
+  EXPECT_EQ(heap.mapped_bytes(), std::size_t{8} << 20);
+}
+
 }  // namespace
 }  // namespace manyalloc::testing

@@ -6,6 +6,7 @@
 //   create (CreationPolicy) -> OOM check (OOMPolicy) -> distribute.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -76,11 +77,13 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     CP creation_{};
   };
 
-  // Reserves the pool and builds an empty heap of about `heap_bytes` bytes.
-  // Throws what the ReservePoolPolicy / CreationPolicy throw on failure.
+  // Reserves the pool and builds an empty heap of about `heap_bytes` bytes
+  // (a growable pool is mapped whole). Throws what the ReservePoolPolicy /
+  // CreationPolicy throw on failure.
   explicit Allocator(std::size_t heap_bytes) : pool_bytes_(heap_bytes) {
     pool_ = RP::set_mem_pool(heap_bytes);
     try {
+      if constexpr (GrowablePool<RP>) map_to(heap_bytes);
       const auto [aligned, usable] = AP::align_pool(pool_, heap_bytes);
       creation_ = CP::template init_heap<backend>(aligned, usable);
     } catch (...) {
@@ -89,19 +92,55 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     }
   }
 
+  // A heap that grows (issue 15): reserves `heap_bytes` of address space,
+  // lays the heap out over all of it, and maps the metadata plus
+  // `initial_bytes` of the pool; grow() maps more later. Chunks never move.
+  Allocator(std::size_t heap_bytes, std::size_t initial_bytes)
+    requires GrowablePool<RP> && GrowingCreationPolicy<CP, backend>
+      : pool_bytes_(heap_bytes) {
+    pool_ = RP::set_mem_pool(heap_bytes);
+    try {
+      const auto [aligned, usable] = AP::align_pool(pool_, heap_bytes);
+      const std::size_t front = static_cast<std::size_t>(static_cast<std::byte*>(aligned) - static_cast<std::byte*>(pool_));
+      map_to(front + CP::metadata_bytes_for(aligned, usable));
+      creation_ = CP::template init_heap<backend>(aligned, usable);
+      map_to(std::max(mapped_, initial_bytes));
+      creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped_);
+    } catch (...) {
+      RP::reset_mem_pool(pool_, pool_bytes_);
+      throw;
+    }
+  }
+
+  // Maps the pool up to `bytes` (rounded up to the pool's granularity, at
+  // most the reserved size) and lets the heap use it, also while kernels
+  // run. Returns the bytes now mapped. Throws what the pool throws (e.g. no
+  // device memory left); the heap then stays as it was.
+  std::size_t grow(std::size_t bytes)
+    requires GrowablePool<RP> && GrowingCreationPolicy<CP, backend>
+  {
+    map_to(bytes);
+    creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped_);
+    return mapped_;
+  }
+
+  // Bytes of the pool backed by memory (all of it unless the pool grows).
+  std::size_t mapped_bytes() const { return GrowablePool<RP> ? mapped_ : pool_bytes_; }
+
   ~Allocator() { release(); }
 
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
   Allocator(Allocator&& other) noexcept
       : creation_(other.creation_), pool_(std::exchange(other.pool_, nullptr)),
-        pool_bytes_(other.pool_bytes_), owns_(std::exchange(other.owns_, false)) {}
+        pool_bytes_(other.pool_bytes_), mapped_(other.mapped_), owns_(std::exchange(other.owns_, false)) {}
   Allocator& operator=(Allocator&& other) noexcept {
     if (this != &other) {
       release();
       creation_ = other.creation_;
       pool_ = std::exchange(other.pool_, nullptr);
       pool_bytes_ = other.pool_bytes_;
+      mapped_ = other.mapped_;
       owns_ = std::exchange(other.owns_, false);
     }
     return *this;
@@ -122,6 +161,9 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     CP::template finalize_heap<backend>(creation_);
     const auto [aligned, usable] = AP::align_pool(pool_, pool_bytes_);
     creation_ = CP::template init_heap<backend>(aligned, usable);
+    if constexpr (GrowingCreationPolicy<CP, backend>) {
+      if (mapped_ < pool_bytes_) creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped_);
+    }
   }
 
   std::size_t pool_bytes() const { return pool_bytes_; }
@@ -150,9 +192,19 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     RP::reset_mem_pool(pool_, pool_bytes_);
   }
 
+  void map_to(std::size_t bytes) {
+    const std::size_t g = RP::granularity();
+    const std::size_t want = std::min(pool_bytes_, bytes);
+    const std::size_t target = std::min((want + g - 1) / g * g, (pool_bytes_ + g - 1) / g * g);
+    if (target <= mapped_) return;
+    RP::map(pool_, mapped_, target);
+    mapped_ = target;
+  }
+
   CP creation_{};
   void* pool_ = nullptr;
   std::size_t pool_bytes_ = 0;
+  std::size_t mapped_ = 0;  // growable pools: bytes from pool_ backed by memory
   bool owns_ = true;
 };
 

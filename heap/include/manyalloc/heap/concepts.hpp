@@ -22,6 +22,15 @@ concept ReservePoolPolicy = requires(std::size_t n, void* p) {
   { P::classname() } -> std::convertible_to<std::string>;
 };
 
+// A pool that grows (issue 15): set_mem_pool reserves address space only,
+// map(pool, from, to) backs [pool + from, pool + to) with memory; `from` is
+// what was mapped before, both multiples of granularity().
+template <class P>
+concept GrowablePool = ReservePoolPolicy<P> && requires(void* p, std::size_t n) {
+  { P::granularity() } -> std::convertible_to<std::size_t>;
+  P::map(p, n, n);
+};
+
 // 3.4: aligns the pool (host) and pads requests (worker).
 template <class P>
 concept AlignmentPolicy = requires(std::size_t n, void* p) {
@@ -77,6 +86,17 @@ concept CreationPolicyFor =
       P::template finalize_heap<Backend>(cp);
       { cp.create(acc, n) } -> std::same_as<void*>;
       cp.destroy(acc, p);
+    };
+
+// Creation policies that can work in a pool only partly mapped: init_heap
+// writes only the first metadata_bytes_for(pool, bytes) bytes, and the heap
+// hands out memory below the end given to set_mapped_end alone (which may
+// move up while workers run).
+template <class P, class Backend>
+concept GrowingCreationPolicy =
+    CreationPolicyFor<P, Backend> && requires(const P cp, void* p, std::size_t n, const void* end) {
+      { P::metadata_bytes_for(p, n) } -> std::same_as<std::size_t>;
+      cp.template set_mapped_end<Backend>(end);
     };
 
 // Creation policies that count available slots (3.6, providesAvailableSlots).

@@ -17,10 +17,12 @@
 #include "manyalloc/heap/oom/bad_alloc_exception.hpp"
 #include "manyalloc/heap/oom/return_null.hpp"
 #include "manyalloc/heap/reserve_pool/host_pool.hpp"
+#include "manyalloc/heap/reserve_pool/host_virtual_memory.hpp"
 
 #if defined(__CUDACC__)
 #include "manyalloc/heap/acc/cuda.hpp"
 #include "manyalloc/heap/creation/device_malloc.hpp"
 #include "manyalloc/heap/reserve_pool/cuda_malloc.hpp"
 #include "manyalloc/heap/reserve_pool/cuda_set_limits.hpp"
+#include "manyalloc/heap/reserve_pool/cuda_virtual_memory.hpp"
 #endif

@@ -76,6 +76,37 @@ class SizeClassSlabs {
     return s;
   }
 
+  // Bytes from `pool` that init_heap writes (GrowingCreationPolicy).
+  static std::size_t metadata_bytes_for(void* pool, std::size_t bytes) { return plan(pool, bytes).metadata_bytes; }
+
+  // Lets the heap use the pages that lie wholly below `end` and no others (a
+  // pool that grows, GrowingCreationPolicy): P3's usable count. Raising it
+  // is safe while workers run; lowering it only while no page above the new
+  // end is in use (right after init_heap). The `full` hints of words that
+  // gain pages are cleared (a hint left set would only cost searches time).
+  template <class Backend>
+  void set_mapped_end(const void* end) const {
+    const Layout& h = layout_;
+    const auto* e = static_cast<const std::byte*>(end);
+    std::uint64_t usable = e <= h.data ? 0 : static_cast<std::uint64_t>(e - h.data) >> h.slab_shift;
+    if (usable > h.page_count) usable = h.page_count;
+    heap::detail::slabs::SlabShared shared{};
+    Backend::copy_to_host(&shared, h.shared, sizeof shared);
+    const std::uint32_t before = h.page_count - shared.unmapped_pages;
+    const std::uint32_t unmapped = h.page_count - static_cast<std::uint32_t>(usable);
+    if (usable <= before) {
+      Backend::copy_to_device(&h.shared->unmapped_pages, &unmapped, sizeof unmapped);
+      return;
+    }
+    const std::uint32_t first_word = before / 32u, last_word = static_cast<std::uint32_t>((usable - 1) / 32u);
+    const std::uint32_t first_hint = first_word / 32u, last_hint = last_word / 32u;
+    std::vector<std::uint32_t> full(last_hint - first_hint + 1);
+    Backend::copy_to_host(full.data(), h.full + first_hint, full.size() * sizeof(std::uint32_t));
+    for (std::uint32_t w = first_word; w <= last_word; ++w) full[w / 32u - first_hint] &= ~(1u << (w % 32u));
+    Backend::copy_to_device(h.full + first_hint, full.data(), full.size() * sizeof(std::uint32_t));
+    Backend::copy_to_device(&h.shared->unmapped_pages, &unmapped, sizeof unmapped);
+  }
+
   template <class Backend>
   static void finalize_heap(const SizeClassSlabs& s) {
     if (s.layout_.data != nullptr) Backend::fill_zero(s.layout_.shared, s.layout_.metadata_bytes);
