@@ -17,6 +17,8 @@
 #     coalescing-pads  the same at 32768 and 131072 threads with IdealSlices
 #                 at paddings 4-512 B (--ideal-pads: how far layout alone goes)
 #     repeat      the distribution GPU tests 20 times (intermittent failures)
+#     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
+#                 then checks that no memory was lost (test CudaSoak)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
 #     peers       our heaps side by side with the peer allocators Gallatin,
 #                 Ouroboros and mallocMC 2.6 (heap/bench/peers; their tarballs
@@ -67,14 +69,14 @@ run_tests() {
   for t in "$heap_tests" "$dist_tests"; do
     name=$(basename "$t")
     say "== $name at full occupancy"
-    timeout 90 "$t" --gtest_output=json:"$OUT/$name.json" > "$OUT/$name.log" 2>&1
+    timeout 240 "$t" --gtest_output=json:"$OUT/$name.json" > "$OUT/$name.log" 2>&1
     rc=$?
     say "$name: exit $rc, $(grep -E '^\[  PASSED  \]|tests ran' "$OUT/$name.log" | tr '\n' ' ')"
     grep -E "^\[  FAILED  \]" "$OUT/$name.log" | tee -a "$LOG"
     [[ $rc -eq 0 ]] || status=1
   done
   say "== compute-sanitizer memcheck and racecheck (small configuration)"
-  small=(env MANYALLOC_TEST_WORKERS=4096 MANYALLOC_TEST_HEAP_MB=16)
+  small=(env MANYALLOC_TEST_WORKERS=4096 MANYALLOC_TEST_HEAP_MB=16 MANYALLOC_SOAK_SECONDS=1)
   heap_filter='--gtest_filter=-*HeapLargerThan4GiB*:*ExactSlots*'
   for tool in memcheck racecheck; do
     for t in "$heap_tests" "$dist_tests"; do
@@ -127,6 +129,13 @@ for stage in "${stages[@]}"; do
     coalescing-pads)
       say "== coalescing unit benchmark at 400 floats, IdealSlices with gaps"
       unit400 linear_pads 20 "32768 --ideal-pads $pads" "131072 --ideal-pads $pads" ;;
+    soak)
+      say "== soak: SizeClassSlabs churn at full occupancy for ${SOAK_SECONDS:-600} s"
+      MANYALLOC_SOAK_SECONDS=${SOAK_SECONDS:-600} timeout $(( ${SOAK_SECONDS:-600} + 120 )) "$heap_tests" \
+        --gtest_filter='CudaSoak.*' > "$OUT/soak.log" 2>&1
+      rc=$?
+      say "soak: exit $rc, $(grep -E '^soak:' "$OUT/soak.log")"
+      [[ $rc -eq 0 ]] || status=1 ;;
     repeat)
       say "== distribution GPU tests, 20 repetitions"
       timeout 150 "$dist_tests" --gtest_repeat=20 --gtest_brief=1 > "$OUT/dist_tests_repeat.log" 2>&1

@@ -2,6 +2,9 @@
 // plus the DeviceMalloc baseline. Skips itself when no GPU is present.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+
 #include "manyalloc_support/cuda_runner.hpp"
 #include "generic/heap_typed_tests.hpp"
 
@@ -90,6 +93,35 @@ TEST(CudaGrowingPool, GrowsBetweenLaunchesWithoutMovingChunks) {
   // A 1 GiB run in the grown part, then the whole reservation.
   heap.grow(std::size_t{16} << 30);
   EXPECT_GE(heap.getAvailableSlots(std::size_t{1} << 30), heap.creation().layout().page_count / 16384 - 1);
+}
+
+// Issue 15: churn at full occupancy for MANYALLOC_SOAK_SECONDS (default 10;
+// scripts/gpu_run.sh's soak stage runs 600): every worker keeps up to 8
+// chunks of 1 B-16 KiB live, checks each before freeing it; afterwards the
+// heap offers exactly what it offered before (no memory lost).
+TEST(CudaSoak, SizeClassSlabsChurnLosesNothing) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  SlabsHeap<CudaRunner> heap(CudaRunner::heap_bytes());
+  const std::size_t fresh16 = heap.getAvailableSlots(16), fresh_pages = heap.getAvailableSlots(65536);
+  CudaRunner::Buffer<std::uint32_t> counters(2);
+  const double seconds = CudaRunner::env_or("MANYALLOC_SOAK_SECONDS", 10);
+  const auto t0 = std::chrono::steady_clock::now();
+  unsigned launches = 0;
+  do {
+    CudaRunner::run(CudaRunner::many_workers(), Churn<SlabsHeap<CudaRunner>::Handle>{heap.handle(), 64, 14,
+                                                                                     counters.data(),
+                                                                                     counters.data() + 1});
+    ++launches;
+  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds);
+  const auto c = counters.to_host();
+  EXPECT_EQ(c[0], 0u) << "corrupted chunks";
+  std::printf("soak: %u launches of %u workers x 64 rounds in %.0f s, %u failed allocations\n", launches,
+              CudaRunner::many_workers(), seconds, c[1]);
+  EXPECT_EQ(heap.getAvailableSlots(16), fresh16);
+  EXPECT_EQ(heap.getAvailableSlots(65536), fresh_pages);
+  const auto st = heap.creation().statistics<acc::Cuda>();
+  EXPECT_EQ(st.misuse_reports, 0u);
+  EXPECT_EQ(st.pages_in_use, 0u);
 }
 
 TEST(CudaDeviceMalloc, BaselineAllocatesFromKernels) {
