@@ -82,17 +82,22 @@ TEST_F(PageOpsTest, HierarchicalPageUsesEveryChunkOnce) {
   }
   EXPECT_EQ(std::set<char*>(chunks.begin(), chunks.end()).size(), 254u);
   EXPECT_EQ(Ops::try_use(acc, h, 7, 16), nullptr);
-  EXPECT_EQ(entry(7).mask, 0xffu) << "all 8 segments (7 full + 1 additional) marked full";
+  EXPECT_EQ(entry(7).mask, 0u) << "segments are marked full by the first worker to find them full (I5)";
   char* base = reinterpret_cast<char*>(h.page_data(7, 4096));
   for (char* p : chunks) {
     ASSERT_GE(p, base);
     ASSERT_LE(p + 16, reinterpret_cast<char*>(Ops::segment_word(h, 7, 7))) << "chunk over the bit fields";
   }
-  // Free a chunk of segment 3: its mark goes, and the next allocation finds it.
+  // Free a chunk of segment 3: the next allocation (reservation 253, so
+  // segment 7 first) finds it, marking the full segments it passes (7, 0, 1, 2).
   const std::size_t victim = 3 * 32 + 5;
   EXPECT_EQ(Ops::free_chunk(acc, h, 7, 16, victim * 16), Misuse::none);
-  EXPECT_EQ(entry(7).mask, 0xffu & ~(1u << 3));
   EXPECT_EQ(Ops::try_use(acc, h, 7, 16), base + victim * 16);
+  EXPECT_EQ(entry(7).mask, 0x87u);
+  // A free in a marked segment takes its mark away.
+  EXPECT_EQ(Ops::free_chunk(acc, h, 7, 16, 33 * 16), Misuse::none);
+  EXPECT_EQ(entry(7).mask, 0x85u);
+  EXPECT_EQ(Ops::try_use(acc, h, 7, 16), base + 33 * 16);
 }
 
 TEST_F(PageOpsTest, LastFreeResetsThePageWhenConfigured) {

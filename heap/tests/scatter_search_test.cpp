@@ -242,18 +242,24 @@ TEST_F(BlockTest, MostlyClosedBlockIsLeftAndTheActiveBlockMovesOn) {
   EXPECT_LT(ops, 64u);
 }
 
-// Frees make the lowest block they touch active again (unless it is still
-// full), so that the next launch starts where the last one did.
-TEST_F(BlockTest, FreeMakesTheLowestFreedBlockActive) {
-  const PlayedLane lane = lane_of(0, 0);
-  void* low = scatter.create(lane, 64);
+// A free that makes room on a full page makes that page's block active when
+// it is lower (and not full), so that the next launch starts where the last
+// one did; other frees leave the active block alone.
+TEST_F(BlockTest, FreeOnAFullPageMakesItsLowerBlockActive) {
+  const PlayedLane lane = lane_of(0, 0), other = lane_of(0, 1);
+  void* low = scatter.create(lane, 4096);   // a full page of block 0
+  void* small = scatter.create(other, 64);  // a page of block 0 with room
   ASSERT_NE(low, nullptr);
+  ASSERT_NE(small, nullptr);
   ASSERT_EQ(h.block_of(page_of(low)), 0u);
+  ASSERT_EQ(h.block_of(page_of(small)), 0u);
   h.shared->active_block = 1;
-  void* high = scatter.create(lane, 64);
+  void* high = scatter.create(lane, 4096);
   ASSERT_EQ(h.block_of(page_of(high)), 1u);
   scatter.destroy(lane, high);
-  EXPECT_EQ(active(), 1u);
+  EXPECT_EQ(active(), 1u) << "not lower";
+  scatter.destroy(other, small);
+  EXPECT_EQ(active(), 1u) << "the page was not full";
   scatter.destroy(lane, low);
   EXPECT_EQ(active(), 0u);
 }

@@ -122,15 +122,18 @@ class Scatter {
     if (layout_.contains(ptr, pagesize)) {
       const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - layout_.data);
       const auto page = static_cast<std::uint32_t>(offset / pagesize);
-      const std::size_t in_page = offset % pagesize;
+      const auto in_page = static_cast<std::uint32_t>(offset % pagesize);
       const std::uint32_t chunk = acc.load(&layout_.pages[page].chunk_size);
       if (chunk == 0u) {
         m = Misuse::double_free;
       } else if (chunk == heap::detail::multi_page) {
         m = Multi::free(acc, layout_, page, in_page);
       } else {
-        m = Ops::free_chunk(acc, layout_, page, chunk, in_page);
-        if (m == Misuse::none) Search::maybe_activate(acc, layout_, page);
+        // Only a free that makes room on a full page can make a full block
+        // usable again: only those look at the active block (5.4).
+        bool made_room = false;
+        m = Ops::free_chunk(acc, layout_, page, chunk, in_page, &made_room);
+        if (made_room) Search::maybe_activate(acc, layout_, page);
       }
     }
     if (m != Misuse::none) {

@@ -59,8 +59,9 @@
 //
 // HeapShared: `active_block` is the access block new searches start in. A
 // search moves it to the next block when it finds its block full for the
-// first pass (most regions sampled closed, search.hpp), a free moves it back
-// to the lowest block the free touches that is not full. `misuse` counts
+// first pass (most regions sampled closed, search.hpp), a free that makes
+// room on a full page moves it back to that page's block if lower and not
+// full. `misuse` counts
 // reported misuse of the public API (bad or double frees).
 #pragma once
 

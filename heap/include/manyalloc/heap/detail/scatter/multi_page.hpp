@@ -113,8 +113,8 @@ struct MultiPage {
       acc.store(&e.mask, 0u);
       Ops::mark_page_not_full(acc, h, first + k);
     }
-    acc.fence();
-    for (std::uint32_t k = 0; k < n; ++k) acc.atomic_sub(&h.pages[first + k].fill, page_locked);
+    // Each unlock a release: after all the stores above.
+    for (std::uint32_t k = 0; k < n; ++k) acc.atomic_sub_release(&h.pages[first + k].fill, page_locked);
   }
 
   // Frees the run that starts at `page`; `offset` is the pointer's offset in it.

@@ -72,8 +72,7 @@ struct PageOps {
       acc.store(&e.chunk_size, chunk_size);
       current = chunk_size;
     }
-    acc.fence();
-    acc.atomic_sub(&e.fill, page_locked);
+    acc.atomic_sub_release(&e.fill, page_locked);  // unlock after every change above
     return current;
   }
 
@@ -180,10 +179,10 @@ struct PageOps {
       for (;;) {
         const std::uint32_t bit = 1u << spot;
         const std::uint32_t old = acc.atomic_or(word, bit);
-        if ((old & bit) == 0u) {
-          if ((old | bit) == bits::low_mask(n)) mark_segment_full(acc, e, word, segment, n);
-          return segment * 32u + spot;
-        }
+        // The worker that takes a segment's last chunk does not mark it
+        // (that cost the warps of 16-64-byte requests two more round trips
+        // to memory); the first one to find it full does, below.
+        if ((old & bit) == 0u) return segment * 32u + spot;
         const std::uint32_t next = bits::next_free_spot(old, spot, n);
         if (next == n) {
           mark_segment_full(acc, e, word, segment, n);
@@ -197,8 +196,7 @@ struct PageOps {
 
   // I5. No fence between marking and re-reading: the mark is a hint that a
   // reservation looks past (take_in_segments), so a mark that the re-read
-  // misses costs a probe, never a chunk; the fence cost every warp of
-  // 16-64-byte requests one fence more (a warp fills a segment).
+  // misses costs a probe, never a chunk.
   template <class Acc>
   MANYALLOC_FN static void mark_segment_full(const Acc& acc, PageEntry& e, std::uint32_t* word,
                                              std::uint32_t segment, std::uint32_t n) {
@@ -209,15 +207,16 @@ struct PageOps {
 
   // --- free (6.2) --------------------------------------------------------------
   // Frees the chunk at byte `offset` of a page split into chunks. Returns
-  // Misuse::none, or what was wrong (nothing is changed then).
+  // Misuse::none, or what was wrong (nothing is changed then). `made_room`
+  // (when given) is set when the page was full before this free.
   template <class Acc>
   MANYALLOC_FN static Misuse free_chunk(const Acc& acc, const HeapLayout& h, std::uint32_t page,
-                                        std::uint32_t chunk_size, std::size_t offset) {
+                                        std::uint32_t chunk_size, std::uint32_t offset,
+                                        bool* made_room = nullptr) {
     PageEntry& e = h.pages[page];
     const PageGeometry g = page_geometry(pagesize, chunk_size);
-    if (offset % chunk_size != 0u) return Misuse::not_a_chunk_start;
-    const auto index = static_cast<std::uint32_t>(offset / chunk_size);
-    if (index >= g.chunks) return Misuse::not_a_chunk_start;
+    const std::uint32_t index = offset / chunk_size;
+    if (index * chunk_size != offset || index >= g.chunks) return Misuse::not_a_chunk_start;
     if (!g.hierarchical) {
       const std::uint32_t bit = 1u << index;
       if ((acc.atomic_and(&e.mask, ~bit) & bit) == 0u) return Misuse::double_free;
@@ -228,10 +227,13 @@ struct PageOps {
       if ((old & bit) == 0u) return Misuse::double_free;
       if (old == bits::low_mask(g.chunks_in_segment(segment))) acc.atomic_and(&e.mask, ~(1u << segment));
     }
-    // The bit must be clear before the reservation is returned (I2).
-    acc.fence();
-    const std::uint32_t before = acc.atomic_sub(&e.fill, 1u);
-    if (before >= g.chunks && before < page_locked) mark_page_not_full(acc, h, page);
+    // The bit must be clear before the reservation is returned (I2): a
+    // release, not a fence.
+    const std::uint32_t before = acc.atomic_sub_release(&e.fill, 1u);
+    if (before >= g.chunks && before < page_locked) {
+      mark_page_not_full(acc, h, page);
+      if (made_room != nullptr) *made_room = true;
+    }
     if (Config::resetfreedpages && before == 1u) try_reset(acc, h, page);
     return Misuse::none;
   }
@@ -261,8 +263,7 @@ struct PageOps {
     if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return;  // reused meanwhile
     acc.store(&e.chunk_size, 0u);
     acc.store(&e.mask, 0u);
-    acc.fence();
-    acc.atomic_sub(&e.fill, page_locked);
+    acc.atomic_sub_release(&e.fill, page_locked);
   }
 };
 

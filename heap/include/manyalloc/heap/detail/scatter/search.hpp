@@ -179,12 +179,14 @@ struct SmallSearch {
 
   // 5.4: frees make emptied blocks active again, so that they get reused
   // (against blowup). The paper picks such a block at random, with a chance
-  // that grows as the block empties; we take the lowest block that a free
-  // touches (first fit over blocks, as mallocMC does), unless the block is
-  // still full for the first pass. After a launch frees what an earlier one
-  // allocated, the next launch then starts in the block where that one
-  // started and finds the pages it split there (scatter_anomalies.md):
-  // random activation sent it to whichever block a late free had picked.
+  // that grows as the block empties; we take the lowest block in which a
+  // free makes room on a full page (first fit over blocks, as mallocMC
+  // does), unless the block is still full for the first pass. After a
+  // launch frees what an earlier one allocated, the next launch then starts
+  // in the block where that one started and finds the pages it split there
+  // (scatter_anomalies.md): random activation sent it to whichever block a
+  // late free had picked. Frees on pages that were not full leave the
+  // active block alone (a block left for being full has full pages).
   template <class Acc>
   MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
     const std::uint32_t block = h.block_of(page);
