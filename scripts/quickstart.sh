@@ -52,6 +52,7 @@ step() {
 have() { command -v "$1" >/dev/null 2>&1; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
+cut -d' ' -f1-3 /proc/loadavg >"$data/loadavg_start" 2>/dev/null  # what else ran (for the report)
 echo "quickstart: a tour of manyalloc's three layers; logs in $logs, report in $out/REPORT.md"
 
 # ---- 1. install ------------------------------------------------------------
@@ -84,6 +85,8 @@ if [[ -n $gpu && -n $nvcc ]]; then
   cuda=ON; heap_mode=gpu
 elif [[ -n $gpu ]]; then
   record heap note "a GPU ($gpu) is present but nvcc was not found: the heap ran on host threads instead"
+else
+  record heap note "no NVIDIA GPU (nvidia-smi lists none): the comparison with CUDA's device malloc and the peer GPU allocators (heap/bench/peers) were skipped, the heap ran on host threads"
 fi
 numa=ON
 if ! have pkg-config || ! pkg-config --exists hwloc; then
@@ -264,11 +267,11 @@ region_tour() {
   # 4 workers + 1 scheduler (one level): regions and MPI_Get alternate in one run.
   MANYALLOC_REGION_LEVELS=1 MANYALLOC_REGION_FANOUT=1 MANYALLOC_REGION_TRANSFER=auto \
     STEP_STDOUT=$data/region_list.jsonl step "cluster: list exchange, 4 workers, regions vs MPI_Get" \
-    "$logs/region.log" timeout 180 "$mpirun" "${flags[@]}" -n 5 "$bin/region_bench_list" "${sizes[@]}" --reps 5 ||
+    "$logs/region.log" timeout 180 "$mpirun" "${flags[@]}" -n 5 "$bin/region_bench_list" "${sizes[@]}" --reps 7 ||
     rc=1
   STEP_STDOUT=$data/region_roofline.jsonl step "cluster: roofline (same walk, no library), 4 ranks" \
     "$logs/region.log" timeout 120 "$mpirun" "${flags[@]}" -n 4 "$bin/region_bench_list_roofline" "${sizes[@]}" \
-    --reps 5 || rc=1
+    --reps 7 || rc=1
   if ! have oshrun; then
     record region note "OpenSHMEM skipped: no oshrun"
   elif [[ ! -x $bin/region_bench_list_shmem ]]; then
@@ -276,7 +279,7 @@ region_tour() {
   else
     STEP_STDOUT=$data/region_shmem.jsonl step "cluster: list exchange, 4 PEs, OpenSHMEM getmem/putmem" \
       "$logs/region.log" timeout 120 oshrun "${flags[@]}" -n 4 "$bin/region_bench_list_shmem" "${sizes[@]}" \
-      --reps 5 || rc=1
+      --reps 7 || rc=1
   fi
   return $rc
 }

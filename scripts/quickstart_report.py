@@ -60,7 +60,7 @@ def run(cmd):
         return ""
 
 
-def machine(seconds):
+def machine(seconds, data):
     cpu = "unknown"
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
@@ -87,9 +87,24 @@ def machine(seconds):
             ("OS", os_name), ("compiler", (run(["c++", "--version"]).splitlines() or ["unknown"])[0]),
             ("MPI", mpi[0] if mpi else "none"), ("CUDA", nvcc[-1] if gpu and nvcc else "not used"),
             ("commit", commit), ("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))]
+    load = load_row(data)
+    if load:
+        rows.append(load)
     if seconds is not None:
         rows.append(("tour wall time", f"{seconds} s until the report (install and build included)"))
     return rows
+
+
+def load_row(data):
+    """The load average when the tour started: other processes competing for the cores."""
+    try:
+        one, five, fifteen = open(os.path.join(data, "loadavg_start")).read().split()[:3]
+    except (OSError, ValueError):
+        return None
+    busy = float(one) >= 0.5 * (os.cpu_count() or 1)
+    return ("load before the tour", f"{one} / {five} / {fifteen} (1, 5, 15 min)" +
+            (": other processes were using the cores, so the timings are noisier than on an idle machine"
+             if busy else ""))
 
 
 # ---- helpers --------------------------------------------------------------------
@@ -391,7 +406,7 @@ def region_section(data, out, md, summary, bad):
               "workers, so `mpirun -n 5`); the baselines fetch and write back node by node with MPI_Get/MPI_Put "
               "(same run) and OpenSHMEM (`oshrun -n 4`); the roofline (`mpirun -n 4`) is the same walk in "
               "plain memory with no allocator and no transfer, the best any library could do here. Exchange "
-              "time (all stages, max over workers), median of 5 repetitions.\n")
+              "time (all stages, max over workers), median of 7 repetitions.\n")
     head = "| nodes per worker | " + " | ".join(label[a] for a in order) + " | MPI_Get / regions |"
     md.append(head)
     md.append("|---:|" + "---:|" * (len(order) + 1))
@@ -445,7 +460,7 @@ def main():
               "replaces. Raw records are in `data/`, every step's output in `logs/`.\n")
     md.append("| machine | |")
     md.append("|---|---|")
-    for k, v in machine(a.seconds):
+    for k, v in machine(a.seconds, data):
         md.append(f"| {k} | {v} |")
     md.append("")
     summary_at = len(md)
