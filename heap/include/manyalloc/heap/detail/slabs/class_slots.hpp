@@ -128,7 +128,18 @@ struct ClassSlots {
     const std::uint32_t open = acc.load(&h.shared->open_pages.value);
     while (log > 0u && open + (1u << log) > h.open_budget) --log;
     std::uint32_t page = no_page;
-    for (;; --log) {
+    // First the hashed word alone, with shorter segments if it must (one
+    // load each: a refill keeps its slot's waiters waiting), then searches.
+    const std::uint32_t limit = PagePool::usable(acc, h);
+    for (std::uint32_t l = log;; --l) {
+      page = PagePool::try_word(acc, h, start % h.words, 1u << l, limit);
+      if (page != no_page) {
+        log = l;
+        break;
+      }
+      if (l == 0u) break;
+    }
+    for (; page == no_page; --log) {
       page = PagePool::claim_in_word(acc, h, 1u << log, start);
       if (page != no_page || log == 0u) break;
     }
