@@ -161,7 +161,7 @@ for stage in "${stages[@]}"; do
         pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
         # Usable share without CUDA's malloc (its 2 GiB fill alone outlasts
         # the budget); everything else for every allocator.
-        timeout 380 "$pb" --experiments throughput,churn,large --deadline-s 350 --out "$OUT/peers.jsonl" \
+        timeout 380 "$pb" --experiments throughput,churn,large --timeout 100 --deadline-s 350 --out "$OUT/peers.jsonl" \
           > "$OUT/bench_peers.log" 2> "$OUT/bench_peers.err"
         rc=$?
         usable_allocs=$("$pb" --list 2>/dev/null | grep '^allocators:' | sed 's/^allocators://; s/ (peer)//g' \
