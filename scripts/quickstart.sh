@@ -153,7 +153,7 @@ if ((configured)) && [[ $heap_mode == gpu ]]; then
   if [[ -n $peers_dir ]]; then
     if step "heap: build manyalloc_heap_peers_bench (peers from ../shared/peers)" "$logs/heap_peers.log" \
          build manyalloc_heap_peers_bench; then
-      grep -o 'manyalloc_heap_peers_bench: peers.*' "$logs/heap_peers.log" | head -1 >"$data/heap_peers_status.txt"
+      grep -o 'manyalloc_heap_peers_bench: peers.*' "$logs/configure.log" | tail -1 >"$data/heap_peers_status.txt"
       if step "heap: peers (Gallatin, Ouroboros, mallocMC) vs ours, 2^20 threads" "$logs/heap_peers.log" \
            timeout 420 "$bdir/heap/bench/peers/manyalloc_heap_peers_bench" --experiments throughput \
            --threads 1048576 --sizes 16,256,4096 --repeat 3 --deadline-s 360 --out "$data/heap_peers.jsonl"; then

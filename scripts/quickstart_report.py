@@ -164,8 +164,14 @@ def grouped_bars(ax, groups, series, values, ylabel, title, log=False, ref=None)
     ax.grid(axis="y", alpha=0.3, which="both")
 
 
-def savefig(fig, path):
-    fig.tight_layout()
+def savefig(fig, path, legend_from=None):
+    """legend_from: an axis whose legend goes below the plots, off the bars."""
+    if legend_from is not None:
+        handles, labels = legend_from.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.07 * ((len(labels) + 4) // 5), 1, 1))
+    else:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -174,8 +180,13 @@ def savefig(fig, path):
 def heap_section(data, out, mode, md, summary, bad):
     path = os.path.join(data, "heap_gpu.jsonl" if mode == "gpu" else "heap_host.jsonl")
     rows = read_jsonl(path)
-    if not rows:
-        return
+    if rows:
+        heap_main(rows, out, mode, md, summary, bad)
+    if mode == "gpu":
+        heap_peers(data, out, md, bad)
+
+
+def heap_main(rows, out, mode, md, summary, bad):
     baseline = "CUDA malloc" if mode == "gpu" else "glibc malloc"
     rate = {}  # (size, allocator, alloc|free) -> M ops/s
     verified = collections.defaultdict(lambda: True)
@@ -247,11 +258,12 @@ def heap_section(data, out, mode, md, summary, bad):
         for ax, op in zip(axes, ("alloc", "free")):
             grouped_bars(ax, sizes, allocs, {(s, a): rate.get((s, a, op)) for s in sizes for a in allocs},
                          "M ops/s (log)", f"{op}: one chunk per worker", log=True)
-        axes[0].legend(fontsize=8)
         fig.suptitle(f"Many-core heap on {'the GPU' if mode == 'gpu' else 'host threads'}: {device}", fontsize=10)
-        savefig(fig, os.path.join(out, "heap.png"))
+        savefig(fig, os.path.join(out, "heap.png"), legend_from=axes[0])
         md.append("![heap throughput](heap.png)\n")
 
+
+def heap_peers(data, out, md, bad):
     peers = [r for r in read_jsonl(os.path.join(data, "heap_peers.jsonl")) if r.get("experiment") != "meta"]
     if peers:
         status = os.path.join(data, "heap_peers_status.txt")
@@ -263,7 +275,8 @@ def heap_section(data, out, mode, md, summary, bad):
         prate, notes, is_peer = {}, [], {}
         for r in peers:
             if r.get("crash") or r.get("skipped"):
-                notes.append(f"{r['allocator']} {size_label(r)} {r['experiment']}: "
+                sz = size_label(r) if r.get("bytes") or r.get("size") else ""
+                notes.append(f"{r['allocator']} {sz} {r['experiment']}: ".replace("  ", " ") +
                              f"{'crashed' if r.get('crash') else 'skipped'} {r.get('note', '')}".strip())
             if (r.get("launch") != "warm" or not r["experiment"].startswith("throughput")
                     or r.get("threads") != 1048576 or r.get("skipped") or r.get("crash")):
@@ -276,8 +289,9 @@ def heap_section(data, out, mode, md, summary, bad):
                 bad.append(f"peers {r['allocator']} {size_label(r)} {op}: not verified")
         psizes = sorted({k[0] for k in prate}, key=size_key)
         pallocs = sorted({k[1] for k in prate}, key=lambda a: (a == "DeviceMalloc", is_peer.get(a, False), a))
-        md.append("| size | allocator | alloc M ops/s | free M ops/s |")
-        md.append("|---|---|---:|---:|")
+        if prate:
+            md.append("| size | allocator | alloc M ops/s | free M ops/s |")
+            md.append("|---|---|---:|---:|")
         for s in psizes:
             for a in pallocs:
                 ra, rf = prate.get((s, a, "alloc")), prate.get((s, a, "free"))
@@ -287,13 +301,14 @@ def heap_section(data, out, mode, md, summary, bad):
         md.append("")
         for n in sorted(set(notes))[:12]:
             md.append(f"- {n}")
+        if notes:
+            md.append("")
         if plt and prate:
             fig, axes = plt.subplots(1, 2, figsize=(11, 4))
             for ax, op in zip(axes, ("alloc", "free")):
                 grouped_bars(ax, psizes, pallocs, {(s, a): prate.get((s, a, op)) for s in psizes for a in pallocs},
                              "M ops/s (log)", f"{op}, 2^20 threads, warm", log=True)
-            axes[0].legend(fontsize=7)
-            savefig(fig, os.path.join(out, "heap_peers.png"))
+            savefig(fig, os.path.join(out, "heap_peers.png"), legend_from=axes[0])
             md.append("\n![peers](heap_peers.png)\n")
 
 
@@ -372,10 +387,7 @@ def numa_section(data, out, md, summary, bad):
         grouped_bars(axes[1], labels, allocs, {(l, a): rvals.get((w, a)) for w, l in zip(workloads, labels)
                                                 for a in allocs}, "peak RSS / glibc's (lower is better)",
                      "peak RSS relative to glibc", ref=1.0)
-        for ax in axes:
-            ax.set_ylim(0, max(ax.get_ylim()[1], 1.0) * 1.3)
-            ax.legend(fontsize=8, loc="upper center", ncol=len(allocs))
-        savefig(fig, os.path.join(out, "node.png"))
+        savefig(fig, os.path.join(out, "node.png"), legend_from=axes[0])
         md.append("![node allocator](node.png)\n")
 
 
