@@ -261,6 +261,9 @@ region_tour() {
   export MANYALLOC_REGION_GAS_MIB=${MANYALLOC_REGION_GAS_MIB:-16384}
   local mpirun
   mpirun=$(command -v mpirun || command -v mpiexec)
+  # Through the real folder: OpenMPI takes its prefix from the path it was
+  # started by, and /bin/mpirun (merged /usr) gives it "/".
+  mpirun="$(cd "$(dirname "$mpirun")" && pwd -P)/$(basename "$mpirun")"
   local flags=()
   "$mpirun" --version 2>/dev/null | grep -qi "open mpi" && flags=(--oversubscribe --allow-run-as-root)
   local sizes=(15000 30000 60000)
