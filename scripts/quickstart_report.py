@@ -351,9 +351,9 @@ def numa_section(data, out, md, summary, bad):
               "`run_bench.sh`, 5 repetitions): time is the workload's own, peak RSS the kernel's maximum "
               "(ru_maxrss). The program is `python3 -c 'd = {i: str(i) for i in range(2_000_000)}'` "
               "(3 repetitions) under `/usr/bin/time`: wall time of the whole process and its maximum RSS; "
-              "by default Python serves objects up to 512 B from its own pools and asks malloc for "
-              "256 KiB arenas and the dict's table, with `PYTHONMALLOC=malloc` every object comes from "
-              "malloc. Medians; min-max in brackets.\n")
+              "by default Python serves objects up to 512 B from its own arenas (mapped with mmap), so "
+              "malloc sees only larger blocks such as the dict's table; with `PYTHONMALLOC=malloc` every "
+              "object comes from malloc. Medians; min-max in brackets.\n")
     md.append("| workload | allocator | seconds | vs glibc | peak RSS MiB | vs glibc | runs |")
     md.append("|---|---|---:|---:|---:|---:|---:|")
     tvals, rvals = {}, {}
