@@ -17,6 +17,29 @@
 
 namespace manyalloc::numa {
 
+// What a call that gives memory back to the OS gave back (statistics: every
+// decommit and unmap the allocator makes is counted, stats.cpp).
+enum class Giveback : unsigned {
+  purge,  // free pages inside live runs (heap_purge)
+  idle,   // pages of empty runs: over a heap's budget, decayed, trimmed,
+          // or of a segment given back to its source (heap.cpp, "Retained")
+  meta,   // descriptor pages (a segment descriptor freed, meta_pool.hpp)
+  kinds
+};
+struct OsCounters {
+  static constexpr unsigned kKinds = static_cast<unsigned>(Giveback::kinds);
+  // madvise(MADV_DONTNEED) calls and bytes, by Giveback.
+  std::atomic<std::uint64_t> decommits[kKinds]{};
+  std::atomic<std::uint64_t> decommit_bytes[kKinds]{};
+  // munmap calls and bytes: whole segments, parts of large segments (realloc,
+  // reuse of a bigger cached one) and of over-sized mappings (alignment).
+  std::atomic<std::uint64_t> unmaps{0};
+  std::atomic<std::uint64_t> unmap_bytes{0};
+  // Of those, cached segments unmapped by the decay (source.hpp).
+  std::atomic<std::uint64_t> decayed{0};
+  std::atomic<std::uint64_t> decayed_bytes{0};
+};
+
 // Every member is zero until context_setup (the global context is then
 // zero-initialised: it lives in .bss, whose pages only count in the resident
 // set once written, instead of 130 KiB of .data that the loader maps from
@@ -50,6 +73,7 @@ struct Context {
   std::atomic<std::uint64_t> failed_allocs{0};
   // 1 when `misuse` should print and abort (the check option); tests flip it.
   std::atomic<bool> abort_on_misuse{false};
+  OsCounters os_calls;
   // sources[0] is the common source, sources[1 + n] the one of NUMA node n.
   Source sources[kMaxSources];
 
@@ -65,6 +89,23 @@ struct Context {
     return node >= 0 && node < static_cast<int>(kMaxNodes) ? &sources[1 + node] : nullptr;
   }
 };
+
+// The OS calls that give memory back, counted (OsCounters).
+inline int os_decommit(Context& c, void* p, std::size_t bytes, Giveback why) noexcept {
+  const auto k = static_cast<unsigned>(why);
+  c.os_calls.decommits[k].fetch_add(1, std::memory_order_relaxed);
+  c.os_calls.decommit_bytes[k].fetch_add(bytes, std::memory_order_relaxed);
+  return c.os->decommit(p, bytes);
+}
+inline int os_unmap(Context& c, void* p, std::size_t bytes) noexcept {
+  c.os_calls.unmaps.fetch_add(1, std::memory_order_relaxed);
+  c.os_calls.unmap_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return c.os->unmap(p, bytes);
+}
+// Unmaps that were made outside (map_aligned's trims of address space).
+inline void count_unmaps(Context& c, unsigned n) noexcept {
+  if (n != 0) c.os_calls.unmaps.fetch_add(n, std::memory_order_relaxed);
+}
 
 // Prepares a context: sets its options, the OS interface (unless one is
 // set already) and the node count (1).

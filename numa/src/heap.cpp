@@ -81,8 +81,8 @@ void decommit_idle(Heap& h, SmallSegment& seg) {
   while (idle != 0) {
     const unsigned first = static_cast<unsigned>(std::countr_zero(idle));
     const unsigned n = static_cast<unsigned>(std::countr_one(idle >> first));
-    h.ctx->os->decommit(seg.base + static_cast<std::size_t>(first) * kPage,
-                        static_cast<std::size_t>(n) * kPage);
+    os_decommit(*h.ctx, seg.base + static_cast<std::size_t>(first) * kPage,
+                static_cast<std::size_t>(n) * kPage, Giveback::idle);
     idle &= ~page_mask(n, first);
   }
 }
@@ -193,7 +193,7 @@ void run_release(Heap& h, Run& r) {
   SmallSegment& seg = *r.seg;
   r.state = RunState::unused;
   if (h.idle_pages + r.npages > idle_allowance(h)) {
-    h.ctx->os->decommit(r.base, static_cast<std::size_t>(r.npages) * kPage);
+    os_decommit(*h.ctx, r.base, static_cast<std::size_t>(r.npages) * kPage, Giveback::idle);
     h.idle_decommitted = true;
   } else {
     seg.idle_pages |= page_mask(r.npages, r.first_page);
@@ -263,7 +263,8 @@ class DecommitBatch {
     end_ = p + n;
   }
   void flush() {
-    if (start_ != nullptr) h_.ctx->os->decommit(start_, static_cast<std::size_t>(end_ - start_));
+    if (start_ != nullptr)
+      os_decommit(*h_.ctx, start_, static_cast<std::size_t>(end_ - start_), Giveback::purge);
     start_ = end_ = nullptr;
   }
 

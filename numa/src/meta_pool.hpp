@@ -83,12 +83,16 @@ class MetaPool {
     return std::launder(static_cast<T*>(mem));  // zero == value-initialised
   }
 
-  void destroy(T* obj, const OsOps& os) noexcept {
+  // Returns the bytes it decommitted with one call (0: none), for the
+  // statistics.
+  std::size_t destroy(T* obj, const OsOps& os) noexcept {
     obj->~T();
+    std::size_t decommitted = 0;
     if constexpr (kPaged) {
       // Zero again and not resident (see above); if the kernel refuses, the
       // slot is cleared by hand.
       auto* tail = reinterpret_cast<std::uint8_t*>(obj) + kOsPage;
+      decommitted = kSlot - kOsPage;
       if (os.decommit(tail, kSlot - kOsPage) != 0) std::memset(tail, 0, kSlot - kOsPage);
     }
     auto* f = reinterpret_cast<FreeSlot*>(obj);
@@ -96,6 +100,7 @@ class MetaPool {
     SpinGuard g(lock_);
     f->next = free_;
     free_ = f;
+    return decommitted;
   }
 
   std::size_t mapped_bytes() const noexcept { return mapped_.load(std::memory_order_relaxed); }

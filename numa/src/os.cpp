@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <ctime>
 
 #include "size_class.hpp"
 
@@ -49,26 +50,35 @@ int LinuxOs::bind(void* p, std::size_t bytes, unsigned node, bool move) {
   return r == 0 ? 0 : -1;
 }
 
+std::uint64_t LinuxOs::now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
 constinit const OsOps kLinuxOs = make_os_ops<LinuxOs>();
 
 namespace {
 bool aligned(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & (kSegment - 1)) == 0; }
 }  // namespace
 
-void* map_aligned(const OsOps& os, std::size_t bytes) {
+void* map_aligned(const OsOps& os, std::size_t bytes, unsigned* unmaps) {
+  unsigned dummy = 0;
+  unsigned& n = unmaps != nullptr ? *unmaps : dummy;
   void* p = os.map(nullptr, bytes);
   if (p == nullptr) return nullptr;
   if (aligned(p)) return p;
   os.unmap(p, bytes);
+  ++n;
   if (bytes > SIZE_MAX - kSegment) return nullptr;
   const std::size_t over = bytes + kSegment;
   auto* raw = static_cast<std::uint8_t*>(os.map(nullptr, over));
   if (raw == nullptr) return nullptr;
   const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(raw);
   const std::size_t head = (kSegment - (a & (kSegment - 1))) & (kSegment - 1);
-  if (head) os.unmap(raw, head);
+  if (head) os.unmap(raw, head), ++n;
   const std::size_t tail = over - head - bytes;
-  if (tail) os.unmap(raw + head + bytes, tail);
+  if (tail) os.unmap(raw + head + bytes, tail), ++n;
   return raw + head;
 }
 

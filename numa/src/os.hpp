@@ -1,6 +1,7 @@
 // The OS interface: the few Linux calls the allocator makes, behind a table
 // of function pointers so that tests can inject failures (mmap or mremap
-// failing) into a private allocator context.
+// failing), count the calls and set the clock of a private allocator
+// context.
 //
 // A back end is a class with static members checked by the OsBackend concept;
 // make_os_ops<Backend>() turns it into the table. LinuxOs is the real one.
@@ -8,6 +9,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 
 namespace manyalloc::numa {
 
@@ -31,6 +33,9 @@ concept OsBackend = requires(void* p, std::size_t n) {
   // it is called under a heap's merge lock (types.hpp), where an
   // allocation of the same thread would wait for itself.
   { T::bind(p, n, 0u, true) } -> std::same_as<int>;
+  // A monotonic clock in nanoseconds, read on slow paths only (the decay
+  // of cached segments, source.hpp); a coarse one (a few ms) will do.
+  { T::now() } -> std::same_as<std::uint64_t>;
 };
 
 struct OsOps {
@@ -40,11 +45,13 @@ struct OsOps {
   int (*decommit)(void* p, std::size_t bytes);
   int (*advise_huge)(void* p, std::size_t bytes);
   int (*bind)(void* p, std::size_t bytes, unsigned node, bool move);
+  std::uint64_t (*now)();
 };
 
 template <OsBackend B>
 constexpr OsOps make_os_ops() {
-  return OsOps{&B::map, &B::unmap, &B::remap, &B::decommit, &B::advise_huge, &B::bind};
+  return OsOps{&B::map,         &B::unmap, &B::remap, &B::decommit,
+               &B::advise_huge, &B::bind,  &B::now};
 }
 
 struct LinuxOs {
@@ -56,6 +63,8 @@ struct LinuxOs {
   // mbind(2) with the node mask on the stack (hwloc_set_area_membind
   // allocates its mask with calloc).
   static int bind(void* p, std::size_t bytes, unsigned node, bool move);
+  // CLOCK_MONOTONIC_COARSE (the vDSO, no system call).
+  static std::uint64_t now();
 };
 static_assert(OsBackend<LinuxOs>);
 
@@ -64,6 +73,7 @@ extern const OsOps kLinuxOs;
 // A mapping of `bytes` (a multiple of the 2 MiB segment size) starting on a
 // 2 MiB boundary, or nullptr. Tries a plain mapping first (recent kernels
 // align large anonymous mappings already), then over-maps and trims.
-void* map_aligned(const OsOps& os, std::size_t bytes);
+// `unmaps` (if given) is increased by the munmap calls it made.
+void* map_aligned(const OsOps& os, std::size_t bytes, unsigned* unmaps = nullptr);
 
 }  // namespace manyalloc::numa

@@ -28,11 +28,17 @@ void unlink(Segment*& head, Segment* s) {
 void unmap_segment(Context& c, Segment* seg) {
   Source& s = *seg->source;
   c.registry.clear(seg->base, seg->bytes);
-  c.os->unmap(seg->base, seg->bytes);
+  os_unmap(c, seg->base, seg->bytes);
   s.mapped_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
   s.os_unmaps.fetch_add(1, std::memory_order_relaxed);
-  if (seg->kind == SegKind::small) c.small_pool.destroy(static_cast<SmallSegment*>(seg), *c.os);
-  else c.large_pool.destroy(static_cast<LargeSegment*>(seg), *c.os);
+  const std::size_t meta = seg->kind == SegKind::small
+                               ? c.small_pool.destroy(static_cast<SmallSegment*>(seg), *c.os)
+                               : c.large_pool.destroy(static_cast<LargeSegment*>(seg), *c.os);
+  if (meta != 0) {  // the pool decommitted the descriptor's pages (meta_pool.hpp)
+    constexpr auto k = static_cast<unsigned>(Giveback::meta);
+    c.os_calls.decommits[k].fetch_add(1, std::memory_order_relaxed);
+    c.os_calls.decommit_bytes[k].fetch_add(meta, std::memory_order_relaxed);
+  }
 }
 
 void advise(Context& c, Source& s, void* p, std::size_t bytes) {
@@ -45,9 +51,11 @@ void advise(Context& c, Source& s, void* p, std::size_t bytes) {
 
 bool source_map(Context& c, Source& s, Segment* seg, std::size_t bytes) {
   const int saved = errno;
-  auto* base = static_cast<std::uint8_t*>(map_aligned(*c.os, bytes));
+  unsigned trims = 0;
+  auto* base = static_cast<std::uint8_t*>(map_aligned(*c.os, bytes, &trims));
+  count_unmaps(c, trims);
   if (base == nullptr || !c.registry.reserve(*c.os, base, bytes)) {
-    if (base) c.os->unmap(base, bytes);
+    if (base) os_unmap(c, base, bytes);
     errno = saved;
     return false;
   }
@@ -174,7 +182,7 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes) {
   // foreign: realloc failing with EINVAL, free ignoring them).
   if (new_bytes < old_bytes) {
     c.registry.clear(seg->base + new_bytes, old_bytes - new_bytes);
-    if (c.os->unmap(seg->base + new_bytes, old_bytes - new_bytes) != 0) {
+    if (os_unmap(c, seg->base + new_bytes, old_bytes - new_bytes) != 0) {
       c.registry.set(seg->base + new_bytes, old_bytes - new_bytes, seg);
       errno = saved;
       return false;
@@ -194,14 +202,16 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes) {
     // The old range is forgotten before the move (see above); the segment
     // is in the middle of its owner's realloc, so no other thread may look
     // its pointer up meanwhile.
-    auto* target = static_cast<std::uint8_t*>(map_aligned(*c.os, new_bytes));
+    unsigned trims = 0;
+    auto* target = static_cast<std::uint8_t*>(map_aligned(*c.os, new_bytes, &trims));
+    count_unmaps(c, trims);
     if (target != nullptr && c.registry.reserve(*c.os, target, new_bytes)) {
       c.registry.clear(seg->base, old_bytes);
       q = static_cast<std::uint8_t*>(c.os->remap(seg->base, old_bytes, new_bytes, target));
       if (q == nullptr) c.registry.set(seg->base, old_bytes, seg);
     }
     if (q == nullptr) {
-      if (target != nullptr) c.os->unmap(target, new_bytes);
+      if (target != nullptr) os_unmap(c, target, new_bytes);
       errno = saved;
       return false;
     }

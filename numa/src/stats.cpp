@@ -49,6 +49,16 @@ void stats_gather(Context& c, manyalloc_numa_stats& out) noexcept {
   out.metadata_bytes = c.small_pool.mapped_bytes() + c.large_pool.mapped_bytes() +
                        c.heap_pool.mapped_bytes() + c.registry.leaf_bytes() + sizeof(Registry);
   out.misuses = c.misuses.load(rl);
+  const OsCounters& oc = c.os_calls;
+  out.purge_decommits = oc.decommits[static_cast<unsigned>(Giveback::purge)].load(rl);
+  out.idle_decommits = oc.decommits[static_cast<unsigned>(Giveback::idle)].load(rl);
+  out.meta_decommits = oc.decommits[static_cast<unsigned>(Giveback::meta)].load(rl);
+  out.os_decommits = out.purge_decommits + out.idle_decommits + out.meta_decommits;
+  for (const auto& b : oc.decommit_bytes) out.decommitted_bytes += b.load(rl);
+  out.os_unmaps = oc.unmaps.load(rl);
+  out.unmapped_bytes = oc.unmap_bytes.load(rl);
+  out.decayed_segments = oc.decayed.load(rl);
+  out.decayed_bytes = oc.decayed_bytes.load(rl);
 }
 
 void stats_print(Context& c, int fd) noexcept {
@@ -74,13 +84,19 @@ void stats_print(Context& c, int fd) noexcept {
       static_cast<unsigned long long>(st.idle_merges),
       static_cast<unsigned long long>(st.faults_avoided),
       static_cast<unsigned long long>(st.misuses), st.heaps, st.orphan_heaps);
+  const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
   {
     std::uint64_t purged = 0;
     SpinGuard g(c.heaps_lock);
     for (Heap* h = c.heaps; h != nullptr; h = h->all_next)
       purged += h->purged_bytes.load(std::memory_order_relaxed);
-    add("  free pages of runs decommitted by purges %.1f MiB\n", purged / MiB);
+    add("  decommits   %llu (%.1f MiB): purges %llu (%.1f MiB of free pages inside runs), "
+        "empty runs %llu, descriptors %llu\n",
+        u(st.os_decommits), st.decommitted_bytes / MiB, u(st.purge_decommits), purged / MiB,
+        u(st.idle_decommits), u(st.meta_decommits));
   }
+  add("  unmaps      %llu (%.1f MiB), of which decayed cached segments %llu (%.1f MiB)\n",
+      u(st.os_unmaps), st.unmapped_bytes / MiB, u(st.decayed_segments), st.decayed_bytes / MiB);
   for (std::uint32_t i = 0; i < st.nsources; ++i) {
     const manyalloc_numa_source_stats& s = st.sources[i];
     if (i > 0 && s.os_maps == 0) continue;

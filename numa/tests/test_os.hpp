@@ -1,9 +1,13 @@
 // An OS back end for unit tests: the real Linux calls, with failures that a
 // test can switch on (mmap failing after N more calls, mremap failing,
-// in-place mremap refused so that the "move" path runs).
+// in-place mremap refused so that the "move" path runs), every call counted,
+// and a clock the test sets (Faults::clock_ns, for the decay of cached
+// segments; the real clock while it is 0).
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <memory>
 
 #include "context.hpp"
 #include "os.hpp"
@@ -14,12 +18,14 @@ struct Faults {
   static inline std::atomic<int> maps_left{-1};  // -1: never fail; n: fail after n maps
   static inline std::atomic<bool> fail_remap{false};
   static inline std::atomic<bool> refuse_in_place{false};
-  static inline std::atomic<int> maps{0}, unmaps{0}, remaps{0};
+  static inline std::atomic<int> maps{0}, unmaps{0}, remaps{0}, decommits{0};
+  static inline std::atomic<std::uint64_t> clock_ns{0};
   static void reset() {
     maps_left = -1;
     fail_remap = false;
     refuse_in_place = false;
-    maps = unmaps = remaps = 0;
+    maps = unmaps = remaps = decommits = 0;
+    clock_ns = 0;
   }
 };
 
@@ -41,6 +47,14 @@ struct FaultyOs : LinuxOs {
     if (target == nullptr && Faults::refuse_in_place) return nullptr;
     ++Faults::remaps;
     return LinuxOs::remap(p, o, n, target);
+  }
+  static int decommit(void* p, std::size_t n) {
+    ++Faults::decommits;
+    return LinuxOs::decommit(p, n);
+  }
+  static std::uint64_t now() {
+    const std::uint64_t t = Faults::clock_ns.load();
+    return t != 0 ? t : LinuxOs::now();
   }
 };
 static_assert(OsBackend<FaultyOs>);

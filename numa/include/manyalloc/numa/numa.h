@@ -81,7 +81,7 @@ struct manyalloc_numa_source_stats {
   uint64_t mapped_bytes;     /* segments currently mapped from the OS */
   uint64_t cached_bytes;     /* of which free and kept for reuse */
   uint64_t large_in_use_bytes;
-  uint64_t os_maps, os_unmaps, remaps;
+  uint64_t os_maps, os_unmaps, remaps; /* os_unmaps: whole segments of this source */
   uint64_t reuses;           /* segments served from the cache */
   uint64_t faults_avoided;   /* 4 KiB pages reused already touched */
 };
@@ -99,6 +99,19 @@ struct manyalloc_numa_stats {
                                 owner that was not allocating */
   uint64_t faults_avoided;
   uint64_t misuses;          /* double / invalid frees detected */
+  /* Memory given back to the OS: every madvise(MADV_DONTNEED) and munmap
+   * call the allocator made, whatever the path (numa/README.md, "Giving
+   * memory back"). */
+  uint64_t os_decommits;     /* madvise(MADV_DONTNEED) calls, all of them: */
+  uint64_t purge_decommits;  /*   free pages inside runs (purges) */
+  uint64_t idle_decommits;   /*   pages of empty runs (budget, decay, trim, segment given back) */
+  uint64_t meta_decommits;   /*   descriptor pages of freed segments */
+  uint64_t decommitted_bytes;
+  uint64_t os_unmaps;        /* munmap calls, all of them (segments, tails of large blocks,
+                                alignment trims of fresh mappings) */
+  uint64_t unmapped_bytes;   /* of those calls, alignment trims (never touched) excepted */
+  uint64_t decayed_segments; /* cached segments unmapped by the decay (MANYALLOC_NUMA_DECAY_MS) */
+  uint64_t decayed_bytes;
   uint32_t heaps, orphan_heaps;
   uint32_t nsources;         /* valid entries of sources[] */
   struct manyalloc_numa_source_stats sources[MANYALLOC_NUMA_MAX_SOURCES];
