@@ -19,7 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ORDER = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "tbbmalloc",
-         "manyalloc", "manyalloc-uma", "manyalloc-lowmem"]
+         "manyalloc", "manyalloc-uma", "manyalloc-lowmem",
+         "manyalloc-base", "manyalloc-base-uma", "manyalloc-base-lowmem"]
 WHAT = {
     "ttest1": "t-test1-like: random malloc/realloc/free of random sizes (2 B - 4 KiB) per thread",
     "larson": "larson-like server: threads inherit and free blocks of exited threads (16-512 B)",

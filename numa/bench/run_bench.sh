@@ -21,6 +21,10 @@
 #                    delayed thread moved a run by up to 2x)
 #   NUMA_WORKLOADS   space-separated subset (default: all)
 #   NUMA_ALLOCATORS  space-separated subset of the labels below (default: all found)
+#   NUMA_LIB_BASE    a second build of libmanyalloc-numa.so (e.g. of the commit
+#                    before a change), measured side by side as manyalloc-base
+#                    and manyalloc-base-lowmem (and manyalloc-base-uma on
+#                    multi-node machines)
 #   NUMA_TIMEOUT     seconds per run (default 120)
 #   NUMA_COMMIT      commit recorded in meta.json (default: git rev-parse)
 # Writes OUTDIR/results.jsonl (one record per run), OUTDIR/run.log and
@@ -55,6 +59,14 @@ order=(glibc jemalloc tcmalloc mimalloc tbbmalloc manyalloc manyalloc-lowmem)
 nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
 if ((nodes > 1)); then  # default profile is numa there: also measure uma
   preload[manyalloc-uma]="$lib"; env[manyalloc-uma]="MANYALLOC_NUMA_PROFILE=uma"; order+=(manyalloc-uma)
+fi
+if [[ -n ${NUMA_LIB_BASE:-} ]]; then
+  preload[manyalloc-base]="$NUMA_LIB_BASE"; env[manyalloc-base]=""
+  preload[manyalloc-base-lowmem]="$NUMA_LIB_BASE"; env[manyalloc-base-lowmem]="MANYALLOC_NUMA_PROFILE=lowmem"
+  order+=(manyalloc-base manyalloc-base-lowmem)
+  if ((nodes > 1)); then
+    preload[manyalloc-base-uma]="$NUMA_LIB_BASE"; env[manyalloc-base-uma]="MANYALLOC_NUMA_PROFILE=uma"; order+=(manyalloc-base-uma)
+  fi
 fi
 [[ -n ${NUMA_ALLOCATORS:-} ]] && read -r -a order <<<"$NUMA_ALLOCATORS"
 allocs=()
