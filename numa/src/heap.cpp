@@ -44,26 +44,59 @@ constexpr PageMask page_mask(unsigned npages, unsigned first) {
   return bits::low_mask64(npages) << first;
 }
 
-unsigned keep_empty(const Heap& h) { return h.ctx->opts.profile == Profile::lowmem ? 0u : 1u; }
+// Empty segments a heap keeps between purges (the next runs take them
+// without a trip to the source); lowmem gives them back at its next purge.
+constexpr unsigned kKeepEmpty = 1;
 
-// Idle pages: the pages of released runs stay resident, for new runs
-// to reuse without page faults (run_new takes them first), up to a per-heap
-// allowance; a run released beyond it is decommitted at once. Without a
-// bound, every page a heap ever gave to a run stayed resident (larson-like
-// workloads, whose heaps refill while the previous generation of their
-// chunks is freed by other threads, reached 1.4x glibc's peak RSS). But a
-// fixed small bound made producer/consumer pairs (xmalloc), which release
-// runs in bursts and create new ones right after, fault 40x more pages. So
-// the allowance adapts: it starts at idle_limit(h, true) (1/8 of the bytes
-// in use, at least 64 KiB), doubles (up to idle_limit(h, false): 1/4, at
-// least 256 KiB) when a run has to be placed on non-idle pages after a run
-// was decommitted, and halves at each purge (heap_purge), which also
-// decommits the idle pages above it. Lowmem keeps no idle page.
+// ---- retained empty runs ---------------------------------------------------
+//
+// The pages of empty runs stay resident ("retained") so that the next runs
+// of the heap reuse them without a decommit, page faults and a new run
+// (issue 19: `malloc(32 KiB); memset; free` in a loop made one madvise and
+// 8 page faults per iteration, 50x glibc's time in lowmem). Two kinds:
+//  * idle pages: a released run's pages (SmallSegment::idle_pages); run_new
+//    takes them first;
+//  * an empty current run: a bin's current run that becomes empty stays
+//    the bin's current run (Heap::kept_empty), so that a class with one
+//    live chunk at a time allocates and frees without touching a run
+//    descriptor or a page.
+// They go back to the OS, never on every free, in three ways:
+//  * budget: when a released run or a run kept empty takes the retained
+//    pages above the heap's allowance (idle_allowance), the kept empty runs
+//    other than the one just kept are released and the idle pages are
+//    decommitted down to half the allowance, those idle since the last
+//    purge first (enforce_budget): a heap that shrinks makes one madvise
+//    per half allowance released, not one per run;
+//  * decay: every purge (heap_purge, after purge_at bytes freed: 512 KiB or
+//    1/8 of the bytes in use in lowmem, 8 MiB or the bytes in use otherwise)
+//    decommits the pages that were idle at the previous purge and still
+//    are (SmallSegment::idle_old), and releases and decommits the empty
+//    current runs nothing was allocated from since then; lowmem also gives
+//    its empty segments back;
+//  * trim (malloc_trim) and, in lowmem, thread exit: everything.
+// Without a bound every page a heap ever gave to a run stayed resident
+// (larson-like workloads, whose heaps refill while the previous generation
+// of their chunks is freed by other threads, reached 1.4x glibc's peak
+// RSS). A fixed small bound made producer/consumer pairs (xmalloc), which
+// release runs in bursts and create new ones right after, fault 40x more
+// pages, so the allowance adapts: it starts at idle_limit(h, true) and
+// doubles (up to idle_limit(h, false)) when a run has to be placed on
+// non-idle pages after the budget decommitted some, and halves at each
+// purge. Outside lowmem: 1/8 of the bytes in use (at least 128 KiB) up to
+// 1/4 (at least 512 KiB); the floors were 64 and 256 KiB when a release
+// beyond the allowance decommitted that run at once, and xmalloc-like
+// producer/consumer pairs (2 threads, 2-core VM, 5 runs) then faulted
+// 31 000 pages in 0.22 s; with 128/512 KiB 9 900 in 0.12 s, peak RSS 4.39 ->
+// 4.62 MiB (glibc 4.31), t-test1 and larson unchanged. Lowmem: 1/16 (at
+// least 128 KiB) up to 1/8 (at least 256 KiB); its peak RSS on t-test1,
+// larson and xmalloc moved by less than 0.05 MiB against keeping no idle
+// page at all, and by as little with floors of 64/128 KiB.
 unsigned idle_limit(const Heap& h, bool low) {
-  if (h.ctx->opts.profile == Profile::lowmem) return 0;
+  const bool lowmem = h.ctx->opts.profile == Profile::lowmem;
   const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);
-  const std::uint64_t rel = low ? in_use / 8 : in_use / 4;
-  const std::uint64_t min = (low ? 64 : 256) * std::uint64_t{1024};
+  const std::uint64_t rel = (low ? in_use / 8 : in_use / 4) >> (lowmem ? 1 : 0);
+  constexpr std::uint64_t KiB = 1024;
+  const std::uint64_t min = low ? 128 * KiB : lowmem ? 256 * KiB : 512 * KiB;
   return static_cast<unsigned>((rel > min ? rel : min) / kPage);
 }
 unsigned idle_allowance(const Heap& h) {
@@ -71,20 +104,60 @@ unsigned idle_allowance(const Heap& h) {
   return h.idle_cap > low ? h.idle_cap : low;
 }
 
-// Decommits the idle pages of seg (before it goes back to its source, or on
-// trim): one madvise over the span of the idle pages (pages of live runs in
-// between are skipped range by range).
-void decommit_idle(Heap& h, SmallSegment& seg) {
-  PageMask idle = seg.idle_pages;
-  h.idle_pages -= static_cast<unsigned>(std::popcount(idle));
-  seg.idle_pages = 0;
-  while (idle != 0) {
-    const unsigned first = static_cast<unsigned>(std::countr_zero(idle));
-    const unsigned n = static_cast<unsigned>(std::countr_one(idle >> first));
+// Decommits the pages `mask` (idle pages of seg): one madvise per range of
+// consecutive pages.
+void decommit_pages(Heap& h, SmallSegment& seg, PageMask mask) {
+  h.idle_pages -= static_cast<unsigned>(std::popcount(mask));
+  seg.idle_pages &= ~mask;
+  seg.idle_old &= ~mask;
+  while (mask != 0) {
+    const unsigned first = static_cast<unsigned>(std::countr_zero(mask));
+    const unsigned n = static_cast<unsigned>(std::countr_one(mask >> first));
     os_decommit(*h.ctx, seg.base + static_cast<std::size_t>(first) * kPage,
                 static_cast<std::size_t>(n) * kPage, Giveback::idle);
-    idle &= ~page_mask(n, first);
+    mask &= ~page_mask(n, first);
   }
+}
+
+// Decommits every idle page of seg (before it goes back to its source).
+void decommit_idle(Heap& h, SmallSegment& seg) {
+  if (seg.idle_pages != 0) decommit_pages(h, seg, seg.idle_pages);
+}
+
+// Decommits idle pages until at most `target` remain: first the pages idle
+// since the last purge, then the others; segment by segment, the oldest
+// (last in the lists) first, the newest taking the next runs. In a segment
+// whose old idle pages are not enough, all its idle pages go in one pass,
+// so that neighbouring old and new ones make one range (one madvise).
+// Returns the bytes decommitted.
+std::size_t trim_idle(Heap& h, unsigned target) {
+  std::size_t bytes = 0;
+  for (int pass = 0; pass < 2 && h.idle_pages > target; ++pass)
+    for (SmallSegment* list : {h.full, h.avail})
+      for (SmallSegment* seg = list; seg != nullptr && h.idle_pages > target;
+           seg = static_cast<SmallSegment*>(seg->next)) {
+        PageMask m = seg->idle_pages & seg->idle_old;
+        if (pass == 1 || h.idle_pages - static_cast<unsigned>(std::popcount(m)) > target)
+          m = seg->idle_pages;
+        if (m == 0) continue;
+        bytes += static_cast<std::size_t>(std::popcount(m)) * kPage;
+        decommit_pages(h, *seg, m);
+      }
+  return bytes;
+}
+
+// Pages of the empty current runs the heap keeps (Heap::kept_empty); the
+// classes whose current run was allocated from or replaced since are
+// dropped from the set.
+unsigned kept_pages(Heap& h) {
+  unsigned n = 0;
+  for (std::uint64_t m = h.kept_empty; m != 0; m &= m - 1) {
+    const unsigned c = static_cast<unsigned>(std::countr_zero(m));
+    const Run* r = h.bins[c].current;
+    if (r != nullptr && r->free_count == r->nchunks) n += r->npages;
+    else h.kept_empty &= ~(std::uint64_t{1} << c);
+  }
+  return n;
 }
 
 // ---- runs -------------------------------------------------------------------
@@ -150,6 +223,7 @@ Run* run_new(Heap& h, unsigned cls) {
   }
   h.idle_pages -= static_cast<unsigned>(std::popcount(seg->idle_pages & mask));
   seg->idle_pages &= ~mask;
+  seg->idle_old &= ~mask;
   Run& r = seg->runs[first];
   run_init(r, *seg, first, cls);
   for (unsigned p = first; p < first + np; ++p)
@@ -188,31 +262,52 @@ bool releasable(const Run& r) {
   return r.free_count == r.nchunks && r.pins.load(std::memory_order_seq_cst) == 0;
 }
 
-// All chunks of r are free and merged: its pages go back to the segment.
-void run_release(Heap& h, Run& r) {
+// All chunks of r are free and merged: its pages go back to the segment as
+// idle pages, still resident (see "retained empty runs" above). Empty
+// segments are left to the caller.
+void run_unuse(Heap& h, Run& r) {
   SmallSegment& seg = *r.seg;
   r.state = RunState::unused;
-  if (h.idle_pages + r.npages > idle_allowance(h)) {
-    os_decommit(*h.ctx, r.base, static_cast<std::size_t>(r.npages) * kPage, Giveback::idle);
-    h.idle_decommitted = true;
-  } else {
-    seg.idle_pages |= page_mask(r.npages, r.first_page);
-    h.idle_pages += r.npages;
-  }
+  const PageMask mask = page_mask(r.npages, r.first_page);
+  seg.idle_pages |= mask;
+  seg.idle_old &= ~mask;
+  h.idle_pages += r.npages;
   for (unsigned p = r.first_page; p < r.first_page + r.npages; ++p)
     seg.page_info[p].store(0, std::memory_order_relaxed);
-  const PageMask used =
-      seg.used_pages.load(std::memory_order_relaxed) & ~page_mask(r.npages, r.first_page);
+  const PageMask used = seg.used_pages.load(std::memory_order_relaxed) & ~mask;
   seg.used_pages.store(used, std::memory_order_relaxed);
   if (seg.in_full_list) {
     seg_unlink(h.full, seg);
     seg_push(h.avail, seg);
     seg.in_full_list = false;
   }
-  if (used == 0) {
-    ++h.empty_segments;
-    if (h.empty_segments > keep_empty(h)) release_empty_segments(h, keep_empty(h));
+  if (used == 0) ++h.empty_segments;
+}
+
+// Keeps the retained pages within the allowance (see "retained empty runs"
+// above): over it, the empty current runs kept other than `exempt` are
+// released and the idle pages decommitted down to half the allowance.
+void enforce_budget(Heap& h, const Run* exempt) {
+  const unsigned budget = idle_allowance(h);
+  if (h.idle_pages + (h.kept_empty != 0 ? kept_pages(h) : 0) <= budget) return;
+  for (std::uint64_t m = h.kept_empty; m != 0; m &= m - 1) {
+    const unsigned c = static_cast<unsigned>(std::countr_zero(m));
+    Run* r = h.bins[c].current;
+    if (r == exempt || !releasable(*r)) continue;  // kept_pages left only empty runs
+    h.bins[c].current = nullptr;
+    h.kept_empty &= ~(std::uint64_t{1} << c);
+    run_unuse(h, *r);
   }
+  if (h.empty_segments > kKeepEmpty) release_empty_segments(h, kKeepEmpty);
+  if (h.idle_pages > budget / 2 && trim_idle(h, budget / 2) != 0) h.idle_decommitted = true;
+}
+
+// Releases r (every chunk free and merged, not a current run) and keeps
+// the heap within its budget.
+void run_release(Heap& h, Run& r) {
+  run_unuse(h, r);
+  if (h.empty_segments > kKeepEmpty) release_empty_segments(h, kKeepEmpty);
+  enforce_budget(h, nullptr);
 }
 
 // ---- purge ------------------------------------------------------------------
@@ -339,6 +434,19 @@ std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range) {
 // also called by another thread for an idle owner, heap_merge_for_owner).
 void purge_runs(Heap& h, bool all) {
   if (!h.rfq.maybe_empty()) heap_flush_remote(h);
+  // Decay (see "retained empty runs"): an empty current run that nothing
+  // was allocated from since the last purge (or any, with `all`) is
+  // released, its pages marked as idle since then, so that the aging
+  // below decommits them. Found through the bins: releasing while walking
+  // the segment lists would move segments between them.
+  for (unsigned c = 0; c < kNumClasses; ++c) {
+    Run* r = h.bins[c].current;
+    if (r == nullptr || !releasable(*r) || (!all && r->popped)) continue;
+    h.bins[c].current = nullptr;
+    run_unuse(h, *r);
+    r->seg->idle_old |= page_mask(r->npages, r->first_page);
+  }
+  h.kept_empty = 0;  // released, or allocated from since they were kept
   std::size_t purged = 0;
   DecommitBatch batch(h);
   const bool every_range = all || h.ctx->opts.profile == Profile::lowmem;
@@ -369,16 +477,20 @@ void purge_runs(Heap& h, bool all) {
     }
   }
   batch.flush();
-  // Idle pages beyond the low bound are decommitted (oldest segments last in
-  // the list are trimmed first: the newest, at the head, take new runs).
-  h.idle_cap /= 2;
-  const unsigned keep = all ? 0 : idle_allowance(h);
-  for (SmallSegment* list : {h.full, h.avail})
-    for (SmallSegment* seg = list; seg != nullptr && h.idle_pages > keep;
-         seg = static_cast<SmallSegment*>(seg->next)) {
-      purged += static_cast<std::size_t>(std::popcount(seg->idle_pages)) * kPage;
-      decommit_idle(h, *seg);
+  // Aging: the pages idle at the last purge and still idle are decommitted;
+  // the others will be at the next purge unless a run takes them.
+  for (SmallSegment* list : {h.avail, h.full})
+    for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
+      if (const PageMask aged = seg->idle_pages & seg->idle_old) decommit_pages(h, *seg, aged);
+      seg->idle_old = seg->idle_pages;
     }
+  // The allowance halves; idle pages beyond it are decommitted (the oldest
+  // segments, last in the lists, first: the newest take new runs).
+  h.idle_cap /= 2;
+  trim_idle(h, all ? 0 : idle_allowance(h));
+  // Empty segments: lowmem gives them all back (with their idle pages).
+  const unsigned keep = all || h.ctx->opts.profile == Profile::lowmem ? 0 : kKeepEmpty;
+  if (h.empty_segments > keep) release_empty_segments(h, keep);
   if (purged)
     h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,
                          std::memory_order_relaxed);
@@ -569,9 +681,6 @@ void* heap_alloc_slow(Heap& h, unsigned cls) {
   return run_pop(h, *r);
 }
 
-// An empty current run at least this big is released at once (heap_after_free).
-constexpr std::size_t kReleasedCurrentRun = 128 * 1024;
-
 void heap_after_free(Heap& h, Run& r) {
   Bin& bin = h.bins[r.cls];
   switch (r.state) {
@@ -590,13 +699,12 @@ void heap_after_free(Heap& h, Run& r) {
       }
       break;
     case RunState::current:
-      // A big empty current run is released so that a burst of large chunks
-      // does not pin its pages; small ones stay to avoid re-initialising a
-      // run on every alloc/free pair.
-      if (r.npages * kPage >= kReleasedCurrentRun && releasable(r)) {
-        bin.current = nullptr;
-        run_release(h, r);
-      }
+      // An empty current run stays current (see "retained empty runs"):
+      // a class with one live chunk at a time would otherwise release and
+      // re-create its run, and decommit and fault in its pages, at every
+      // free. The budget, the decay and trim give its pages back.
+      h.kept_empty |= std::uint64_t{1} << r.cls;
+      enforce_budget(h, &r);
       break;
     default:
       break;
@@ -631,6 +739,7 @@ void heap_abandon(Heap& h) {
       bin_push(bin, *r);
     }
   }
+  h.kept_empty = 0;
   release_empty_segments(h, 0);
   if (h.ctx->opts.profile == Profile::lowmem) heap_purge(h, true);
 }

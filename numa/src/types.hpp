@@ -154,7 +154,10 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // any thread that frees into the segment. Bit p of idle_pages (owner only)
 // is 1 iff page p belongs to no run but may still be resident (a released
 // run that was not decommitted); idle_pages & used_pages == 0, and a
-// segment is handed to or taken from a source with idle_pages == 0.
+// segment is handed to or taken from a source with idle_pages == 0. Bit p
+// of idle_old (owner only) is 1 iff page p was idle at the heap's last
+// purge and has been since (heap.cpp, "retained empty runs": the next purge
+// decommits it); idle_old is a subset of idle_pages.
 //
 // Bitmaps. A run's descriptor holds the first kInlineWords words of its
 // free bitmap (every class from 64 B needs no more in a 32 KiB run); the
@@ -172,6 +175,7 @@ struct SmallSegment : Segment {
   std::atomic<std::uint16_t> page_info[kPagesPerSegment];
   bool in_full_list;
   PageMask idle_pages;
+  PageMask idle_old;
   Run runs[kPagesPerSegment];
   std::uint64_t free_overflow[kPagesPerSegment][kBitmapWords - kInlineWords];
   alignas(64) std::atomic<std::uint64_t> remote_rows[kPagesPerSegment][kBitmapWords];
@@ -288,9 +292,14 @@ struct Source {
 //
 // Invariants: `avail` lists the owned small segments with a free page, `full`
 // the others; each owned segment is in exactly one of them; at most
-// `keep_empty` (0 or 1) segment without any run is kept; `idle_pages` is the
-// sum of popcount(idle_pages) over the owned segments and stays within
-// idle_limit (heap.cpp) after every run release.
+// kKeepEmpty (1, heap.cpp) segment without any run is kept (lowmem gives it
+// back at its next purge); `idle_pages` is the sum of popcount(idle_pages)
+// over the owned segments; bit c of `kept_empty` may be 1 only if
+// bins[c].current was empty when it was last set (a run kept empty, which
+// heap.cpp's kept_pages counts while it stays empty); the idle pages plus
+// the pages of the kept empty runs stay within the allowance (heap.cpp,
+// idle_allowance) after every run release, apart from the run kept last
+// ("retained empty runs").
 // Layout: the owner's fields first (fast paths: cache, bins), then the RFQ
 // and the cache stacks (see there).
 struct alignas(64) Heap {
@@ -304,7 +313,8 @@ struct alignas(64) Heap {
   unsigned empty_segments = 0;
   unsigned idle_pages = 0;  // run pages of no run that may be resident (SmallSegment)
   unsigned idle_cap = 0;    // allowance of idle pages (heap.cpp, idle_allowance)
-  bool idle_decommitted = false;  // a released run was decommitted since idle_cap grew
+  bool idle_decommitted = false;  // the budget decommitted idle pages since idle_cap grew
+  std::uint64_t kept_empty = 0;   // classes whose current run was kept empty (see above)
   std::uint8_t rfq_poll = 1;      // allocations from runs until the RFQ is checked (heap.hpp)
   Source* source = nullptr;
   struct Context* ctx = nullptr;
