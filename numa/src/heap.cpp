@@ -491,6 +491,7 @@ void purge_runs(Heap& h, bool all) {
   // Empty segments: lowmem gives them all back (with their idle pages).
   const unsigned keep = all || h.ctx->opts.profile == Profile::lowmem ? 0 : kKeepEmpty;
   if (h.empty_segments > keep) release_empty_segments(h, keep);
+  source_decay(*h.ctx, *h.source);
   if (purged)
     h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,
                          std::memory_order_relaxed);

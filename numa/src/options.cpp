@@ -24,11 +24,11 @@ const char* profile_name(Profile p) {
   return "?";
 }
 
-constinit const env::Spec kOptionSpecs[9] = {
+constinit const env::Spec kOptionSpecs[kNumOptions] = {
     {"profile", env::Kind::choice, 0, kProfiles,
      "auto|lowmem|uma|numa; auto = numa on machines with more than one NUMA node, else uma"},
     {"cache_max", env::Kind::size, 1ll << 30, nullptr,
-     "bytes of free segments each memory source keeps for reuse (0 in lowmem)"},
+     "bytes of free segments each memory source keeps for reuse (lowmem: 4M unless set)"},
     {"huge_pages", env::Kind::flag, 0, nullptr,
      "madvise(MADV_HUGEPAGE) on segments (transparent huge pages)"},
     {"check", env::Kind::flag, build::checked_build ? 1 : 0, nullptr,
@@ -41,6 +41,8 @@ constinit const env::Spec kOptionSpecs[9] = {
     {"verbose", env::Kind::flag, 0, nullptr, "print the profile and topology decisions"},
     {"topology", env::Kind::text, 0, nullptr,
      "synthetic:<hwloc description> or xml:<file>: use this topology (testing)"},
+    {"decay_ms", env::Kind::size, -1, nullptr,
+     "milliseconds a free segment stays cached before it is unmapped (lowmem 10, else 1000)"},
 };
 
 int sysfs_numa_nodes() {
@@ -70,9 +72,9 @@ int sysfs_numa_nodes() {
 }
 
 Options load_options(int numa_nodes) {
-  env::Value v[9];
+  env::Value v[kNumOptions];
   env::read_all(kOptionPrefix, kOptionSpecs, v);
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < kNumOptions; ++i) {
     if (!v[i].valid) {
       char msg[160];
       const int len = std::snprintf(msg, sizeof msg,
@@ -98,7 +100,11 @@ Options load_options(int numa_nodes) {
   o.verbose = v[7].number != 0;
   o.topology = v[8].from_env ? v[8].text : nullptr;
   if (o.topology != nullptr && !o.profile_from_env) o.profile = Profile::numa;
-  if (o.profile == Profile::lowmem) o.cache_max = 0;
+  const bool low = o.profile == Profile::lowmem;
+  if (low && !(v[1].from_env && v[1].valid)) o.cache_max = kLowmemCacheMax;
+  const long long decay = v[9].number;
+  o.decay_ms = decay >= 0 ? static_cast<std::uint32_t>(decay < 3600000 ? decay : 3600000)
+                          : low ? kDecayMsLowmem : kDecayMs;
   return o;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "manyalloc/common/env_options.hpp"
 
@@ -21,6 +22,9 @@ struct Options {
   Profile profile = Profile::uma;
   bool profile_from_env = false;
   std::size_t cache_max = std::size_t{1} << 30;  // bytes cached per source
+  // Milliseconds a free segment stays cached in a source before it is
+  // unmapped (source.hpp, "Decay"); kDecayMsLowmem or kDecayMs by default.
+  std::uint32_t decay_ms = 1000;
   bool huge_pages = false;
   bool check = false;     // abort on misuse (default: the checked build)
   bool stats = false;     // print statistics at exit
@@ -30,12 +34,20 @@ struct Options {
   const char* topology = nullptr;  // "synthetic:<desc>" or "xml:<path>" (tests)
 };
 
+// Defaults that depend on the profile: lowmem keeps a small cache of free
+// segments (large blocks freed and soon allocated again are reused instead
+// of unmapped and faulted in again) and lets it decay fast.
+inline constexpr std::size_t kLowmemCacheMax = std::size_t{4} << 20;
+inline constexpr std::uint32_t kDecayMs = 1000;
+inline constexpr std::uint32_t kDecayMsLowmem = 10;
+
 // All zero: the options of a context before context_setup (context.hpp).
-inline constexpr Options kNoOptions{Profile::lowmem, false, 0,     false, false,
+inline constexpr Options kNoOptions{Profile::lowmem, false, 0,     0,     false, false,
                                     false,           false, false, false, nullptr};
 
 inline constexpr const char* kOptionPrefix = "MANYALLOC_NUMA_";
-extern const env::Spec kOptionSpecs[9];
+inline constexpr int kNumOptions = 10;
+extern const env::Spec kOptionSpecs[kNumOptions];
 
 // Reads the table. `numa_nodes` is the node count of the machine (sysfs),
 // used for the automatic profile. Writes one warning per malformed value to

@@ -19,8 +19,12 @@ void source_give_small(Context& c, SmallSegment* seg);
 // smaller one is grown with mremap, so the pages already touched are reused
 // without new page faults (slides: "Recycle large arrays").
 LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes);
-// Gives a large segment back: cached while the source stays below its cache
-// limit, unmapped otherwise (always in the lowmem profile).
+// Gives a large segment back: cached for at most the decay delay
+// (source_decay) while the source stays below its cache limit (options,
+// cache_max: 4 MiB in lowmem). The newest one is cached even beyond the
+// limit, older ones beyond it are unmapped, and the cache is brought within
+// the limit before the source maps or grows anything (cache_max == 0: no
+// cache at all).
 void source_give_large(Context& c, LargeSegment* seg);
 
 // Resizes an in-use large segment to new_bytes (multiple of 2 MiB) with
@@ -29,6 +33,14 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes);
 
 // Unmaps every cached segment of the source (malloc_trim).
 void source_release_cache(Context& c, Source& s);
+
+// Decay: unmaps the cached segments of s that have been cached for at
+// least the decay delay (options, decay_ms; types.hpp, struct Source).
+// Called at every segment taken from or given back to s and at every purge
+// of a heap of s (heap.cpp), so that a process that keeps allocating gives
+// back what it stopped reusing; costs a clock read and a comparison when
+// nothing has expired, nothing when nothing is cached.
+void source_decay(Context& c, Source& s);
 
 // Maps a fresh segment of `bytes` for the source and registers `seg`;
 // applies huge pages and node binding. Exposed for tests.

@@ -60,6 +60,7 @@ struct Segment {
   Source* source;
   Segment* next;
   Segment* prev;
+  std::uint64_t cached_at;  // OsOps::now() when it entered its source's cache
 };
 
 enum class RunState : std::uint8_t { unused, current, partial, full };
@@ -251,6 +252,11 @@ struct RemoteBatch {
 // cached descriptor stays registered (a stale free finds a segment that is
 // not in use and is reported). The lock is never held across a call that can
 // allocate (hwloc, stats printing) or across a syscall that maps memory.
+// Decay: a cached segment is unmapped once it has been cached for the
+// decay delay (options, decay_ms) at the next source_decay (source.hpp);
+// decay_next is the earliest time one expires (0: nothing cached). Both
+// cache lists are ordered by cached_at, newest first (segments are pushed
+// at the head).
 // A source stores no node number: sources[i] of a context serves node i - 1
 // (Context::source_node), so that setting up a context writes no source and
 // a process that uses only the common one keeps one page of them resident.
@@ -260,6 +266,7 @@ struct Source {
   Segment* large_cache = nullptr;  // LargeSegment descriptors
   std::size_t large_count = 0;
   std::atomic<std::uint64_t> cached_bytes{0};
+  std::atomic<std::uint64_t> decay_next{0};  // written under the lock
   // Statistics, updated with relaxed atomics.
   std::atomic<std::uint64_t> mapped_bytes{0};
   std::atomic<std::uint64_t> large_in_use_bytes{0};

@@ -61,15 +61,21 @@ static_assert(OsBackend<FaultyOs>);
 inline constexpr OsOps kFaultyOs = make_os_ops<FaultyOs>();
 
 // A private allocator context on the faulty OS, or on `os` (not the
-// process's malloc).
+// process's malloc), with the profile's defaults (options.cpp) unless
+// cache_max is given (0: nothing is cached).
+inline constexpr std::size_t kProfileDefault = SIZE_MAX;
 inline std::unique_ptr<Context> make_context(Profile profile = Profile::uma,
-                                             std::size_t cache_max = std::size_t{1} << 30,
+                                             std::size_t cache_max = kProfileDefault,
                                              const OsOps& os = kFaultyOs) {
   Faults::reset();
   auto c = std::make_unique<Context>();
   Options o;
   o.profile = profile;
-  o.cache_max = profile == Profile::lowmem ? 0 : cache_max;
+  const bool low = profile == Profile::lowmem;
+  o.cache_max = cache_max != kProfileDefault ? cache_max
+                : low                         ? kLowmemCacheMax
+                                              : std::size_t{1} << 30;
+  o.decay_ms = low ? kDecayMsLowmem : kDecayMs;
   context_setup(*c, o);
   c->os = &os;
   return c;

@@ -75,8 +75,9 @@ struct IntruderOs : LinuxOs {
 static_assert(OsBackend<IntruderOs>);
 constexpr OsOps kIntruderOs = make_os_ops<IntruderOs>();
 
-// Each test: a lowmem context whose OS calls the intruder watches, and one
-// large block of it (p) with its segment.
+// Each test: a lowmem context without a cache of free segments (every
+// shrink and free gives its range back at once), whose OS calls the
+// intruder watches, and one large block of it (p) with its segment.
 class LargeRace : public ::testing::Test {
  protected:
   LargeRace() : c(test::make_context(Profile::lowmem, 0, kIntruderOs)) { Intruder::reset(c.get()); }

@@ -141,13 +141,22 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   ::setenv("MANYALLOC_NUMA_COLOUR", "bogus", 1);
   Options o = load_options(1);
   EXPECT_EQ(o.profile, Profile::lowmem);
-  EXPECT_EQ(o.cache_max, 0u);  // lowmem caches nothing
+  EXPECT_EQ(o.cache_max, 64u << 20);  // set: honoured in lowmem too
+  EXPECT_EQ(o.decay_ms, kDecayMsLowmem);
   EXPECT_TRUE(o.huge_pages);
   EXPECT_TRUE(o.colour);  // bad value keeps the default
+  ::unsetenv("MANYALLOC_NUMA_CACHE_MAX");
+  ::setenv("MANYALLOC_NUMA_DECAY_MS", "250", 1);
+  o = load_options(1);
+  EXPECT_EQ(o.cache_max, kLowmemCacheMax);  // lowmem's small cache of large blocks
+  EXPECT_EQ(o.decay_ms, 250u);
+  ::setenv("MANYALLOC_NUMA_CACHE_MAX", "64M", 1);
+  ::unsetenv("MANYALLOC_NUMA_DECAY_MS");
   ::setenv("MANYALLOC_NUMA_PROFILE", "auto", 1);
   o = load_options(4);
   EXPECT_EQ(o.profile, Profile::numa);
   EXPECT_EQ(o.cache_max, 64u << 20);
+  EXPECT_EQ(o.decay_ms, kDecayMs);
   o = load_options(1);
   EXPECT_EQ(o.profile, Profile::uma);
   for (const char* n : {"MANYALLOC_NUMA_PROFILE", "MANYALLOC_NUMA_CACHE_MAX",

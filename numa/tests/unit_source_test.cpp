@@ -41,7 +41,10 @@ TEST(Source, SmallSegmentsAreAlignedRegisteredAndRecycled) {
   EXPECT_EQ(c->registry.lookup(base), nullptr);
 }
 
-TEST(Source, LowmemReturnsSegmentsAtOnce) {
+// Lowmem returns small segments at once and keeps at most 4 MiB of large
+// ones, plus the newest one whatever its size, until the source maps
+// anything new (unit_giveback_test.cpp has the decay).
+TEST(Source, LowmemCachesLittle) {
   auto c = make_context(Profile::lowmem);
   Source& s = c->common();
   SmallSegment* a = source_take_small(*c, s);
@@ -50,8 +53,24 @@ TEST(Source, LowmemReturnsSegmentsAtOnce) {
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
   EXPECT_EQ(s.cached_bytes.load(), 0u);
   LargeSegment* l = source_take_large(*c, s, 5 * kSegment);
+  LargeSegment* m = source_take_large(*c, s, 6 * kSegment);
   ASSERT_NE(l, nullptr);
+  ASSERT_NE(m, nullptr);
   source_give_large(*c, l);
+  EXPECT_EQ(s.cached_bytes.load(), 5 * kSegment);  // the newest, beyond the budget
+  source_give_large(*c, m);
+  EXPECT_EQ(s.cached_bytes.load(), 6 * kSegment);  // the older one made room
+  EXPECT_EQ(s.mapped_bytes.load(), 6 * kSegment);
+  a = source_take_small(*c, s);  // fresh memory: the cache goes back within 4 MiB
+  EXPECT_EQ(s.cached_bytes.load(), 0u);
+  EXPECT_EQ(s.mapped_bytes.load(), kSegment);
+  LargeSegment* n = source_take_large(*c, s, kSegment);
+  LargeSegment* o = source_take_large(*c, s, kSegment);
+  source_give_large(*c, n);
+  source_give_large(*c, o);
+  EXPECT_EQ(s.cached_bytes.load(), 2 * kSegment);  // within the budget: both kept
+  source_give_small(*c, a);
+  source_release_cache(*c, s);
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
 }
 
@@ -94,7 +113,7 @@ TEST(Source, MapFailureGivesNullAndLeavesNothingBehind) {
   EXPECT_NE(source_take_small(*c, s), nullptr);
 }
 
-TEST(Source, LargeCacheBestFitTrimAndGrow) {
+TEST(Source, LargeCacheBestFitSplitAndGrow) {
   auto c = make_context();
   Source& s = c->common();
   LargeSegment* a = source_take_large(*c, s, 4 * kSegment);
@@ -109,11 +128,22 @@ TEST(Source, LargeCacheBestFitTrimAndGrow) {
   EXPECT_EQ(x, a);
   EXPECT_EQ(x->bytes, 4 * kSegment);
   EXPECT_EQ(s.faults_avoided.load(), 4 * kSegment / kOsPage);
-  // Much larger than needed: trimmed.
+  // Much larger than needed: split, the tail cached with its touched pages.
   LargeSegment* y = source_take_large(*c, s, 2 * kSegment);
   EXPECT_EQ(y, b);
   EXPECT_EQ(y->bytes, 2 * kSegment);
-  EXPECT_EQ(c->registry.lookup(y->base + 2 * kSegment), nullptr);
+  auto* tail = static_cast<LargeSegment*>(c->registry.lookup(y->base + 2 * kSegment));
+  ASSERT_NE(tail, nullptr);
+  ASSERT_NE(tail, y);
+  EXPECT_EQ(tail->base, y->base + 2 * kSegment);
+  EXPECT_EQ(tail->bytes, 8 * kSegment);
+  EXPECT_EQ(tail->touched, 8 * kSegment);
+  EXPECT_EQ(c->registry.lookup(y->base + 10 * kSegment - 1), tail);
+  EXPECT_EQ(s.cached_bytes.load(), 8 * kSegment);
+  EXPECT_EQ(s.mapped_bytes.load(), 14 * kSegment);  // nothing unmapped
+  // Best fit again: the tail serves the next block.
+  LargeSegment* t = source_take_large(*c, s, 7 * kSegment);
+  EXPECT_EQ(t, tail);
   // Smaller than needed: grown (touched pages kept).
   source_give_large(*c, y);
   LargeSegment* z = source_take_large(*c, s, 6 * kSegment);
@@ -122,8 +152,10 @@ TEST(Source, LargeCacheBestFitTrimAndGrow) {
   EXPECT_EQ(c->registry.lookup(z->base + 5 * kSegment), z);
   source_give_large(*c, x);
   source_give_large(*c, z);
+  source_give_large(*c, t);
   source_release_cache(*c, s);
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
+  EXPECT_EQ(c->misuses.load(), 0u);
 }
 
 TEST(Large, ColourOffsetsDifferModulo4KiB) {
