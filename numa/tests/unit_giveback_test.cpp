@@ -1,0 +1,280 @@
+// Giving memory back to the OS (issue 19, "decommit with hysteresis and a
+// budget"): no free gives pages back on every call, in any profile; what is
+// freed and not reused still goes back, after the decay, when a budget is
+// exceeded, or on trim. The OS calls are counted by the test back end
+// (test_os.hpp), whose clock the tests set.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "heap.hpp"
+#include "large.hpp"
+#include "runtime.hpp"
+#include "source.hpp"
+#include "test_os.hpp"
+
+namespace manyalloc::numa {
+namespace {
+
+using test::Faults;
+using test::make_context;
+
+constexpr Profile kProfiles[] = {Profile::lowmem, Profile::uma, Profile::numa};
+
+const char* name(Profile p) { return profile_name(p); }
+
+struct Fixture {
+  std::unique_ptr<Context> c;
+  Heap* h;
+  explicit Fixture(Profile p) : c(make_context(p)) { h = heap_acquire(*c, c->common()); }
+  void free(void* p) {
+    Segment* s = c->registry.lookup(p);
+    ASSERT_NE(s, nullptr);
+    if (s->kind == SegKind::small) small_free(*c, h, *static_cast<SmallSegment*>(s), p);
+    else large_free(*c, *static_cast<LargeSegment*>(s), p);
+  }
+  // Calls that gave memory back to the OS so far.
+  static int givebacks() { return Faults::decommits.load() + Faults::unmaps.load(); }
+};
+
+// Whether the OS page holding p is resident (false when it is not mapped
+// any more: given back with its segment).
+bool resident(const void* p) {
+  const auto page = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{kOsPage - 1};
+  unsigned char vec = 0;
+  if (mincore(reinterpret_cast<void*>(page), kOsPage, &vec) != 0) {
+    EXPECT_EQ(errno, ENOMEM);
+    return false;
+  }
+  return (vec & 1) != 0;
+}
+
+// Live 4 KiB chunks with released one-page runs between them: idle pages
+// that a run of 16 or 32 KiB chunks (4 or 8 aligned pages) cannot use, as
+// in a heap that served many sizes (glibc-thread of mimalloc-bench). With
+// them, uma decommitted the churn loop's run at every free (the idle pages
+// filled its allowance).
+std::vector<void*> background(Fixture& f) {
+  const unsigned cls = size_to_class(4096);
+  std::vector<void*> all, live;
+  for (unsigned i = 0; i < 48 * run_chunks(cls); ++i) {
+    void* p = heap_alloc(*f.h, cls);
+    EXPECT_NE(p, nullptr);
+    std::memset(p, 7, 4096);
+    all.push_back(p);
+  }
+  // Every third run stays live; the others are emptied and released.
+  for (unsigned i = 0; i < all.size(); ++i)
+    if ((i / run_chunks(cls)) % 3 == 0) live.push_back(all[i]);
+    else f.free(all[i]);
+  heap_cache_flush_all(*f.h);
+  return live;
+}
+
+// malloc(n); memset; free, `iters` times; returns the calls that gave
+// memory back meanwhile.
+int churn(Fixture& f, std::size_t n, int iters) {
+  const int before = Fixture::givebacks();
+  for (int i = 0; i < iters; ++i) {
+    void* p = n <= kMaxSmall ? heap_alloc(*f.h, size_to_class(n))
+                             : large_alloc(*f.c, f.c->common(), n, 16, false);
+    EXPECT_NE(p, nullptr);
+    if (p == nullptr) break;
+    std::memset(p, 1, n);
+    f.free(p);
+  }
+  return Fixture::givebacks() - before;
+}
+
+// The churn loop of the issue: 1000 iterations make a handful of decommits
+// or unmaps at most, in every profile, with or without other memory around
+// (before: lowmem one madvise per iteration for 16 and 32 KiB and one munmap
+// for 300 KB; uma one madvise per iteration with the background).
+TEST(Giveback, ChurnLoopDoesNotGiveBackOnEveryFree) {
+  for (Profile prof : kProfiles)
+    for (bool with_background : {false, true})
+      for (std::size_t n : {std::size_t{16384}, std::size_t{32768}, std::size_t{300000}}) {
+        Fixture f(prof);
+        std::vector<void*> live;
+        if (with_background) live = background(f);
+        const int calls = churn(f, n, 1000);
+        EXPECT_LE(calls, 10) << name(prof) << " " << n << " B, background " << with_background;
+        for (void* p : live) f.free(p);
+        EXPECT_EQ(f.c->misuses.load(), 0u);
+      }
+}
+
+// Runs of the churn's class kept while they are reused, given back once not:
+// the decay releases and decommits an empty current run that nothing was
+// allocated from between two purges, and the idle pages that stayed idle
+// between two purges; lowmem's RSS therefore does not keep what it stopped
+// using.
+TEST(Giveback, DecayDecommitsWhatIsNotReused) {
+  for (Profile prof : kProfiles) {
+    Fixture f(prof);
+    // 32 MiB of 4 KiB chunks, freed below: enough for two purges in every
+    // profile (uma: after 8 MiB, then after as many bytes as are in use).
+    const unsigned other = size_to_class(4096);
+    std::vector<void*> v;
+    for (int i = 0; i < 8192; ++i) v.push_back(heap_alloc(*f.h, other));
+    churn(f, 32768, 100);
+    auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, size_to_class(32768)));
+    std::memset(p, 1, 32768);
+    f.free(p);
+    EXPECT_TRUE(resident(p)) << name(prof) << ": the kept run is resident";
+    // Frees of other chunks: purges happen, nothing of 32 KiB is allocated.
+    for (void* q : v) f.free(q);
+    EXPECT_FALSE(resident(p)) << name(prof) << ": the run was not given back by the decay";
+    EXPECT_FALSE(resident(p + 32767));
+    EXPECT_GT(f.c->os_calls.decommits[static_cast<unsigned>(Giveback::idle)].load(), 0u);
+    heap_trim(*f.h);
+    EXPECT_EQ(f.h->idle_pages, 0u);
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
+}
+
+// malloc_trim gives back at once everything kept: the empty current run and
+// the idle pages.
+TEST(Giveback, TrimDecommitsKeptRunsAndIdlePages) {
+  for (Profile prof : kProfiles) {
+    Fixture f(prof);
+    std::vector<void*> live = background(f);
+    auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, size_to_class(32768)));
+    std::memset(p, 1, 32768);
+    f.free(p);
+    EXPECT_TRUE(resident(p));
+    heap_trim(*f.h);
+    EXPECT_FALSE(resident(p)) << name(prof);
+    EXPECT_EQ(f.h->idle_pages, 0u) << name(prof);
+    for (void* q : live) EXPECT_EQ(static_cast<std::uint8_t*>(q)[4095], 7);
+    for (void* q : live) f.free(q);
+  }
+}
+
+// A heap that shrinks gives its empty runs back when they exceed its
+// budget, in batches (down to half the budget), not one call per run: the
+// resident idle pages stay bounded, and the calls are far fewer than the
+// runs released.
+TEST(Giveback, BudgetBoundsIdlePagesWithFewCalls) {
+  for (Profile prof : kProfiles) {
+    Fixture f(prof);
+    const unsigned cls = size_to_class(2048);  // one-page runs of 16 chunks
+    std::vector<void*> v;
+    const unsigned runs = 4 * kPagesPerSegment;  // 8 MiB of runs
+    for (unsigned i = 0; i < runs * run_chunks(cls); ++i) v.push_back(heap_alloc(*f.h, cls));
+    const int before = Fixture::givebacks();
+    unsigned max_idle = 0;
+    // Free run by run from the end: every run is emptied, the heap shrinks.
+    for (std::size_t i = v.size(); i-- > 0;) {
+      f.free(v[i]);
+      if (i % 64 == 0) {
+        heap_cache_flush_all(*f.h);
+        if (f.h->idle_pages > max_idle) max_idle = f.h->idle_pages;
+      }
+    }
+    const int calls = Fixture::givebacks() - before;
+    // The budget is at most a quarter of the bytes in use and at least
+    // 256 KiB (8 pages): with at most 8 MiB in use, 64 pages.
+    EXPECT_LE(max_idle, 64u) << name(prof);
+    const OsCounters& oc = f.c->os_calls;
+    EXPECT_LT(calls, static_cast<int>(runs) / 4)
+        << name(prof) << ": " << runs << " runs released; purge "
+        << oc.decommits[static_cast<unsigned>(Giveback::purge)].load() << ", idle "
+        << oc.decommits[static_cast<unsigned>(Giveback::idle)].load() << ", meta "
+        << oc.decommits[static_cast<unsigned>(Giveback::meta)].load() << ", unmaps "
+        << oc.unmaps.load();
+    EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
+}
+
+// Large blocks freed go to their source's cache, in lowmem too (up to
+// 4 MiB), and are reused at once; a cached one is unmapped after the decay
+// delay, and one beyond the cache's budget at once.
+TEST(Giveback, LargeBlocksAreCachedThenDecay) {
+  for (Profile prof : kProfiles) {
+    Fixture f(prof);
+    Source& s = f.c->common();
+    Faults::clock_ns = 1'000'000'000'000;  // the test's clock from here on
+    auto* p = static_cast<std::uint8_t*>(large_alloc(*f.c, s, 300000, 16, false));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 1, 300000);
+    f.free(p);
+    EXPECT_EQ(s.cached_bytes.load(), kSegment) << name(prof);
+    EXPECT_TRUE(resident(p));
+    auto* q = static_cast<std::uint8_t*>(large_alloc(*f.c, s, 300000, 16, false));
+    EXPECT_EQ(s.reuses.load(), 1u) << name(prof);
+    f.free(q);
+    // Before the delay nothing decays; after it, everything cached goes.
+    Faults::clock_ns += std::uint64_t{f.c->opts.decay_ms} * 1'000'000 - 1;
+    source_decay(*f.c, s);
+    EXPECT_EQ(s.cached_bytes.load(), kSegment) << name(prof);
+    Faults::clock_ns += 1;
+    source_decay(*f.c, s);
+    EXPECT_EQ(s.cached_bytes.load(), 0u) << name(prof);
+    EXPECT_EQ(s.mapped_bytes.load(), 0u) << name(prof);
+    EXPECT_EQ(f.c->os_calls.decayed.load(), 1u);
+    // Beyond the budget (lowmem: 4 MiB) only the newest block is kept, and
+    // only until the source maps fresh memory.
+    void* big = large_alloc(*f.c, s, 5 * kSegment, 16, false);
+    void* big2 = large_alloc(*f.c, s, 5 * kSegment, 16, false);
+    ASSERT_NE(big, nullptr);
+    ASSERT_NE(big2, nullptr);
+    f.free(big);
+    f.free(big2);
+    if (prof == Profile::lowmem) {
+      EXPECT_EQ(s.large_count, 1u);
+      EXPECT_EQ(s.mapped_bytes.load(), s.cached_bytes.load());
+      void* small = large_alloc(*f.c, s, kSegment + 1, 16, false);  // 4 MiB, fresh
+      EXPECT_EQ(s.cached_bytes.load(), 0u);
+      f.free(small);
+    } else {
+      EXPECT_EQ(s.large_count, 2u);
+    }
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
+}
+
+// The decay runs at the heaps' purges too, so that a process that keeps
+// freeing small chunks gives back the large blocks it stopped reusing.
+TEST(Giveback, PurgesLetTheSourceCacheDecay) {
+  Fixture f(Profile::lowmem);
+  Source& s = f.c->common();
+  Faults::clock_ns = 1'000'000'000'000;
+  void* p = large_alloc(*f.c, s, 1 << 20, 16, false);
+  f.free(p);
+  EXPECT_EQ(s.cached_bytes.load(), kSegment);
+  Faults::clock_ns += std::uint64_t{f.c->opts.decay_ms} * 1'000'000;
+  heap_purge(*f.h);
+  EXPECT_EQ(s.cached_bytes.load(), 0u);
+  EXPECT_EQ(s.mapped_bytes.load() % kSegment, 0u);
+}
+
+// Every call that gives memory back is in the statistics' counters.
+TEST(Giveback, EveryCallIsCounted) {
+  for (Profile prof : kProfiles) {
+    Fixture f(prof);
+    std::vector<void*> live = background(f);
+    churn(f, 32768, 50);
+    churn(f, 300000, 50);
+    void* big = large_alloc(*f.c, f.c->common(), 9 * kSegment, 16, false);
+    large_realloc(*f.c, *static_cast<LargeSegment*>(f.c->registry.lookup(big)), 3 * kSegment);
+    f.free(big);
+    for (void* q : live) f.free(q);
+    heap_trim(*f.h);
+    source_release_cache(*f.c, f.c->common());
+    const OsCounters& oc = f.c->os_calls;
+    std::uint64_t decommits = 0;
+    for (const auto& d : oc.decommits) decommits += d.load();
+    EXPECT_EQ(decommits, static_cast<std::uint64_t>(Faults::decommits.load())) << name(prof);
+    EXPECT_EQ(oc.unmaps.load(), static_cast<std::uint64_t>(Faults::unmaps.load())) << name(prof);
+    EXPECT_GT(decommits, 0u);
+    EXPECT_GT(oc.unmaps.load(), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace manyalloc::numa
