@@ -17,6 +17,8 @@
 #   NUMA_CHURN_ITERS   iterations per run (default 200000)
 #   NUMA_ALLOCATORS    labels (default "glibc manyalloc-uma manyalloc-lowmem manyalloc-numa";
 #                      jemalloc tcmalloc mimalloc tbbmalloc also known)
+#   NUMA_LIB_BASE      a second build of the library (e.g. of the commit before a
+#                      change), measured side by side as manyalloc-base-<profile>
 #   NUMA_CHURN_STATS   0: do not read manyalloc's statistics (a library older
 #                      than its OS call counters, see numa_churn.cpp)
 #   NUMA_STRACE        0: no strace runs
@@ -44,6 +46,10 @@ preload[mimalloc]="$libdir/libmimalloc.so.2"
 preload[tbbmalloc]="$libdir/libtbbmalloc_proxy.so.2"
 for p in uma lowmem numa; do
   preload[manyalloc-$p]="$lib"; env[manyalloc-$p]="MANYALLOC_NUMA_PROFILE=$p"
+  if [[ -n ${NUMA_LIB_BASE:-} ]]; then
+    preload[manyalloc-base-$p]="$NUMA_LIB_BASE"; env[manyalloc-base-$p]="MANYALLOC_NUMA_PROFILE=$p"
+    [[ -z ${NUMA_ALLOCATORS:-} ]] && order+=("manyalloc-base-$p")
+  fi
 done
 allocs=()
 for a in "${order[@]}"; do
