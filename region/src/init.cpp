@@ -3,6 +3,9 @@
 // scheduler ranks. Every failure of mr_init leaves a reason for
 // mr_last_error and for the calls that follow it.
 #include <mpi.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -33,8 +36,12 @@ mr_status init(Runtime& rt, int* argc, char*** argv, const mr_config* cfg) {
   if (mpi_done) return fail(MR_ERR_INIT, "mr_init: MPI has already been finalised");
   MPI_Initialized(&inited);
   if (!inited) {
-    MPI_Init(argc, argv);
+    // Funnelled: only this thread will call MPI through the library (the
+    // other threads' calls stop at the thread check, region.h).
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &rt.mpi_thread_level);
     rt.we_initialized_mpi = true;
+  } else {
+    MPI_Query_thread(&rt.mpi_thread_level);
   }
   // Settings are checked before any collective, so that a bad value fails
   // on every rank alike (all ranks read the same environment).
@@ -65,6 +72,8 @@ mr_status init(Runtime& rt, int* argc, char*** argv, const mr_config* cfg) {
                   static_cast<unsigned long long>(s.gas_bytes >> 20), rt.gas.attempts);
     return init_failed(rt, why);
   }
+  rt.owner = pthread_self();
+  rt.owner_tid = static_cast<long>(syscall(SYS_gettid));
   rt.initialized = true;
   rt.init_failed = false;
   if (worker) {
@@ -81,7 +90,22 @@ mr_status init(Runtime& rt, int* argc, char*** argv, const mr_config* cfg) {
   return MR_OK;
 }
 
+const char* thread_level_name(int level) {
+  if (level == MPI_THREAD_SINGLE) return "MPI_THREAD_SINGLE";
+  if (level == MPI_THREAD_FUNNELED) return "MPI_THREAD_FUNNELED";
+  if (level == MPI_THREAD_SERIALIZED) return "MPI_THREAD_SERIALIZED";
+  if (level == MPI_THREAD_MULTIPLE) return "MPI_THREAD_MULTIPLE";
+  return "unknown";
+}
+
 }  // namespace
+
+mr_status Runtime::wrong_thread(const char* call) const {
+  return fail(MR_ERR_THREAD,
+              "%s: called from thread %ld, but only thread %ld (the one that called mr_init) may call the library: "
+              "it is funnelled (MPI thread level %s), so calls from other threads are refused",
+              call, static_cast<long>(syscall(SYS_gettid)), owner_tid, thread_level_name(mpi_thread_level));
+}
 
 mr_status Runtime::not_initialized(const char* call) const {
   if (finalized) return fail(MR_ERR_NOT_INITIALIZED, "%s: called after mr_finalize", call);
@@ -107,6 +131,7 @@ mr_status mr_finalize(void) {
     rt.finalized = true;
     return MR_OK;
   }
+  if (!rt.on_owner_thread()) return finish("mr_finalize", rt.wrong_thread("mr_finalize"));
   if (rt.is_worker()) {
     rt.transport->worker_barrier();
     rt.transport->send(rt.leaf, make_msg(op_done, static_cast<std::uint64_t>(rt.rank), 0));

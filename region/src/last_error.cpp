@@ -46,6 +46,7 @@ const char* mr_strerror(mr_status s) {
     case MR_ERR_INIT: return "initialisation failed (mr_last_error says why)";
     case MR_ERR_TRUNCATED: return "more regions or objects received than room given";
     case MR_ERR_NOT_INITIALIZED: return "library not initialised (before mr_init, after a failed mr_init or after mr_finalize)";
+    case MR_ERR_THREAD: return "call from a thread other than the one that called mr_init";
   }
   return "unknown status";
 }

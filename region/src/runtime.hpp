@@ -1,6 +1,8 @@
 // Process-wide state of the library on one rank (set up by mr_init).
 #pragma once
 
+#include <pthread.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,6 +22,11 @@ struct Runtime {
   bool init_failed = false;  // the last mr_init failed, for the reason below
   char init_failure[640] = "";
   bool we_initialized_mpi = false;
+  // Threads (region.h, mr_init): the thread that called mr_init is the only
+  // one that may call; the MPI thread level the library runs under.
+  pthread_t owner{};
+  long owner_tid = 0;  // its Linux thread id, for mr_last_error
+  int mpi_thread_level = 0;
   int rank = -1;
   Topology topo;
   GasMapping gas;
@@ -31,6 +38,11 @@ struct Runtime {
   Prefaulter prefault;  // zero-copy receives map new pages in one call
 
   bool is_worker() const { return initialized && !topo.is_scheduler(rank); }
+  // The calling thread is the one that called mr_init (one comparison: the
+  // per-call check of every worker call).
+  bool on_owner_thread() const { return pthread_equal(pthread_self(), owner) != 0; }
+  // MR_ERR_THREAD for `call`: which thread may call and why.
+  mr_status wrong_thread(const char* call) const;
   // Sends to world rank `peer` move no bytes: both map this host's shared
   // GAS object (MANYALLOC_REGION_TRANSFER=auto and the memfd worked).
   bool zero_copy_with(int peer) const {

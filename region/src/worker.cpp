@@ -41,6 +41,7 @@ mr_status status_of(const Message& m) { return static_cast<mr_status>(m[w_status
 mr_status enter(const char* call) {
   const Runtime& rt = runtime();
   if (!rt.initialized) return rt.not_initialized(call);
+  if (!rt.on_owner_thread()) return rt.wrong_thread(call);
   if (rt.topo.is_scheduler(rt.rank))
     return fail(MR_ERR_NOT_WORKER, "%s: rank %d is a scheduler (ranks 0 to %d are; only workers make this call)",
                 call, rt.rank, rt.topo.nsched - 1);
@@ -273,13 +274,15 @@ int mr_zero_copy(int peer_worker) {
 
 void mr_times(double* sched_comm_s, double* worker_comm_s, double* barrier_s) {
   const Runtime& rt = runtime();
-  if (sched_comm_s) *sched_comm_s = rt.sched_s;
-  if (worker_comm_s) *worker_comm_s = rt.worker_s;
-  if (barrier_s) *barrier_s = rt.barrier_s;
+  const bool mine = rt.initialized && rt.on_owner_thread();
+  if (sched_comm_s) *sched_comm_s = mine ? rt.sched_s : 0;
+  if (worker_comm_s) *worker_comm_s = mine ? rt.worker_s : 0;
+  if (barrier_s) *barrier_s = mine ? rt.barrier_s : 0;
 }
 
 void mr_times_reset(void) {
   Runtime& rt = runtime();
+  if (rt.initialized && !rt.on_owner_thread()) return;
   rt.sched_s = rt.worker_s = rt.barrier_s = 0;
 }
 

@@ -44,8 +44,11 @@ typedef enum mr_status {
   MR_ERR_INIT = 6,             /* mr_init failed: bad option, layout, mapping; or
                                   mr_init called twice or after mr_finalize */
   MR_ERR_TRUNCATED = 7,        /* mr_recv: more regions/objects than room */
-  MR_ERR_NOT_INITIALIZED = 8   /* call before mr_init, after a failed mr_init
+  MR_ERR_NOT_INITIALIZED = 8,  /* call before mr_init, after a failed mr_init
                                   or after mr_finalize */
+  MR_ERR_THREAD = 9            /* call from a thread other than the one that
+                                  called mr_init (the library is funnelled:
+                                  mr_last_error() names the thread) */
 } mr_status;
 
 /* How mr_send moves data (mr_config.transfer, MANYALLOC_REGION_TRANSFER):
@@ -82,7 +85,19 @@ typedef struct mr_config {
   int prefault;        /* MR_PREFAULT_*; 0: environment, else on */
 } mr_config;
 
-/* Initialises MPI when the program has not (and mr_finalize then finalises
+/* Threads: the library is funnelled. The thread that calls mr_init (when
+ * mr_init initialises MPI it asks for MPI_THREAD_FUNNELED) is the only one
+ * that may make the other calls; a call from any other thread returns
+ * MR_ERR_THREAD and does nothing (mr_last_error() names the thread that may
+ * call). The queries (mr_is_worker, mr_worker_id, mr_num_workers,
+ * mr_num_schedulers, mr_scheduler_levels, mr_zero_copy, mr_worker_comm,
+ * mr_strerror, mr_last_error) read what mr_init set and may be called from
+ * any thread; mr_times reports zeros and mr_times_reset does nothing on other
+ * threads. When the application initialised MPI itself, call mr_init from
+ * its main thread (the one that called MPI_Init/MPI_Init_thread) unless it
+ * got MPI_THREAD_SERIALIZED or more.
+ *
+ * Initialises MPI when the program has not (and mr_finalize then finalises
  * it), checks the settings, maps the global address space. On schedulers it
  * serves until every worker has called mr_finalize. On failure
  * (MR_ERR_INIT, mr_last_error() says why) every rank fails alike, the

@@ -25,6 +25,7 @@ enum class Status : int {
   init = MR_ERR_INIT,
   truncated = MR_ERR_TRUNCATED,
   not_initialized = MR_ERR_NOT_INITIALIZED,
+  thread = MR_ERR_THREAD,
 };
 
 inline const char* to_string(Status s) { return mr_strerror(static_cast<mr_status>(s)); }
