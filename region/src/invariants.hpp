@@ -34,7 +34,12 @@
 //       ranges of region R equals the slabs owned by R's pool (P4).
 //   L3  free ranges: slabs owned by this scheduler and given to no region;
 //       disjoint from L2 and from ranges delegated to child schedulers.
-//   L4  free ids: ids owned by this scheduler and used by no region.
+//   L1  keys are id slots; the Region holds the full id (slot and
+//       generation) and find() answers only for that exact id.
+//   L4  free ids: slots owned by this scheduler and used by no region:
+//       never used ones (free_ids_, generation 0, the only ones traded to
+//       child schedulers) and freed ones with the generation of their next
+//       use (recycled_ids_); a retired slot is in neither.
 //   L5  a region's parent is owned by this scheduler or by an ancestor
 //       scheduler; its children by this scheduler or by descendants.
 //       Region 0 (root) lives on the top scheduler and is never freed.
@@ -64,9 +69,21 @@ inline constexpr std::uint64_t page_bytes = std::uint64_t{1} << 20;
 inline constexpr std::uint64_t slabs_per_page = page_bytes / slab_bytes;
 // Slab indices: up to 2^36 slabs = 256 TiB of GAS.
 inline constexpr unsigned slab_key_bits = 36;
-// Region ids: 40 bits.
+// Region ids (mr_rid_t, 64 bits) = generation << 40 | slot. The slot (40
+// bits) is what schedulers own, trade and route by (L1, L4, S1, S2); the
+// generation (24 bits) counts how often the slot was freed, so an id of a
+// freed region never names a later region of the same slot (a stale id is
+// MR_ERR_NO_REGION forever). A slot whose generation would wrap is retired:
+// never handed out again. Region 0 is slot 0, generation 0.
 inline constexpr unsigned id_key_bits = 40;
 inline constexpr std::uint64_t max_region_id = (std::uint64_t{1} << id_key_bits) - 1;
+inline constexpr unsigned id_generation_bits = 64 - id_key_bits;
+inline constexpr std::uint64_t max_id_generation = (std::uint64_t{1} << id_generation_bits) - 1;
+inline constexpr std::uint64_t id_slot(std::uint64_t id) { return id & max_region_id; }
+inline constexpr std::uint64_t id_generation(std::uint64_t id) { return id >> id_key_bits; }
+inline constexpr std::uint64_t make_region_id(std::uint64_t slot, std::uint64_t generation) {
+  return generation << id_key_bits | slot;
+}
 // Largest single object: 1 GiB.
 inline constexpr std::uint64_t max_object_bytes = std::uint64_t{1} << 30;
 

@@ -104,14 +104,25 @@ void LocalRegions::create_root() {
 }
 
 LocalStatus LocalRegions::create(std::uint64_t parent, std::uint64_t* out_id) {
-  if (free_ids_.empty()) return LocalStatus::no_ids;
+  if (free_ids_.empty() && recycled_ids_.empty()) return LocalStatus::no_ids;
   if (free_slabs_.total() == 0 && trim_regions(wm_.region_lo, nullptr) == 0) return LocalStatus::no_memory;
-  // Ids rotate through the free set (next id after the last one given) so a
-  // freed id is not handed out again at once.
-  const std::uint64_t id = free_ids_.take(1, id_cursor_);
-  id_cursor_ = id + 1;
+  // Never-used slots first (generation 0); then freed slots, rotating
+  // (next slot after the last one reused), each with its next generation:
+  // a stale id of the slot never names the new region.
+  std::uint64_t id = 0;
+  if (!free_ids_.empty()) {
+    id = free_ids_.take(1, id_cursor_);
+    id_cursor_ = id + 1;
+  } else {
+    auto e = recycled_ids_.ceil(recycle_cursor_);
+    if (!e) e = recycled_ids_.first();
+    const std::uint64_t slot = e.key, generation = *e.value;
+    recycled_ids_.erase(slot);
+    recycle_cursor_ = slot + 1;
+    id = make_region_id(slot, generation);
+  }
   auto* r = new Region(id, parent, base_);
-  used_ids_.insert(id, r);
+  used_ids_.insert(id_slot(id), r);
   if (Region* p = find(parent); p != nullptr && parent != id) p->children.push_back(id);
   // Seed the new pool near its parent's memory for locality (4.2).
   if (Region* p = find(parent); p != nullptr) r->last_slab = p->last_slab;
@@ -143,8 +154,13 @@ LocalStatus LocalRegions::destroy(std::uint64_t id, std::vector<std::pair<std::u
         remote.emplace_back(c, x->id);
     }
     x->pool.release_all([&](std::uint64_t f, std::uint64_t n) { take_from_region(f, n); });
-    used_ids_.erase(x->id);
-    free_ids_.insert(x->id, 1, {});
+    used_ids_.erase(id_slot(x->id));
+    // The slot's next use gets the next generation; at the last one the
+    // slot is retired instead of wrapping.
+    if (const std::uint64_t next = id_generation(x->id) + 1; next <= max_id_generation)
+      recycled_ids_.insert(id_slot(x->id), static_cast<std::uint32_t>(next));
+    else
+      ++retired_ids_;
     delete x;
   }
   return LocalStatus::ok;
@@ -209,7 +225,7 @@ LocalStats LocalRegions::stats() const {
   LocalStats s;
   s.regions = used_ids_.size();
   s.free_slabs = free_slabs_.total();
-  s.free_ids = free_ids_.total();
+  s.free_ids = free_id_count();
   used_ids_.for_each([&](std::uint64_t, Region* r) {
     s.pool_slabs += r->pool.owned_slabs();
     s.used_slabs += r->pool.stats().used_pages;
@@ -223,12 +239,12 @@ bool LocalRegions::check_invariants() const {
   bool ok = true;
   std::uint64_t pool_total = 0;
   used_ids_.for_each([&](std::uint64_t id, Region* r) {
-    if (r->id != id || !r->pool.check_invariants()) ok = false;
+    if (id_slot(r->id) != id || recycled_ids_.contains(id) || !r->pool.check_invariants()) ok = false;
     pool_total += r->pool.owned_slabs();
   });
   // L2: used ranges cover exactly the pools' slabs and name live regions.
   used_ranges_.for_each([&](std::uint64_t s, std::uint64_t n, std::uint64_t id) {
-    if (!used_ids_.contains(id)) ok = false;
+    if (!owns_region(id)) ok = false;
     if (free_slabs_.find(s) || free_slabs_.find(s + n - 1)) ok = false;  // L3 disjoint
   });
   return ok && pool_total == used_ranges_.total();

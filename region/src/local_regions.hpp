@@ -60,22 +60,26 @@ class LocalRegions {
   void add_free_slabs(std::uint64_t first, std::uint64_t n) { free_slabs_.insert(first, n, {}); }
   void add_free_ids(std::uint64_t first, std::uint64_t n) { free_ids_.insert(first, n, {}); }
   std::uint64_t free_slab_count() const { return free_slabs_.total(); }
-  std::uint64_t free_id_count() const { return free_ids_.total(); }
+  std::uint64_t free_id_count() const { return free_ids_.total() + recycled_ids_.size(); }
+  // Slots whose generation ran out (never handed out again).
+  std::uint64_t retired_id_count() const { return retired_ids_; }
 
   // Section 5.2: whole 1-MiB pages for a child scheduler, at most `pages`,
   // as page-aligned ranges (slab indices) appended to `out`; trims region
   // pools first when the free ranges alone do not have them.
   std::uint64_t take_pages(std::uint64_t pages, std::vector<std::pair<std::uint64_t, std::uint64_t>>& out,
                            std::size_t max_ranges);
-  // A chunk of at most n contiguous ids; {first, count}, count 0 when none.
+  // A chunk of at most n contiguous never-used ids (generation 0, so that a
+  // child scheduler needs no generations); {first, count}, count 0 when none.
   std::pair<std::uint64_t, std::uint64_t> take_ids(std::uint64_t n);
 
   // Region management (4.1, 4.3).
+  // The region with exactly this id (slot and generation), else nullptr.
   Region* find(std::uint64_t id) const {
-    Region* const* r = used_ids_.find(id);
-    return r ? *r : nullptr;
+    Region* const* r = used_ids_.find(id_slot(id));
+    return r && (*r)->id == id ? *r : nullptr;
   }
-  bool owns_region(std::uint64_t id) const { return used_ids_.contains(id); }
+  bool owns_region(std::uint64_t id) const { return find(id) != nullptr; }
   // Creates a region under `parent` (local or remote). Needs one free id and
   // some free slabs: no_ids / no_memory when missing.
   LocalStatus create(std::uint64_t parent, std::uint64_t* out_id);
@@ -115,7 +119,10 @@ class LocalRegions {
   RadixTrie<Region*, id_key_bits> used_ids_;                   // L1
   RangeMap<std::uint64_t, slab_key_bits> used_ranges_;         // L2: value = region id
   RangeSet<slab_key_bits> free_slabs_;                         // L3
-  RangeSet<id_key_bits> free_ids_;                             // L4
+  RangeSet<id_key_bits> free_ids_;                             // L4: never used
+  RadixTrie<std::uint32_t, id_key_bits> recycled_ids_;         // L4: freed slot -> next generation
+  std::uint64_t recycle_cursor_ = 0;
+  std::uint64_t retired_ids_ = 0;
   std::uint64_t trim_cursor_ = 0;
   std::uint64_t id_cursor_ = 0;
 };

@@ -52,13 +52,16 @@ Scheduler::Scheduler(MpiTransport& transport, const Topology& topo, const GasMap
 // S2: local, down to the child named in the delegation tables, up when the
 // key was never granted here, else a programmer error.
 Scheduler::Route Scheduler::route_region(std::uint64_t id, int* hop) const {
+  // S2 by the id's slot; a slot owned here under another generation (a
+  // stale id) is an error, answered with MR_ERR_NO_REGION.
   if (regions_.owns_region(id)) return Route::local;
-  if (!granted_ids_.find(id)) {
+  const std::uint64_t slot = id_slot(id);
+  if (!granted_ids_.find(slot)) {
     if (topo_.is_top(self_)) return Route::error;
     *hop = topo_.parent(self_);
     return Route::forward;
   }
-  if (auto d = delegated_ids_.find(id)) {
+  if (auto d = delegated_ids_.find(slot)) {
     *hop = static_cast<int>(*d.value);
     return Route::forward;
   }

@@ -2,6 +2,8 @@
 // watermarks, recursive free, packing, page trading.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "local_regions.hpp"
 #include "topology.hpp"
 
@@ -126,4 +128,43 @@ TEST(Topology, TwoLevelTree) {
   ASSERT_TRUE(one);
   EXPECT_EQ(one->nworkers, 3);
   EXPECT_EQ(one->next_hop(0, 3), 3);
+}
+
+// Ids carry a generation (invariants.hpp): with only 8 slots, 3000
+// create/free cycles reuse every slot hundreds of times, yet the first id
+// (and every other freed id) never names a region again, the new ids are
+// all different, and the slot accounting stays whole. Never-used slots go
+// first; only those are traded to child schedulers (take_ids).
+TEST(LocalRegions, FreedIdsNeverComeBack) {
+  LocalRegions lr(base, RegionWatermarks{});
+  lr.add_free_slabs(0, 4096);
+  lr.add_free_ids(1, 8);
+  lr.create_root();
+  const LocalStats start = lr.stats();
+  std::uint64_t first = 0, live = 0;
+  ASSERT_EQ(lr.create(0, &first), LocalStatus::ok);
+  ASSERT_EQ(lr.create(0, &live), LocalStatus::ok);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> remote;
+  ASSERT_EQ(lr.destroy(first, remote), LocalStatus::ok);
+  std::vector<std::uint64_t> seen{first};
+  for (int i = 0; i < 3000; ++i) {
+    std::uint64_t id = 0;
+    ASSERT_EQ(lr.create(live, &id), LocalStatus::ok);
+    ASSERT_NE(id, first);
+    EXPECT_EQ(lr.find(first), nullptr);
+    EXPECT_FALSE(lr.owns_region(first));
+    EXPECT_EQ(lr.destroy(first, remote), LocalStatus::no_region);
+    ASSERT_NE(lr.find(id), nullptr);
+    EXPECT_EQ(id_slot(id), id_slot(id) & max_region_id);
+    seen.push_back(id);
+    ASSERT_EQ(lr.destroy(id, remote), LocalStatus::ok);
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());  // no id twice
+  for (std::uint64_t id : seen) EXPECT_EQ(lr.find(id), nullptr);
+  std::vector<std::uint64_t> out;
+  EXPECT_EQ(lr.alloc(lr.find(live), 64, 10, out), LocalStatus::ok);  // the live region works
+  EXPECT_EQ(lr.stats().free_ids, start.free_ids - 1);                // `live` holds one
+  EXPECT_EQ(lr.take_ids(4).second, 0u);  // every free slot was used: none to trade
+  EXPECT_TRUE(lr.check_invariants());
 }
