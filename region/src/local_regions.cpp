@@ -3,13 +3,47 @@
 #include "local_regions.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
+#include "manyalloc/common/build_config.hpp"
 #include "manyalloc/common/math.hpp"
 
 namespace manyalloc::region::detail {
 
 LocalRegions::~LocalRegions() {
   used_ids_.for_each([](std::uint64_t, Region* r) { delete r; });
+}
+
+void LocalRegions::poison(std::uint64_t first, std::uint64_t n) {
+  std::memset(reinterpret_cast<void*>(base_ + first * slab_bytes), poison_byte, n * slab_bytes);
+  forget_poison(first, n);
+  poisoned_.insert(first, n, {});
+}
+
+// Slab by slab (checked builds only): the poisoned ones must still hold
+// nothing but the poison byte.
+void LocalRegions::check_poison(std::uint64_t first, std::uint64_t n) {
+  for (std::uint64_t s = first; s < first + n; ++s) {
+    if (!poisoned_.find(s)) continue;
+    const auto* p = reinterpret_cast<const unsigned char*>(base_ + s * slab_bytes);
+    for (std::uint64_t i = 0; i < slab_bytes; ++i) {
+      if (p[i] == poison_byte) continue;
+      std::fprintf(stderr,
+                   "manyalloc region (checked build): scheduler rank %d: address %#llx, in memory of a freed "
+                   "region, was written after the region was freed (byte 0x%02x, poison 0x%02x): a stale pointer "
+                   "into a freed region was used; aborting\n",
+                   poison_rank_, static_cast<unsigned long long>(base_ + s * slab_bytes + i), p[i], poison_byte);
+      std::abort();
+    }
+    poisoned_.erase(s, 1);
+  }
+}
+
+void LocalRegions::forget_poison(std::uint64_t first, std::uint64_t n) {
+  for (std::uint64_t s = first; s < first + n; ++s)
+    if (poisoned_.find(s)) poisoned_.erase(s, 1);
 }
 
 void LocalRegions::give_to_region(Region* r, std::uint64_t first, std::uint64_t n) {
@@ -76,6 +110,8 @@ std::uint64_t LocalRegions::take_pages(std::uint64_t pages,
     });
     for (auto [a, n] : cand) {
       free_slabs_.erase(a, n);
+      if constexpr (build::checked_build)
+        if (poison_) forget_poison(a, n);  // the child scheduler does not know them
       out.emplace_back(a, n);
     }
     return got;
@@ -153,7 +189,11 @@ LocalStatus LocalRegions::destroy(std::uint64_t id, std::vector<std::pair<std::u
       else if (cr == nullptr)
         remote.emplace_back(c, x->id);
     }
-    x->pool.release_all([&](std::uint64_t f, std::uint64_t n) { take_from_region(f, n); });
+    x->pool.release_all([&](std::uint64_t f, std::uint64_t n) {
+      take_from_region(f, n);
+      if constexpr (build::checked_build)
+        if (poison_) poison(f, n);
+    });
     used_ids_.erase(id_slot(x->id));
     // The slot's next use gets the next generation; at the last one the
     // slot is retired instead of wrapping.
@@ -190,6 +230,10 @@ LocalStatus LocalRegions::alloc(Region* r, std::uint64_t size, std::uint64_t n, 
     }
     out.push_back(a);
   }
+  if constexpr (build::checked_build)
+    if (poison_)
+      for (std::size_t j = mark; j < out.size(); ++j)
+        check_poison(slab_of(out[j]), SlabPool::slabs_for_slot(slot));
   return LocalStatus::ok;
 }
 

@@ -101,6 +101,19 @@ class LocalRegions {
   void pack(Region* r, std::vector<Extent>& out,
             std::vector<std::pair<std::uint64_t, std::uint64_t>>& remote) const;
 
+  // Checked builds with a shared GAS (Scheduler): the slabs of a destroyed
+  // region are filled with a poison byte and checked when the first object
+  // is handed out in them again (in any region); a byte that changed means
+  // a stale pointer into the freed region was written through: reported
+  // (naming the address) and aborted.
+  // Needs base() to be this process's mapping of the memory: off by default
+  // (unit tests use a fake base).
+  void enable_poison(int scheduler_rank) {
+    poison_ = true;
+    poison_rank_ = scheduler_rank;
+  }
+  static constexpr unsigned char poison_byte = 0xDB;
+
   LocalStats stats() const;
   std::uint64_t region_count() const { return used_ids_.size(); }
   bool check_invariants() const;
@@ -123,6 +136,13 @@ class LocalRegions {
   RadixTrie<std::uint32_t, id_key_bits> recycled_ids_;         // L4: freed slot -> next generation
   std::uint64_t recycle_cursor_ = 0;
   std::uint64_t retired_ids_ = 0;
+  void poison(std::uint64_t first, std::uint64_t n);
+  void check_poison(std::uint64_t first, std::uint64_t n);
+  void forget_poison(std::uint64_t first, std::uint64_t n);
+
+  bool poison_ = false;
+  int poison_rank_ = -1;
+  RangeSet<slab_key_bits> poisoned_;  // slabs of destroyed regions, poisoned, no object handed out since
   std::uint64_t trim_cursor_ = 0;
   std::uint64_t id_cursor_ = 0;
 };

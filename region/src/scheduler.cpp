@@ -47,6 +47,10 @@ Scheduler::Scheduler(MpiTransport& transport, const Topology& topo, const GasMap
     granted_ids_.insert(0, max_region_id, {});
     regions_.create_root();
   }
+  // Checked builds: freed regions' memory is poisoned and checked before
+  // reuse, where this scheduler sees the workers' bytes (shared GAS).
+  if constexpr (build::checked_build)
+    if (gas.shared) regions_.enable_poison(self_);
 }
 
 // S2: local, down to the child named in the delegation tables, up when the
