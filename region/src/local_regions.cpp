@@ -197,7 +197,7 @@ LocalStatus LocalRegions::destroy(std::uint64_t id, std::vector<std::pair<std::u
     used_ids_.erase(id_slot(x->id));
     // The slot's next use gets the next generation; at the last one the
     // slot is retired instead of wrapping.
-    if (const std::uint64_t next = id_generation(x->id) + 1; next <= max_id_generation)
+    if (const std::uint64_t next = id_generation(x->id) + 1; next <= max_generation_)
       recycled_ids_.insert(id_slot(x->id), static_cast<std::uint32_t>(next));
     else
       ++retired_ids_;

@@ -63,6 +63,9 @@ class LocalRegions {
   std::uint64_t free_id_count() const { return free_ids_.total() + recycled_ids_.size(); }
   // Slots whose generation ran out (never handed out again).
   std::uint64_t retired_id_count() const { return retired_ids_; }
+  // Tests: a lower last generation than max_id_generation, so that slots
+  // retire after a few cycles.
+  void set_max_generation(std::uint64_t g) { max_generation_ = g < max_id_generation ? g : max_id_generation; }
 
   // Section 5.2: whole 1-MiB pages for a child scheduler, at most `pages`,
   // as page-aligned ranges (slab indices) appended to `out`; trims region
@@ -136,6 +139,7 @@ class LocalRegions {
   RadixTrie<std::uint32_t, id_key_bits> recycled_ids_;         // L4: freed slot -> next generation
   std::uint64_t recycle_cursor_ = 0;
   std::uint64_t retired_ids_ = 0;
+  std::uint64_t max_generation_ = max_id_generation;
   void poison(std::uint64_t first, std::uint64_t n);
   void check_poison(std::uint64_t first, std::uint64_t n);
   void forget_poison(std::uint64_t first, std::uint64_t n);

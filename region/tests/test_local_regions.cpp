@@ -168,3 +168,34 @@ TEST(LocalRegions, FreedIdsNeverComeBack) {
   EXPECT_EQ(lr.take_ids(4).second, 0u);  // every free slot was used: none to trade
   EXPECT_TRUE(lr.check_invariants());
 }
+
+// A slot whose generation would wrap is retired, not reused: with 4 slots
+// and generations 0..2, 12 create/free cycles use every (slot, generation)
+// pair once; then no id is left (no_ids: the scheduler asks its parent for
+// more), no freed id names a region, and free_ids counts none.
+TEST(LocalRegions, WrappedGenerationRetiresTheSlot) {
+  LocalRegions lr(base, RegionWatermarks{});
+  lr.add_free_slabs(0, 1024);
+  lr.add_free_ids(1, 4);
+  lr.set_max_generation(2);
+  std::vector<std::uint64_t> seen;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> remote;
+  for (int i = 0; i < 12; ++i) {
+    std::uint64_t id = 0;
+    ASSERT_EQ(lr.create(0, &id), LocalStatus::ok) << i;
+    EXPECT_LE(id_generation(id), 2u);
+    seen.push_back(id);
+    ASSERT_EQ(lr.destroy(id, remote), LocalStatus::ok);
+  }
+  std::uint64_t id = 0;
+  EXPECT_EQ(lr.create(0, &id), LocalStatus::no_ids);
+  EXPECT_EQ(lr.retired_id_count(), 4u);
+  EXPECT_EQ(lr.free_id_count(), 0u);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
+  for (std::uint64_t s : seen) EXPECT_EQ(lr.find(s), nullptr);
+  lr.add_free_ids(100, 1);  // a refill works again
+  ASSERT_EQ(lr.create(0, &id), LocalStatus::ok);
+  EXPECT_EQ(id, 100u);
+  EXPECT_TRUE(lr.check_invariants());
+}
