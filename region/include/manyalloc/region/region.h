@@ -26,6 +26,9 @@
 extern "C" {
 #endif
 
+/* A region id: opaque. It carries a generation (region/README.md), so the
+ * id of a freed region fails with MR_ERR_NO_REGION forever, also after the
+ * library made new regions. */
 typedef uint64_t mr_rid_t;
 
 /* The default top-level region (paper: region ID 0). */
