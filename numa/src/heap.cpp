@@ -491,7 +491,6 @@ void purge_runs(Heap& h, bool all) {
   // Empty segments: lowmem gives them all back (with their idle pages).
   const unsigned keep = all || h.ctx->opts.profile == Profile::lowmem ? 0 : kKeepEmpty;
   if (h.empty_segments > keep) release_empty_segments(h, keep);
-  source_decay(*h.ctx, *h.source);
   if (purged)
     h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,
                          std::memory_order_relaxed);
@@ -610,6 +609,10 @@ void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
 void heap_purge(Heap& h, bool all) {
   if (h.ctx->opts.profile == Profile::lowmem) heap_cache_flush_all(h);
   purge_runs(h, all);
+  // The owner only: h.source is the owner's (a thread merging for an idle
+  // owner, heap_merge_for_owner, must not read it while a new thread
+  // adopts the heap).
+  source_decay(*h.ctx, *h.source);
 }
 
 void* heap_alloc_run_locked(Heap& h, unsigned cls) {
