@@ -111,7 +111,13 @@ Heap* heap_acquire(Context& c, Source& s) noexcept {
   }
   if (h != nullptr) {
     h->orphan.store(false, std::memory_order_relaxed);
-    h->source = &s;
+    {
+      // A freer may be merging the orphan's queue for it (idle-owner merge,
+      // heap_merge_for_owner), which reads the heap's source while it holds
+      // merge_lock: the new owner sets it under that lock.
+      SpinGuard g(h->merge_lock);
+      h->source = &s;
+    }
     heap_set_cache(*h, !c.abort_on_misuse.load(std::memory_order_relaxed));
     return h;
   }
