@@ -3,7 +3,8 @@
 // allocator that gives the block's pages back to the OS at every free pays
 // a madvise or munmap and a page fault per page at every iteration.
 // One allocator per run, chosen by LD_PRELOAD outside (run_churn.sh); one
-// JSON Lines record on stdout with the fields of numa_bench plus, when the
+// JSON Lines record on stdout with the fields of numa_bench (`bytes` is the
+// block size n, `ops` 2 x iterations: a malloc and a free each) plus, when the
 // preloaded allocator is manyalloc's, the OS calls its statistics counted
 // during the loop (decommits = madvise(MADV_DONTNEED) calls, unmaps =
 // munmap calls; null for other allocators: run_churn.sh counts every
