@@ -52,8 +52,8 @@ constexpr unsigned kKeepEmpty = 1;
 //
 // The pages of empty runs stay resident ("retained") so that the next runs
 // of the heap reuse them without a decommit, page faults and a new run
-// (issue 19: `malloc(32 KiB); memset; free` in a loop made one madvise and
-// 8 page faults per iteration, 50x glibc's time in lowmem). Two kinds:
+// (issue 19: a malloc/memset/free loop must not decommit and refault on
+// every iteration; measurements in numa/DESIGN.md). Two kinds:
 //  * idle pages: a released run's pages (SmallSegment::idle_pages); run_new
 //    takes them first;
 //  * an empty current run: a bin's current run that becomes empty stays
@@ -74,23 +74,17 @@ constexpr unsigned kKeepEmpty = 1;
 //    current runs nothing was allocated from since then; lowmem also gives
 //    its empty segments back;
 //  * trim (malloc_trim) and, in lowmem, thread exit: everything.
-// Without a bound every page a heap ever gave to a run stayed resident
+// Without a bound every page a heap ever gave to a run would stay resident
 // (larson-like workloads, whose heaps refill while the previous generation
-// of their chunks is freed by other threads, reached 1.4x glibc's peak
-// RSS). A fixed small bound made producer/consumer pairs (xmalloc), which
-// release runs in bursts and create new ones right after, fault 40x more
-// pages, so the allowance adapts: it starts at idle_limit(h, true) and
-// doubles (up to idle_limit(h, false)) when a run has to be placed on
-// non-idle pages after the budget decommitted some, and halves at each
-// purge. Outside lowmem: 1/8 of the bytes in use (at least 128 KiB) up to
-// 1/4 (at least 512 KiB); the floors were 64 and 256 KiB when a release
-// beyond the allowance decommitted that run at once, and xmalloc-like
-// producer/consumer pairs (2 threads, 2-core VM, 5 runs) then faulted
-// 31 000 pages in 0.22 s; with 128/512 KiB 9 900 in 0.12 s, peak RSS 4.39 ->
-// 4.62 MiB (glibc 4.31), t-test1 and larson unchanged. Lowmem: 1/16 (at
-// least 128 KiB) up to 1/8 (at least 256 KiB); its peak RSS on t-test1,
-// larson and xmalloc moved by less than 0.05 MiB against keeping no idle
-// page at all, and by as little with floors of 64/128 KiB.
+// of their chunks is freed by other threads); a fixed small bound makes
+// producer/consumer pairs (xmalloc), which release runs in bursts and
+// create new ones right after, fault far more pages. So the allowance
+// adapts: it starts at idle_limit(h, true) and doubles (up to
+// idle_limit(h, false)) when a run has to be placed on non-idle pages after
+// the budget decommitted some, and halves at each purge. Outside lowmem:
+// 1/8 of the bytes in use (at least 128 KiB) up to 1/4 (at least 512 KiB);
+// lowmem: 1/16 (at least 128 KiB) up to 1/8 (at least 256 KiB). Why these
+// bounds (the runs that chose them): numa/DESIGN.md, "Giving memory back".
 unsigned idle_limit(const Heap& h, bool low) {
   const bool lowmem = h.ctx->opts.profile == Profile::lowmem;
   const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);

@@ -309,8 +309,8 @@ void source_give_large(Context& c, LargeSegment* seg) {
     // The newest freed block is cached whatever its size (unless the cache
     // is off): a program that frees a block and allocates another soon
     // reuses its pages instead of unmapping them and faulting in new ones
-    // (mimalloc-bench's malloc-large, 5-25 MiB blocks, took 7x glibc's time
-    // in lowmem). Older ones beyond the budget make room (restore_budget).
+    // (mimalloc-bench's malloc-large: numa/DESIGN.md). Older ones beyond the
+    // budget make room (restore_budget).
     SpinGuard g(s.lock);
     if (c.opts.cache_max != 0 && s.large_count < kMaxCachedLarge) {
       cache_push(c, s, s.large_cache, seg, now);

@@ -24,7 +24,7 @@ TEST(LowmemApi, ProfileIsLowmem) { EXPECT_STREQ(stats().profile, "lowmem"); }
 TEST(LowmemApi, ChurnLoopGivesBackRarelyAndTrimGivesItAll) { expect_churn_gives_back_rarely(); }
 
 // A large block freed is kept for the next one, then unmapped once it has
-// been cached for the decay delay (10 ms in lowmem) at the source's next
+// been cached for the decay delay (option decay_ms) at the source's next
 // operation; the resident set does not keep what the loop stopped using.
 TEST(LowmemApi, CachedLargeBlockDecays) {
   manyalloc_numa_trim();
