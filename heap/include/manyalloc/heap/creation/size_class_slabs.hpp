@@ -409,9 +409,9 @@ class SizeClassSlabs {
       l.data = reinterpret_cast<std::byte*>(carve(slab * n, slab));
       return l;
     };
-    while (pages > 0 && layout_for(pages).metadata_bytes + 0 > 0 &&
-           reinterpret_cast<std::uintptr_t>(layout_for(pages).data) + slab * pages > base + bytes)
-      --pages;
+    // The estimate above ignores alignment padding: drop pages until the
+    // layout fits.
+    while (pages > 0 && reinterpret_cast<std::uintptr_t>(layout_for(pages).data) + slab * pages > base + bytes) --pages;
     if (pages == 0) throw std::invalid_argument("SizeClassSlabs: pool too small for one page of " +
                                                 std::to_string(slab_bytes) + " bytes and its metadata");
     return layout_for(pages);
