@@ -266,10 +266,8 @@ LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
     const std::size_t reused = seg->touched < bytes ? seg->touched : bytes;
     // A much larger segment is split: its tail becomes a cached segment of
     // its own, whose touched pages the next blocks reuse (unmapping the
-    // tail, as before, made mimalloc-bench's malloc-large fault 1.18 M
-    // pages in uma against glibc's 0.51 M; a simulation of its 2000 blocks
-    // of 5-25 MiB: 1.23 M pages, 322 munmap and 679 mremap calls with the
-    // trim, 0.14 M, none and 47 with the split). A smaller one is grown in
+    // tail made malloc-large fault far more pages than glibc: numa/DESIGN.md).
+    // A smaller one is grown in
     // place or moved by mremap: either way the touched pages are kept,
     // which is the point of recycling. Lowmem splits any larger one: the
     // touched pages of the rest would stay resident while the block is in
