@@ -193,6 +193,29 @@ TEST(SlabWarpPath, DoubleFreeInsideOneWarpIsReportedOnce) {
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
 }
 
+// The lanes freeing chunks of one bitmap word clear their bits with one
+// atomic of their leader: a chunk among them that was already free is
+// reported once (by the leader, with the chunk's address), the others are
+// freed, and the page still goes back to the pool.
+TEST(SlabWarpPath, StaleChunkInACombinedFreeIsReportedAndNothingIsLost) {
+  EmulatedHeap heap(std::size_t{16} << 20);
+  const std::size_t fresh = heap.getAvailableSlots(32);
+  std::vector<void*> ptrs(32);
+  acc::EmulatedGrid grid;
+  const auto handle = heap.handle();
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 32); });
+  for (void* p : ptrs) ASSERT_NE(p, nullptr);
+  acc::HostThread host;
+  handle.dealloc(host, ptrs[5]);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t]); });
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 1u);
+  EXPECT_EQ(st.last_misuse, Misuse::double_free);
+  EXPECT_EQ(heap.getAvailableSlots(32), fresh) << "memory lost";
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
+}
+
 // Segments opened for other classes (one chunk each, freed again) must not
 // keep their untouched pages from a class that runs out: a refill that
 // finds no page closes every open segment and tries again.

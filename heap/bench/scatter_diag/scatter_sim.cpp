@@ -46,6 +46,7 @@ struct SimAcc : ma::acc::HostThread {
   std::uint32_t active_mask() const { return 1u << lane; }
   std::uint32_t ballot(std::uint32_t, bool pred) const { return pred ? 1u << lane : 0u; }
   std::uint32_t match_any(std::uint32_t, std::uint32_t) const { return 1u << lane; }
+  std::uint32_t reduce_or(std::uint32_t, std::uint32_t v) const { return v; }
   unsigned processor_id() const { return sm; }
   unsigned warp_id() const { return warp; }
   std::uint32_t load(const std::uint32_t* p) const { ++c->loads; return *p; }

@@ -31,6 +31,7 @@ concept Accelerator = requires(const A a, std::uint32_t* w, const std::uint32_t*
   { a.ballot(mask, b) } -> std::same_as<std::uint32_t>;      // lanes of mask with b true
   { a.shfl(mask, v, lane) } -> std::same_as<std::uint32_t>;  // v of `lane`
   { a.match_any(mask, v) } -> std::same_as<std::uint32_t>;   // lanes of mask whose v equals ours
+  { a.reduce_or(mask, v) } -> std::same_as<std::uint32_t>;   // OR of v over the lanes of mask
   a.sync_lanes(mask);                                        // barrier of the lanes in mask
   { a.processor_id() } -> std::same_as<unsigned>;     // SM id / CPU id, for hashing
   { a.warp_id() } -> std::same_as<unsigned>;          // index of the worker's warp, for hashing

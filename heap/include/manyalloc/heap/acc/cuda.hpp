@@ -49,6 +49,16 @@ class CudaThread {
     return __shfl_sync(mask, v, static_cast<int>(lane));
   }
   __device__ std::uint32_t match_any(std::uint32_t mask, std::uint32_t v) const { return __match_any_sync(mask, v); }
+  __device__ std::uint32_t reduce_or(std::uint32_t mask, std::uint32_t v) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_or_sync(mask, v);
+#else
+    std::uint32_t all = 0;
+    for (std::uint32_t rest = mask; rest != 0u; rest &= rest - 1u)
+      all |= __shfl_sync(mask, v, __ffs(static_cast<int>(rest)) - 1);
+    return all;
+#endif
+  }
   __device__ void sync_lanes(std::uint32_t mask) const { __syncwarp(mask); }
   // `value` of lane `root` for the lanes of `group`, which may arrive at
   // different times (divergent code since the group formed): the root stores

@@ -94,6 +94,7 @@ class EmulatedThread {
   std::uint32_t ballot(std::uint32_t mask, bool pred) const;
   std::uint32_t shfl(std::uint32_t mask, std::uint32_t v, unsigned lane) const;
   std::uint32_t match_any(std::uint32_t mask, std::uint32_t v) const;
+  std::uint32_t reduce_or(std::uint32_t mask, std::uint32_t v) const;
   void sync_lanes(std::uint32_t mask) const;
   unsigned processor_id() const { return block_; }
   unsigned warp_id() const { return global_warp_; }
@@ -359,6 +360,15 @@ inline std::uint32_t EmulatedThread::match_any(std::uint32_t mask, std::uint32_t
   std::uint32_t out = 0;
   for (unsigned l = 0; l < 32; ++l) {
     if (((mask >> l) & 1u) != 0u && all[l] == v) out |= 1u << l;
+  }
+  return out;
+}
+
+inline std::uint32_t EmulatedThread::reduce_or(std::uint32_t mask, std::uint32_t v) const {
+  const auto all = grid_->exchange(*this, mask, v);
+  std::uint32_t out = 0;
+  for (unsigned l = 0; l < 32; ++l) {
+    if (((mask >> l) & 1u) != 0u) out |= static_cast<std::uint32_t>(all[l]);
   }
   return out;
 }

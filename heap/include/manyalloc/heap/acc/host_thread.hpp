@@ -29,6 +29,7 @@ class HostThread {
   std::uint32_t ballot(std::uint32_t, bool pred) const { return pred ? 1u : 0u; }
   std::uint32_t shfl(std::uint32_t, std::uint32_t v, unsigned) const { return v; }
   std::uint32_t match_any(std::uint32_t, std::uint32_t) const { return 1u; }
+  std::uint32_t reduce_or(std::uint32_t, std::uint32_t v) const { return v; }
   void sync_lanes(std::uint32_t) const {}
   // One worker per CPU at a time: the CPU id alone separates them.
   unsigned warp_id() const { return 0; }

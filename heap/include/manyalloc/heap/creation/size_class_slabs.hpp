@@ -181,25 +181,21 @@ class SizeClassSlabs {
     return mem;
   }
 
-  // Frees of chunks on the same page are combined per warp: each lane
-  // clears its chunk's bit (which tells a double free apart), the lowest
-  // lane of the page's group returns them all to the page's count.
+  // Frees are combined per warp: the lanes freeing chunks whose bits share
+  // one word of a page's chunk bitmap form a group, whose lowest lane clears
+  // all their bits with one atomic and returns them to the page's count
+  // with one more (S2, S3); the pages that become empty go back to the pool
+  // with one atomic per word of the page bitmap (retire_pages).
   template <class Acc>
     requires acc::MixedWidthAtomics<Acc>
   MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
     if (ptr == nullptr) return;
     const std::uint32_t mask = acc.active_mask();
     const Located at = locate(acc, ptr);
-    // Lanes not freeing a slab chunk get a key of their own.
-    const std::uint32_t key = at.misuse == Misuse::none && !at.large ? at.page : (0x80000000u | acc.lane_id());
-    const std::uint32_t group = acc.match_any(mask, key);
+    const std::uint32_t group = acc.match_any(mask, free_key(acc, at));
     Misuse m = at.misuse;
     if (m == Misuse::none) m = at.large ? free_large(acc, at.page) : free_chunk(acc, group, at);
-    if (m != Misuse::none) {
-      acc.atomic_add(&layout_.shared->misuse, 1u);
-      acc.store(&layout_.shared->last_misuse, static_cast<std::uint32_t>(m));
-      report_misuse("SizeClassSlabs::destroy", m, ptr);
-    }
+    if (m != Misuse::none) note_misuse(acc, m, ptr);
   }
 
   MANYALLOC_FN static bool is_oom(const void* ptr, std::size_t bytes) { return bytes != 0 && ptr == nullptr; }
@@ -336,22 +332,69 @@ class SizeClassSlabs {
     return at;
   }
 
-  // Called by every lane of `group` (the lanes freeing chunks of one page).
+  // The match_any key of a free: the chunk's bitmap word (page and word
+  // index) when every such key fits below bit 31 (SlabLayout::word_keys),
+  // else its page. Lanes not freeing a slab chunk get a key of their own.
+  template <class Acc>
+  MANYALLOC_FN std::uint32_t free_key(const Acc& acc, const Located& at) const {
+    const Layout& h = layout_;
+    if (at.misuse != Misuse::none || at.large) return 0x80000000u | acc.lane_id();
+    return h.word_keys ? at.page * h.bitmap_words + at.index / 32u : at.page;
+  }
+
+  template <class Acc>
+  MANYALLOC_FN void note_misuse(const Acc& acc, Misuse m, const void* ptr) const {
+    acc.atomic_add(&layout_.shared->misuse, 1u);
+    acc.store(&layout_.shared->last_misuse, static_cast<std::uint32_t>(m));
+    report_misuse("SizeClassSlabs::destroy", m, ptr);
+  }
+
+  // Called by every lane of `group`: the lanes freeing chunks of one page,
+  // and of one bitmap word when the keys name words. Returns this lane's
+  // misuse (chunks whose bit was already clear are reported by the leader);
+  // `emptied` becomes the page when this lane's free emptied it.
   template <class Acc>
   MANYALLOC_FN Misuse free_chunk(const Acc& acc, std::uint32_t group, const Located& at) const {
     const Layout& h = layout_;
+    if (!h.word_keys) group = acc.match_any(group, at.index / 32u);
     const std::uint32_t bit = 1u << (at.index % 32u);
-    const bool ok = (acc.atomic_and(h.bits_of(at.page) + at.index / 32u, ~bit) & bit) != 0u;
-    // S3: every lane's bit is clear before the chunks are counted back:
-    // the barrier, then the leader's release.
+    // The barrier orders every lane's writes to its chunk before the
+    // leader's release below (a page's chunks are reused only after S2).
     acc.sync_lanes(group);
-    const std::uint32_t freed = bits::popcount(acc.ballot(group, ok));
-    if (acc.lane_id() == acc::lowest_lane(group) && freed != 0u) {
-      // S2: the page's last chunks came back; no one hands out its chunks
-      // again, so the page returns to the pool.
-      if (acc.atomic_sub_release(&h.pages[at.page].used, freed) == freed) Slots::retire(acc, h, at.page);
+    const std::uint32_t bits = acc.reduce_or(group, bit);
+    Misuse mine = Misuse::none;
+    // Two lanes freeing one chunk: the lowest of them frees it, the others
+    // free it a second time.
+    if (bits::popcount(bits) != bits::popcount(group)) {
+      const std::uint32_t same = acc.match_any(group, bit);
+      if (acc.lane_id() != acc::lowest_lane(same)) mine = Misuse::double_free;
     }
-    return ok ? Misuse::none : Misuse::double_free;
+    if (acc.lane_id() == acc::lowest_lane(group)) {
+      const std::uint32_t first = at.index / 32u * 32u;
+      const std::uint32_t old = acc.atomic_and(h.bits_of(at.page) + at.index / 32u, ~bits);
+      // S3: a bit already clear is a chunk freed twice or never handed out.
+      for (std::uint32_t stale = bits & ~old; stale != 0u; stale &= stale - 1u) {
+        const std::uint32_t index = first + bits::find_first_set(stale) - 1u;
+        note_misuse(acc, Misuse::double_free,
+                    h.page_data(at.page) + static_cast<std::size_t>(index) * heap::detail::slabs::class_bytes(at.cls));
+      }
+      const std::uint32_t freed = bits::popcount(old & bits);
+      // S2: the page's last chunks came back; no one hands out its chunks
+      // again, so the page returns to the pool. The release orders the bit
+      // clears (and, through the barrier, the lanes' writes) before it.
+      // A group that frees every chunk of its page knows the count reaches
+      // 0 (all were handed out, none was freed before) and does not wait
+      // for it.
+      std::uint32_t* used = &h.pages[at.page].used;
+      const std::uint32_t page_bit = 1u << (at.page % 32u);
+      if (freed == Slots::per_page(at.cls)) {
+        (void)acc.atomic_sub_release(used, freed);
+        Pool::release_in_word(acc, h, at.page / 32u, page_bit);
+      } else if (freed != 0u && acc.atomic_sub_release(used, freed) == freed) {
+        Pool::release_in_word(acc, h, at.page / 32u, page_bit);
+      }
+    }
+    return mine;
   }
 
   template <class Acc>
@@ -390,6 +433,7 @@ class SizeClassSlabs {
       while (shards * 2u <= Config::max_shards && std::size_t{shards} * 2u * class_count <= n / 8) shards *= 2u;
       l.shards = shards;
       l.bitmap_words = bitmap_words;
+      l.word_keys = std::uint64_t{n} * bitmap_words < 0x80000000u;
       l.slab_shift = static_cast<unsigned>(bits::find_first_set(slab_bytes) - 1u);
       std::uintptr_t at = base;
       auto carve = [&](std::size_t size, std::size_t align) {

@@ -78,7 +78,11 @@ struct PagePool {
     const std::uint32_t bit = 1u << (w % 32u);
     const std::uint32_t old = acc.atomic_and(&h.taken[w], ~mask);
     if ((old & mask) != mask) return;  // not ours to release: caller's bug, counted there
-    acc.atomic_and(&h.full[w / 32u], ~bit);
+    // Only a word that was full can carry a `full` hint that its claimer
+    // left set (after_claim); a full word's `old` has the form 2^j - 1 (all
+    // 32 bits, or the usable bits of the last word, P3). Other words of that
+    // form only cost a needless clear.
+    if ((old & (old + 1u)) == 0u) acc.atomic_and(&h.full[w / 32u], ~bit);
     if ((old & ~mask) == 0u) {
       acc.atomic_and(&h.busy[w / 32u], ~bit);
       acc.fence();
@@ -203,6 +207,13 @@ struct PagePool {
       }
     }
     return no_page;
+  }
+
+  // Gives the pages of word w named by `pages` back (P1, P2).
+  template <class Acc>
+  MANYALLOC_FN static void release_in_word(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t pages) {
+    count_released(acc, h, w, bits::popcount(pages));
+    release_bits(acc, h, w, pages);
   }
 
   // Gives pages [first, first + k) back (P1, P2).

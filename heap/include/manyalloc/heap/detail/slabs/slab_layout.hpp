@@ -46,7 +46,9 @@
 //     (chunks are handed out only by a segment cursor, which passes every
 //     chunk of a segment exactly once). So `used` reaches 0 exactly once,
 //     when the last handed-out chunk comes back; the free that takes it to 0
-//     clears the page's bit in `taken` (retire).
+//     clears the page's bit in `taken` (retire), itself or through a lane of
+//     its warp that releases the warp's emptied pages of one bitmap word
+//     together.
 //  S3 A chunk's bit in the page's chunk bitmap is set from before its
 //     pointer is handed to a worker until its free clears it, so a second
 //     free of a chunk, or a free of a chunk never handed out, finds it clear.
@@ -101,7 +103,7 @@ struct SlabPage {
 };
 
 // Counters written by many workers sit on cache lines of their own (128 B).
-inline constexpr std::uint32_t taken_shards = 32;
+inline constexpr std::uint32_t taken_shards = 128;
 
 struct SlabShared {
   struct alignas(128) Counter {
@@ -157,6 +159,7 @@ struct SlabLayout {
   std::uint32_t shards = 1;            // a power of two
   std::uint32_t bitmap_words = 0;      // chunk-bitmap words per page
   std::uint32_t open_budget = 0;       // most pages open segments should hold (C4)
+  bool word_keys = false;              // page * bitmap_words + word < 2^31 for every chunk bit
   unsigned slab_shift = 0;             // log2(slab_bytes)
   std::size_t metadata_bytes = 0;      // bytes in front of page 0 (zeroed at init)
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# A/B of SizeClassSlabs on the GPU machine: the tree in .base (a `git
+# archive` of the commit to compare with, carried as an ignored path) and
+# the working tree, heap bench `throughput` alternately (base, new, base,
+# new), plus the working tree's heap GPU tests. Output under $OUT.
+#   scripts/ab_slabs.sh [threads...]   (default 131072 1048576)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+threads=("$@"); ((${#threads[@]})) || threads=(131072 1048576)
+sizes=${AB_SIZES:-16,64,256,1024,4096,8192,mixed}
+gtest=(); [[ -d .carry/googletest ]] && gtest=(-DMANYALLOC_GTEST_SOURCE_DIR=$PWD/.carry/googletest)
+cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DMANYALLOC_CUDA=ON
+     -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_REGION=OFF "${gtest[@]}")
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/environment.txt"
+build() {  # dir src targets...
+  local dir=$1 src=$2; shift 2
+  cmake -S "$src" -B "$dir" "${cfg[@]}" > "$OUT/$(basename "$dir").cfg.log" 2>&1 &&
+    cmake --build "$dir" -j8 --target "$@" > "$OUT/$(basename "$dir").build.log" 2>&1
+}
+t0=$(date +%s)
+build build-ab-new . manyalloc_heap_bench_cuda manyalloc_heap_gpu_tests & p1=$!
+if [[ -d .base ]]; then build build-ab-base .base manyalloc_heap_bench_cuda & p2=$!; fi
+wait $p1 || { echo "NEW BUILD FAILED"; tail -30 "$OUT/build-ab-new.build.log"; exit 1; }
+[[ -n ${p2:-} ]] && { wait $p2 || { echo "BASE BUILD FAILED"; tail -20 "$OUT/build-ab-base.build.log"; }; }
+echo "built in $(( $(date +%s) - t0 )) s"
+if [[ ${AB_TESTS:-1} == 1 ]]; then
+  timeout 240 build-ab-new/heap/tests/manyalloc_heap_gpu_tests > "$OUT/gpu_tests.log" 2>&1
+  echo "gpu tests: exit $? $(grep -E '^\[  (PASSED|FAILED)  \]' "$OUT/gpu_tests.log" | tr '\n' ' ')"
+fi
+for round in 1 2; do
+  for v in base new; do
+    b=build-ab-$v/heap/bench/manyalloc_heap_bench_cuda
+    [[ -x $b ]] || b=$(find build-ab-$v -name manyalloc_heap_bench_cuda -type f | head -1)
+    [[ -x $b ]] || continue
+    for t in "${threads[@]}"; do
+      timeout 120 "$b" throughput --allocators slabs --heap-mb 16384 --sizes "$sizes" --threads "$t" --repeat 5 \
+        --out "$OUT/ab_$v.jsonl" >> "$OUT/ab_$v.log" 2>&1 || echo "$v $t: exit $?"
+    done
+  done
+done
+python3 - "$OUT" <<'PY'
+import json, sys, collections, statistics
+out = sys.argv[1]
+rates = collections.defaultdict(list)
+for v in ("base", "new"):
+    try:
+        for line in open(f"{out}/ab_{v}.jsonl"):
+            r = json.loads(line)
+            if r.get("experiment", "").startswith("throughput"):
+                e = r["experiment"]
+                size = "mixed" if "mixed" in e else r["bytes"]
+                op = "alloc" if e.endswith("alloc") else "free"
+                rates[(op, r["threads"], str(size), v)].append(r["ops_per_s"] / 1e9)
+    except FileNotFoundError:
+        pass
+keys = sorted({k[:3] for k in rates})
+print(f"{'op':6} {'threads':>8} {'size':>6} {'base G/s':>9} {'new G/s':>9} {'new/base':>8}")
+for k in keys:
+    b = rates.get(k + ("base",)); n = rates.get(k + ("new",))
+    bm = statistics.median(b) if b else float("nan"); nm = statistics.median(n) if n else float("nan")
+    print(f"{k[0]:6} {k[1]:>8} {k[2]:>6} {bm:9.2f} {nm:9.2f} {nm/bm if b and n else float('nan'):8.2f}")
+PY
