@@ -8,12 +8,12 @@
 #                 full occupancy, then compute-sanitizer memcheck and racecheck
 #                 on a small configuration
 #     throughput  heap throughput, 2^20 threads, 16/64/256 B (~1 min)
-#     coalescing  distribution-policy benchmark (coalescing paper, section 4)
+#     coalescing  distribution-policy benchmark ([Blach2022], section 4)
 #     coalescing-scale  unit benchmark at 400 floats with DeviceMalloc at
 #                 65536 and 131072 threads (the ratio at higher occupancy)
 #     coalescing-occupancy  unit benchmark at 400 floats at full occupancy
-#                 (SMs x 2048 threads, the paper's setting), split kernels and
-#                 --fused (the paper's one-kernel Listing 3); fused at 32768 too
+#                 (SMs x 2048 threads, [Blach2022]'s setting), split kernels and
+#                 --fused ([Blach2022]'s one-kernel Listing 3); fused at 32768 too
 #     coalescing-pads  the same at 32768 and 131072 threads with IdealSlices
 #                 at paddings 4-512 B (--ideal-pads: how far layout alone goes)
 #     repeat      the distribution GPU tests 20 times (intermittent failures)

@@ -1,4 +1,4 @@
-// Unit tests of the page split (page_geometry.hpp) against the thesis.
+// Unit tests of the page split (page_geometry.hpp) against [Eckert2014].
 #include <gtest/gtest.h>
 
 #include "generic/test_heaps.hpp"
@@ -8,12 +8,12 @@ using manyalloc::heap::detail::hierarchy_threshold;
 using manyalloc::heap::detail::page_geometry;
 
 TEST(PageGeometry, ThresholdOfTheThesis) {
-  EXPECT_EQ(hierarchy_threshold(4096), 123u);  // thesis 5.1.2: hierarchical below 122-123 bytes
+  EXPECT_EQ(hierarchy_threshold(4096), 123u);  // [Eckert2014] 5.1.2: hierarchical below 122-123 bytes
 }
 
 TEST(PageGeometry, FlatPagesHoldAtMost32Chunks) {
   EXPECT_EQ(page_geometry(4096, 4096).chunks, 1u);
-  EXPECT_EQ(page_geometry(4096, 512).chunks, 8u);   // figure 2.4
+  EXPECT_EQ(page_geometry(4096, 512).chunks, 8u);   // [Eckert2014] figure 2.4
   EXPECT_EQ(page_geometry(4096, 128).chunks, 32u);
   EXPECT_EQ(page_geometry(4096, 124).chunks, 32u);  // 33 would fit, the mask has 32 bits
   EXPECT_FALSE(page_geometry(4096, 124).hierarchical);
@@ -27,7 +27,7 @@ TEST(PageGeometry, HierarchicalPagesUseSegmentsAndAdditionalChunks) {
   EXPECT_EQ(g16.chunks, 254u);
   EXPECT_EQ(g16.segments(), 8u);
   EXPECT_EQ(g16.chunks_in_segment(7), 30u);
-  const auto g32 = page_geometry(4096, 32);  // figure 2.5: 1/128 of the page
+  const auto g32 = page_geometry(4096, 32);  // [Eckert2014] figure 2.5: 1/128 of the page
   EXPECT_EQ(g32.full_segments, 3u);
   EXPECT_EQ(g32.chunks, 3u * 32u + (4096u - 3u * 1028u - 4u) / 32u);
 }
@@ -41,7 +41,7 @@ TEST(PageGeometry, AtMost32SegmentsAnd1024Chunks) {
 }
 
 // Chunks plus in-page bit-field words always fit in the page, and the
-// count equals the thesis formula wherever that formula applies.
+// count equals [Eckert2014]'s formula wherever that formula applies.
 TEST(PageGeometry, EverySizeFitsAndMatchesTheThesis) {
   for (std::uint32_t pagesize : {1024u, 4096u, 8192u, 65536u}) {
     for (std::uint32_t s = 1; s <= pagesize; ++s) {

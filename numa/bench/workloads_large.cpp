@@ -1,5 +1,5 @@
 // Large-array workloads (workloads.hpp): the cases the MPC allocator was
-// designed for (slides part III: Hera's alloc/realloc around 20 MB, page
+// designed for ([Valat2014] part III: Hera's alloc/realloc around 20 MB, page
 // faults of first touch; part II backup: 4K aliasing).
 #include <atomic>
 #include <barrier>
@@ -112,7 +112,7 @@ Result firsttouch(const Params& p) {
 }
 
 namespace {
-// The loop of the thesis, a[i] = b[i-1] (plus a zero read at run time so the
+// The loop of [Valat2014], a[i] = b[i-1] (plus a zero read at run time so the
 // compiler cannot turn it into memmove). When a and b have the same address
 // modulo 4 KiB, the load of b[i-1] looks like it depends on the store to
 // a[i-1] of the previous iteration (only 12 address bits are compared).

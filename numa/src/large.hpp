@@ -1,9 +1,9 @@
 // Large allocations (> kMaxSmall): one large segment each, recycled through
-// the memory sources and resized with mremap (slides: "Large allocations",
+// the memory sources and resized with mremap ([Valat2014]: "Large allocations",
 // "No fragmentation for large segments").
 //
 // Colour offsets. mmap returns 4 KiB-aligned addresses, so arrays obtained
-// from it all share the same address modulo 4 KiB; the thesis shows that a
+// from it all share the same address modulo 4 KiB; [Valat2014] shows that a
 // loop such as `a[i] = b[i-1]` then suffers from 4K aliasing (the CPU
 // compares only the 12 low address bits of loads and stores: 16.8 vs 8.5
 // cycles per iteration), and that regular alignments also hurt L1 and

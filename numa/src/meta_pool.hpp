@@ -3,7 +3,7 @@
 // Descriptors (heaps, segment descriptors) are carved from 1 MiB blocks
 // mapped for this purpose only and not registered in the registry, so a user
 // pointer can never point into metadata and a user overflow can never reach
-// it (slides: metadata apart from the split macro-blocks; issue: "metadata is
+// it ([Valat2014]: metadata apart from the split macro-blocks; issue: "metadata is
 // kept apart from user data"). Freed descriptors go to a free list and are
 // reused; blocks are never unmapped. Allocation and free take a spin lock:
 // descriptors are created on slow paths only.

@@ -10,7 +10,7 @@
 
 namespace manyalloc::numa {
 
-// Slides, "Allocator profiles".
+// [Valat2014], "Allocator profiles".
 enum class Profile : int {
   lowmem = 0,  // return memory to the OS as soon as possible
   uma = 1,     // recycle large segments, one common source

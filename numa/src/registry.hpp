@@ -1,6 +1,6 @@
 // The registry: finds the segment descriptor of any address without locks.
 //
-// Slides (backup "Parenté des blocs"): to know, at free time, which heap a
+// [Valat2014] (backup "Parenté des blocs"): to know, at free time, which heap a
 // block belongs to, a page-table-like register is added; unlike a tree it
 // needs no lock because (1) mmap never returns the same address twice while
 // it is mapped, (2) one 2 MiB entry is covered by at most one macro-block

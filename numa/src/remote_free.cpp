@@ -1,4 +1,4 @@
-// Remote frees (slides: "remote free without locks: the chunk goes into its
+// Remote frees ([Valat2014]: "remote free without locks: the chunk goes into its
 // owner's atomic queue, flushed at the owner's next memory operation").
 //
 // A thread that frees another heap's chunk sets the chunk's bit in the run's

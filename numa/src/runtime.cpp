@@ -145,7 +145,7 @@ Heap* thread_heap_slow() noexcept {
   t_heap = h;  // before anything that may allocate (setspecific, hwloc)
   pthread_setspecific(g_process.key, h);
   if (c.opts.profile == Profile::numa) {
-    // Slides, "NUMA strategy": a thread bound inside one node uses that
+    // [Valat2014], "NUMA strategy": a thread bound inside one node uses that
     // node's source, a mobile thread the common one.
     const int node = topology_thread_node(c);
     if (node >= 0) h->source = c.node_source(node);

@@ -17,7 +17,7 @@ void source_give_small(Context& c, SmallSegment* seg);
 // A large segment of at least `bytes` (rounded up to 2 MiB), registered.
 // Prefers a cached one: the best fit; a much larger one is trimmed; a
 // smaller one is grown with mremap, so the pages already touched are reused
-// without new page faults (slides: "Recycle large arrays").
+// without new page faults ([Valat2014]: "Recycle large arrays").
 LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes);
 // Gives a large segment back: cached for at most the decay delay
 // (source_decay) while the source stays below its cache limit (options,

@@ -1,7 +1,7 @@
 // NUMA topology through hwloc (with hwloc_api.*, the only files that include
 // hwloc.h; the library is loaded with dlopen when a topology is needed).
 //
-// Slides, "NUMA strategy": memory sources are selected with hwloc at thread
+// [Valat2014], "NUMA strategy": memory sources are selected with hwloc at thread
 // start; threads are not bound by default and move, so an unbound thread uses
 // the common source and a thread bound inside one node uses that node's
 // source. The topology is loaded lazily (hwloc allocates, so never under an

@@ -2,7 +2,7 @@
 //
 // This is the one place that says what every field means and which thread may
 // touch it; the .cpp files implement the transitions. Design after the MPC
-// allocator (Valat 2014, part III "Allocator for HPC applications"):
+// allocator ([Valat2014] part III "Allocator for HPC applications"):
 //
 //   OS  <-- macro-blocks (segments, >= 2 MiB) -->  memory sources (one per
 //   NUMA node + one common)  <-- segments -->  per-thread local heaps, which
@@ -12,7 +12,7 @@
 // a 2 MiB boundary and whose length is a multiple of 2 MiB. Because of that
 // alignment, every 2 MiB "slot" of the address space belongs to at most one
 // segment, and the registry (a page table with 2 MiB leaves, see registry.hpp)
-// maps a slot to its segment descriptor without locks (slides: "Tracking
+// maps a slot to its segment descriptor without locks ([Valat2014]: "Tracking
 // ownership with a lockfree register", "one macro-block can cover one entry").
 //
 // Metadata is kept apart from user data: descriptors (Segment, Run, Heap)
@@ -27,7 +27,7 @@
 //    chunks of one size class (size_class.hpp);
 //  * large segments hold one allocation above kMaxSmall, placed at a varied
 //    "colour" offset (large.hpp) so that big arrays do not all share the
-//    same address modulo 4 KiB (slides part II and backup "4K aliasing").
+//    same address modulo 4 KiB ([Valat2014] part II and backup "4K aliasing").
 #pragma once
 
 #include <atomic>
@@ -239,7 +239,7 @@ struct RemoteBatch {
   std::uint64_t bits = 0;
 };
 
-// A memory source: trades segments with the OS and caches them (slides:
+// A memory source: trades segments with the OS and caches them ([Valat2014]:
 // "Memory source: manages requests to the OS, exchanges per macro-blocs
 // larger than 2 MB, acts as a cache"). One common source (index 0) for
 // threads that are not bound to a node and one per NUMA node ("memory sources
@@ -277,7 +277,7 @@ struct Source {
   std::atomic<std::uint64_t> faults_avoided{0};  // 4 KiB pages reused already touched
 };
 
-// Per-thread local heap (slides: "Per thread local heap: lock free, manages
+// Per-thread local heap ([Valat2014]: "Per thread local heap: lock free, manages
 // small chunks, splits macro-blocs"). Everything except `rfq`, the statistics
 // and the `orphan` flag is touched only by the owning thread (in lowmem, by
 // the thread holding `merge_lock`, see below). A heap outlives
@@ -346,7 +346,7 @@ struct alignas(64) Heap {
   Heap* all_next = nullptr;     // list of every heap (under Context::heaps_lock)
   Heap* orphan_next = nullptr;  // orphan list (under Context::heaps_lock)
   // Remote free queue (RFQ): runs that received remote frees, flushed by
-  // the owner at its next allocation from a run (slides: "RFQ flush on next
+  // the owner at its next allocation from a run ([Valat2014]: "RFQ flush on next
   // memory operation"; not on those served by the free cache, see heap.hpp),
   // at thread exit and on trim. On its own cache line: other threads write
   // it, and it used to share one with small_in_use, which the owner writes

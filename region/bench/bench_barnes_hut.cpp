@@ -1,4 +1,4 @@
-// Barnes-Hut N-body steps with regions (Myrmics Fig. 4e-f, section 6.3).
+// Barnes-Hut N-body steps with regions ([Lyberis2012] Fig. 4e-f, section 6.3).
 // Each worker owns a slab of bodies, builds its octree level by level with
 // every tree level in its own region (one bulk allocation per level),
 // exchanges bounding boxes, and sends each peer the top levels of its tree
@@ -87,7 +87,7 @@ int levels_needed(const Box& mine, const Box& other, int have) {
   return std::min(have, j + 1);
 }
 
-// One new tree level: a region of its own and one bulk allocation (Myrmics
+// One new tree level: a region of its own and one bulk allocation ([Lyberis2012]
 // 6.3: each tree level in a different region).
 std::vector<Cell*> new_level(Tree& t, mr::rid_t step_region, std::size_t count) {
   auto lr = mr::ralloc(step_region);

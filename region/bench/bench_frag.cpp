@@ -1,6 +1,6 @@
-// Fragmentation inside one region's slab pool (Myrmics Fig. 4a-c): random
+// Fragmentation inside one region's slab pool ([Lyberis2012] Fig. 4a-c): random
 // allocs and frees, full/partial slab counts and application size over time.
-// Serial and MPI-free, as in the paper (section 6.2).
+// Serial and MPI-free, as in [Lyberis2012] (section 6.2).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -1,4 +1,4 @@
-// Linked-list exchange (Myrmics Fig. 4g-h, section 6.5). Every worker builds
+// Linked-list exchange ([Lyberis2012] Fig. 4g-h, section 6.5). Every worker builds
 // a list of 256-B nodes; in stages (partner = me XOR stage) pairs exchange
 // whole lists, the receiver modifies every node, and the lists go back.
 //   allocator "myrmics-region": nodes in a region, whole-region send/recv;

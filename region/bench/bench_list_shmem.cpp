@@ -1,4 +1,4 @@
-// Linked-list exchange with OpenSHMEM (the UPC-like baseline of Myrmics
+// Linked-list exchange with OpenSHMEM (the UPC-like baseline of [Lyberis2012]
 // section 6.5): nodes in the symmetric heap, the partner's list fetched node
 // by node with shmem_getmem, modified, and written back with shmem_putmem.
 // Usage: oshrun -n <workers> region_bench_list_shmem [nodes...] [--reps R]

@@ -1,4 +1,4 @@
-// The global address space (Myrmics section 2): one large range mapped at the
+// The global address space ([Lyberis2012] section 2): one large range mapped at the
 // same virtual address on every rank, so pointers keep their meaning.
 #pragma once
 

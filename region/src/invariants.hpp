@@ -1,5 +1,5 @@
 // Constants of the cluster allocator and the invariants of its core data
-// structures, written out in one place (Myrmics, ISMM 2012, sections 3-5).
+// structures, written out in one place (Myrmics, [Lyberis2012], sections 3-5).
 //
 // ---------------------------------------------------------------------------
 // Quantities (section 3.2)

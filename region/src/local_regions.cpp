@@ -1,4 +1,4 @@
-// Local regions (Myrmics section 4): one slab pool per region, slab ranges
+// Local regions ([Lyberis2012] section 4): one slab pool per region, slab ranges
 // traded between the scheduler and its regions under the watermarks of 4.2.
 #include "local_regions.hpp"
 

@@ -1,4 +1,4 @@
-// The local region layer of one scheduler (Myrmics, ISMM 2012, section 4):
+// The local region layer of one scheduler (Myrmics, [Lyberis2012] section 4):
 // regions as slab pools, and the four tries of section 4.2 (used/free ranges,
 // used/free region ids). Invariants L1-L5 are in invariants.hpp. No MPI here.
 #pragma once

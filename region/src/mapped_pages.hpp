@@ -2,7 +2,7 @@
 // already asked the kernel to map, so that a zero-copy receive prefaults
 // only pages it has not mapped before (see prefault.hpp).
 //
-// Why a per-process set: with zero copy (Myrmics section 2's global address
+// Why a per-process set: with zero copy ([Lyberis2012] section 2's global address
 // space backed by one memfd per host) the bytes of a received region are
 // already in memory, but every process has its own page tables, so without
 // a prefault the receiver's first touch of each page is a minor fault. The

@@ -120,7 +120,7 @@ namespace {
 // from the sender's region memory into the receiver's, while a
 // non-contiguous datatype is packed through bounce buffers on both sides.
 // The small rest goes in one message with a derived datatype over absolute
-// addresses (MPI_BOTTOM), as in Myrmics section 6.1.
+// addresses (MPI_BOTTOM), as in [Lyberis2012] section 6.1.
 constexpr std::uint64_t big_piece = 64 * 1024;
 constexpr std::uint64_t max_piece = std::uint64_t{1} << 30;  // int counts
 

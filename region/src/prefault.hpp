@@ -1,6 +1,6 @@
 // Prefaulting received extents on a zero-copy receive.
 //
-// With zero copy the receiver uses the sender's bytes in place (Myrmics
+// With zero copy the receiver uses the sender's bytes in place ([Lyberis2012]
 // section 2: the data is at the same addresses everywhere), but its own page
 // tables have no entries for pages it has never touched. An application's
 // first access to a node is often a read-modify-write instruction

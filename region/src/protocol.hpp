@@ -1,5 +1,5 @@
 // Control messages between workers and schedulers and among schedulers
-// (Myrmics section 5.2). A message is a vector of 64-bit words:
+// ([Lyberis2012] section 5.2). A message is a vector of 64-bit words:
 //
 //   [0] op   [1] origin   [2] req   [3] status   [4..7] a0..a3   [8..] payload
 //

@@ -1,4 +1,4 @@
-// The scheduler event server (Myrmics section 5.2 / 5.3).
+// The scheduler event server ([Lyberis2012] section 5.2 / 5.3).
 #include "scheduler.hpp"
 
 #include <time.h>

@@ -1,4 +1,4 @@
-// A scheduler: the asynchronous, event-based server of Myrmics section 5.2.
+// A scheduler: the asynchronous, event-based server of [Lyberis2012] section 5.2.
 // Events about local regions are served at once; others are forwarded to the
 // parent or to the child that the routing tables name (invariants S1-S3 in
 // invariants.hpp). Operations that span schedulers (freeing or packing a

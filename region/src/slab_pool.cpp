@@ -1,4 +1,4 @@
-// SLAB allocator (Myrmics section 3.2): constant-time alloc and free of
+// SLAB allocator ([Lyberis2012] section 3.2): constant-time alloc and free of
 // 64-B-aligned slots, slab headers kept apart from the data.
 #include "slab_pool.hpp"
 

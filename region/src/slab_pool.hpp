@@ -1,4 +1,4 @@
-// A slab pool: the SLAB allocator of Myrmics (ISMM 2012, section 3) for one
+// A slab pool: the SLAB allocator of Myrmics ([Lyberis2012] section 3) for one
 // region. Invariants P1-P5 are in invariants.hpp.
 //
 // The pool hands out addresses but never reads or writes them: all metadata

@@ -1,4 +1,4 @@
-// Layout of ranks (Myrmics section 5.1, Figure 3): ranks 0 .. nsched-1 are
+// Layout of ranks ([Lyberis2012] section 5.1, Figure 3): ranks 0 .. nsched-1 are
 // schedulers numbered breadth-first in a tree of `levels` levels where every
 // non-leaf scheduler has `fanout` children (the scheduler-to-scheduler
 // ratio): children of s are s*fanout+1 .. s*fanout+fanout. The remaining

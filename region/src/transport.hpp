@@ -46,7 +46,7 @@ concept ControlTransport = requires(T& t, const T& ct, int peer, Message msg, Me
 template <class T>
 concept DataTransport = requires(T& t, int peer, std::span<const std::uint64_t> header,
                                  std::vector<std::uint64_t>& header_out, std::span<const Extent> extents) {
-  // Worker-to-worker transfer (Figure 1 sys_send / sys_recv): `peer` is a
+  // Worker-to-worker transfer ([Lyberis2012] Figure 1 sys_send / sys_recv): `peer` is a
   // worker index. The header names the regions/objects; the extents are
   // absolute GAS addresses that are valid (mapped) on both sides. A
   // zero-copy transfer (peers sharing the host's GAS object) is the header

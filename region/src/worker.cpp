@@ -1,5 +1,5 @@
-// Worker side of the Figure 1 API: every call becomes a request to the
-// worker's leaf scheduler (Myrmics section 2); send/recv pack regions into
+// Worker side of the [Lyberis2012] Figure 1 API: every call becomes a request to the
+// worker's leaf scheduler ([Lyberis2012] section 2); send/recv pack regions into
 // (address, size) lists and move the bytes with one MPI message each.
 #include <algorithm>
 #include <chrono>

@@ -38,7 +38,7 @@ struct Node {
   Node* next;
   std::uint64_t value;
   std::uint64_t owner;
-  char pad[232];  // 256-byte nodes as in the paper's list benchmark
+  char pad[232];  // 256-byte nodes as in [Lyberis2012]'s list benchmark
 };
 static_assert(sizeof(Node) == 256);
 

@@ -1,11 +1,11 @@
-// manyalloc_coalescing_bench: the coalescing paper's experiments on the GPU.
+// manyalloc_coalescing_bench: the experiments of [Blach2022] on the GPU.
 //
-//   unit       paper 4.1: every thread allocates n floats (n = 25..400 step 25),
+//   unit       [Blach2022] 4.1: every thread allocates n floats (n = 25..400 step 25),
 //              initialises them (0..n-1), runs the Linear or the Quadratic
 //              workload, frees. Three kernels (alloc+init, workload, free);
 //              the workload kernel is timed with events -> GFLOP/s; malloc and
 //              free are timed per thread with clock64 (mean over threads).
-//   alltoall   paper 4.2 in spirit: threads are ranks in groups of 32; each
+//   alltoall   [Blach2022] 4.2 in spirit: threads are ranks in groups of 32; each
 //              allocates one 4-double buffer per peer, fills it, the peers copy
 //              their piece into buffers they allocate, verify, everything is
 //              freed. Seconds = the three kernels.
@@ -26,7 +26,7 @@
 //        [--runs R] [--max-run-s S] [--quick] [--only SECTIONS] [--floats N] [--fused]
 //   SECTIONS: comma-separated from full (unit benchmark, Scatter, whole GPU),
 //   bounded (unit benchmark with DeviceMalloc), alltoall, small16 (with blowup).
-//   --fused: the unit benchmark as the paper's Listing 3, one kernel per run
+//   --fused: the unit benchmark as [Blach2022] Listing 3, one kernel per run
 //   (experiments unit_linear_fused / unit_quadratic_fused).
 //   --ideal-pads: bounded also runs IdealSlices with these slice paddings.
 #include <cuda_runtime.h>
@@ -133,8 +133,8 @@ __device__ float* alloc_init(const Handle& heap, const Acc& acc, std::uint32_t n
   return p;
 }
 
-// The Linear or Quadratic workload of Listing 2 on d (timed with clock64,
-// as in the paper's Listing 3); the sum goes to d[0].
+// The Linear or Quadratic workload of [Blach2022] Listing 2 on d (timed with clock64,
+// as in its Listing 3); the sum goes to d[0].
 template <bool Quadratic>
 __device__ void workload(float* d, std::uint32_t n, Sums* sums) {
   const long long t0 = clock64();
@@ -217,7 +217,7 @@ struct VerifyFree {
   }
 };
 
-// The paper's Listing 3 literally: one kernel per run in which every thread
+// [Blach2022] Listing 3 literally: one kernel per run in which every thread
 // allocates, initialises, runs the workload and frees (--fused). The
 // workload then reads data its own thread has just written, and warps of a
 // slow allocator reach it at different times.
@@ -297,7 +297,7 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
       // (`seconds`) includes malloc and free, so its rate would not be the
       // workload's.
       if (!o.fused) m.extra["gflops"] = m.seconds > 0 ? flops_per_thread * threads / m.seconds / 1e9 : 0;
-      // The paper's figure: every thread's flops over the mean per-thread
+      // [Blach2022]'s figure: every thread's flops over the mean per-thread
       // workload time (no launch overhead, no tail of the grid).
       m.extra["gflops_thread_clock"] =
           median(work_thread_s) > 0 ? flops_per_thread * threads / median(work_thread_s) / 1e9 : 0;
@@ -588,7 +588,7 @@ void with_handle(const Device& device, std::size_t heap_bytes, F&& f) {
 }
 
 // Calls f(std::type_identity<H>{}, name) for CUDA's malloc alone and under
-// every coalescing policy (the paper's baseline and its variants).
+// every coalescing policy ([Blach2022]'s baseline and its variants).
 template <class F>
 void for_each_device_malloc_variant(F&& f) {
   f(std::type_identity<Device<DP::NoOp>>{}, "DeviceMalloc");
@@ -657,7 +657,7 @@ int main(int argc, char** argv) {
     full(std::type_identity<DP::BlockNoHeader>{}, "Scatter+BlockNoHeader");
   }
   if (o.wants("bounded")) {
-    // The paper's setting: CUDA's malloc underneath, bounded thread count;
+    // The setting of [Blach2022]: CUDA's malloc underneath, bounded thread count;
     // Scatter+NoOp and Scatter+DynamicWarp at the same count for the ratio.
     auto bounded = [&](auto tag, const char* name) {
       with_handle<typename decltype(tag)::type>(device, big_heap,

@@ -468,7 +468,7 @@ def report(recs, env, args, made):
         if "fig_throughput.png" in made:
             md.append("![throughput](fig_throughput.png)\n")
 
-    # Fig. 3
+    # [Steinberger2012] Fig. 3
     op = [r for r in recs if r["experiment"].startswith("operator_")]
     if op:
         md.append("## Operator performance (paper Fig. 3, thesis 5.1)\n")

@@ -1,4 +1,4 @@
-// Data access (ScatterAlloc paper section 7, "data access performance"):
+// Data access ([Steinberger2012] section 7, "data access performance"):
 // every worker allocates one chunk (untimed), fills it, then in a timed
 // launch reads and rewrites every 32-bit word of it (`passes` times); the
 // launch time gives bytes/s (read + write) and each worker's clock gives

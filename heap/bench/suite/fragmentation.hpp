@@ -1,5 +1,5 @@
-// Memory efficiency ("out-of-memory" test, thesis 5.4; fragmentation by the
-// ScatterAlloc paper's equations (1) and (2)). For each size, N workers
+// Memory efficiency ("out-of-memory" test, [Eckert2014] 5.4; fragmentation by
+// [Steinberger2012] equations (1) and (2)). For each size, N workers
 // allocate one chunk each per step (a launch) until a whole step fails; every
 // chunk is filled with checksums of (worker, step). Reported:
 //   usable_share_first_fail  requested bytes held at the end of the first
@@ -11,7 +11,7 @@
 //                            at the full state and again after a random half
 //                            of the chunks was freed (state "half_freed")
 //   slots_before / slots_after  getAvailableSlots(size) on the empty heap and
-//                            after everything was freed (Scatter; the thesis's
+//                            after everything was freed (Scatter; [Eckert2014]'s
 //                            memory-loss check)
 // Then every chunk is verified (checksums of every word, no overlaps) and
 // freed. The host baseline (malloc) has no bounded heap and is skipped.
@@ -94,7 +94,7 @@ FragmentationConfig fragmentation_config(const Context& ctx) {
   return c;
 }
 
-// Equations (1) and (2) of the paper, the overhead and the page use, read
+// Equations (1) and (2) of [Steinberger2012], the overhead and the page use, read
 // from a copy of the heap's page table with `live` the chunks still held.
 template <class Heap, class Sizes>
 void record_page_table(Measurement& m, const Heap& heap, const std::vector<void*>& live, const Sizes& sizes,

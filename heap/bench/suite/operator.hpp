@@ -1,4 +1,4 @@
-// Operator performance (ScatterAlloc paper section 7 and Fig. 3; thesis
+// Operator performance ([Steinberger2012] section 7 and Fig. 3; [Eckert2014]
 // 5.1.1): the host draws random numbers and launches, with probability
 // p_alloc, a kernel in which every one of N_worker workers allocates one
 // chunk, and with probability p_free one in which every worker frees its most

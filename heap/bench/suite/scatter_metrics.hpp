@@ -1,6 +1,6 @@
 // Memory-efficiency measures of a Scatter heap, computed on the host from a
 // copy of its page table (heap_layout.hpp), by the definitions of the
-// ScatterAlloc paper, section 3:
+// [Steinberger2012] section 3:
 //   internal fragmentation (1): mean over allocated regions r of
 //       (size(r) - alloc(r)) / size(r), size(r) being the chunk size of r's
 //       page (or the pages of a multi-page run), alloc(r) the request;

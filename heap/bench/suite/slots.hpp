@@ -1,4 +1,4 @@
-// getAvailableSlots cost (thesis 4.3.5, 5.4) for allocators that provide it:
+// getAvailableSlots cost ([Eckert2014] 4.3.5, 5.4) for allocators that provide it:
 // from the host (Allocator::getAvailableSlots, parallel over pages) and from
 // the device, where all lanes of a warp share the count (one warp, and 32
 // warps each computing it). On an empty heap and on one where `threads`

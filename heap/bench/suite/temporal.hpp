@@ -1,7 +1,7 @@
-// Temporal development (ScatterAlloc paper Fig. 2): 16384 workers keep
+// Temporal development ([Steinberger2012] Fig. 2): 16384 workers keep
 // requesting chunks of 128..160 bytes (uniform), each with probability
 // p_alloc = 0.05 per step, never freeing, until the heap (16 MiB by default,
-// as the paper's two 8 MB super blocks) is full. Per step: mean cycles per
+// as [Steinberger2012]'s two 8 MB super blocks) is full. Per step: mean cycles per
 // alloc and their CV, the fill level (requested bytes held / heap bytes),
 // and for Scatter the fragmentation (eq. 1, 2) and the share of pages in
 // use. Every chunk is marked when allocated; at the end all are checked for

@@ -1,4 +1,4 @@
-// Throughput experiment (ScatterAlloc paper section 7, "operator
+// Throughput experiment ([Steinberger2012] section 7, "operator
 // performance", at full occupancy): every worker allocates one chunk in one
 // timed launch, then frees it in another. Writing, checking and the overlap
 // test run in untimed launches between them, so the timings hold only the

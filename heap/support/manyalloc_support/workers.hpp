@@ -16,7 +16,7 @@ struct Record {
 };
 
 // Value of word `i` of the chunk that `worker` got as its `counter`-th
-// allocation (thesis 5.4: a checksum of the worker id and a counter).
+// allocation ([Eckert2014] 5.4: a checksum of the worker id and a counter).
 MANYALLOC_FN inline std::uint32_t checksum(std::uint32_t worker, std::uint32_t counter, std::uint32_t i) {
   std::uint32_t x = worker * 0x9e3779b1u ^ (counter + 1u) * 0x85ebca77u ^ i * 0xc2b2ae3du;
   x ^= x >> 15;
@@ -24,7 +24,7 @@ MANYALLOC_FN inline std::uint32_t checksum(std::uint32_t worker, std::uint32_t c
   return x ^ (x >> 13);
 }
 
-// Thesis 5.4, first phase: allocate `bytes`-byte chunks until the heap is
+// [Eckert2014] 5.4, first phase: allocate `bytes`-byte chunks until the heap is
 // full, fill each with checksums and record it.
 template <class Handle>
 struct FillUntilFull {
@@ -53,7 +53,7 @@ struct FillUntilFull {
   }
 };
 
-// Thesis 5.4, second phase: every recorded chunk still holds its checksums.
+// [Eckert2014] 5.4, second phase: every recorded chunk still holds its checksums.
 struct VerifyRecords {
   const Record* records;
   std::uint32_t count;

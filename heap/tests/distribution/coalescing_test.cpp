@@ -1,7 +1,7 @@
 // Distribution policies on emulated warps and blocks: every policy, over a
 // counting malloc and over Scatter; partial warps, divergent subsets, mixed
 // sizes, frees in every order, concurrent and cross-lane frees, double frees
-// (checked build), the thesis 5.4 overlap test.
+// (checked build), the [Eckert2014] 5.4 overlap test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -205,7 +205,7 @@ TYPED_TEST(Coalescing, DoubleFreeIsDetectedInTheCheckedBuild) {
   }
 }
 
-// Thesis 5.4 on a Scatter heap: fill it from coalescing warps, check every
+// [Eckert2014] 5.4 on a Scatter heap: fill it from coalescing warps, check every
 // part, free all, and the heap is as free as before.
 TYPED_TEST(Coalescing, ScatterOverlapTest) {
   using Policy = TypeParam;

@@ -1,7 +1,7 @@
 // Distribution policies on a CUDA GPU at full occupancy (2^20 threads by
 // default; MANYALLOC_TEST_WORKERS / MANYALLOC_TEST_HEAP_MB shrink it for
 // compute-sanitizer): alloc/write/verify/free with mixed sizes, divergent
-// branches, cross-lane frees, the thesis 5.4 overlap test on Scatter for every
+// branches, cross-lane frees, the [Eckert2014] 5.4 overlap test on Scatter for every
 // policy, and DynamicWarp / WarpHeader over CUDA's device malloc. Skips itself
 // (visibly) when no GPU is present.
 #include <gtest/gtest.h>
@@ -256,7 +256,7 @@ TYPED_TEST(GpuCoalescing, CrossLaneFrees) {
   EXPECT_EQ(heap.getAvailableSlots(64), slots_before);
 }
 
-// Thesis 5.4: fill the heap from every thread, verify every chunk, free all;
+// [Eckert2014] 5.4: fill the heap from every thread, verify every chunk, free all;
 // the heap is as free as before.
 TYPED_TEST(GpuCoalescing, HeapOverlapTest) {
   using Heap = GpuScatter<TypeParam>;

@@ -23,7 +23,7 @@ class HeapTest : public ::testing::Test {
     if (!Runner::available()) GTEST_SKIP() << "no " << Runner::name << " device present: test skipped";
   }
 
-  // Fills the heap with `bytes`-byte chunks from many workers, checks thesis
+  // Fills the heap with `bytes`-byte chunks from many workers, checks [Eckert2014]
   // 5.4 (no overlap, checksums intact), frees everything. Returns the number
   // of chunks allocated.
   template <class Heap>

@@ -49,7 +49,7 @@ struct CaseName {
   }
 };
 
-// Chunks of `s` bytes in a page of `p` bytes, by the thesis's formula (4.3.5,
+// Chunks of `s` bytes in a page of `p` bytes, by [Eckert2014]'s formula (4.3.5,
 // countFreeChunksInPage; its "fullSegments + additional" counts 32 chunks
 // per full segment).
 inline std::uint64_t thesis_chunks_in_page(std::uint64_t p, std::uint64_t s) {

@@ -1,6 +1,6 @@
 // Bit-field helpers, shared by host and device code.
 //
-// The heap's page usage tables (ScatterAlloc 5.2) and the slab/registry
+// The heap's page usage tables ([Steinberger2012] 5.2) and the slab/registry
 // bitmaps of the other layers use these. On the device they map to single
 // instructions (__ffs, __popc); on the host to the GCC builtins.
 #pragma once
@@ -38,7 +38,7 @@ MANYALLOC_FN MANYALLOC_INLINE unsigned popcount(std::uint32_t word) {
 #endif
 }
 
-// ScatterAlloc 6.1, tryUsePage lines 14-18: given the `used` word of a bit
+// [Steinberger2012] 6.1, tryUsePage lines 14-18: given the `used` word of a bit
 // field with `spots` valid bits (1..32) in which bit `spot` turned out to be
 // taken, return the nearest free spot after `spot`, wrapping around, or
 // `spots` when every valid bit is set. The rotation makes the search start

@@ -1,6 +1,6 @@
 // Ordered map from unsigned integer keys to small values: a radix trie.
 //
-// Myrmics (ISMM 2012) section 3.2 indexes memory with an 8-degree trie because
+// Myrmics ([Lyberis2012]) section 3.2 indexes memory with an 8-degree trie because
 // tries give constant-time lookups (bounded by the key width, not by the number
 // of entries), approximate searches (nearest key below/above) and ordered
 // walks. This trie uses 64-way nodes with a 64-bit occupancy bitmap per node,
@@ -144,7 +144,7 @@ class RadixTrie {
     return true;
   }
 
-  // Largest key <= k ("approximate search" of section 3.2).
+  // Largest key <= k ("approximate search" of [Lyberis2012] 3.2).
   Entry floor(key_type k) const {
     if (root_ == nullptr) return {};
     if (k > max_key) k = max_key;

@@ -1,7 +1,7 @@
 // Disjoint half-open integer ranges [start, start + length), each with a value,
 // kept in a RadixTrie keyed by range start.
 //
-// Myrmics (ISMM 2012) sections 3.2 and 4.2 keep free slab ranges, used/free
+// Myrmics ([Lyberis2012]) sections 3.2 and 4.2 keep free slab ranges, used/free
 // address ranges and free region ids in tries keyed by the range start; the
 // trie's nearest-key search (floor) answers "which range holds key k" in
 // O(levels). RangeMap is that structure:

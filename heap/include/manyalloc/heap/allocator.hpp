@@ -1,4 +1,4 @@
-// The host class manyalloc::Allocator (thesis 3.2): composes the five
+// The host class manyalloc::Allocator ([Eckert2014] 3.2): composes the five
 // policies into an allocator. The Allocator object lives on the host and owns
 // the heap (RAII); workers receive the small copyable Handle and call
 // alloc/dealloc on it. One request runs the pipeline
@@ -155,7 +155,7 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     return creation_.template getAvailableSlotsHost<backend>(AP::apply_padding(slot));
   }
 
-  // Empties the heap: every pointer from it becomes invalid (thesis 3.2,
+  // Empties the heap: every pointer from it becomes invalid ([Eckert2014] 3.2,
   // finalizeHeap followed by a fresh initHeap on the same pool).
   void reset() {
     CP::template finalize_heap<backend>(creation_);
@@ -169,7 +169,7 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   std::size_t pool_bytes() const { return pool_bytes_; }
   const CP& creation() const { return creation_; }
 
-  // The policies, one per line or separated by `separator` (thesis 3.2, info).
+  // The policies, one per line or separated by `separator` ([Eckert2014] 3.2, info).
   static std::string info(std::string_view separator = " ") {
     std::string s;
     s += "CreationPolicy=" + CP::classname();

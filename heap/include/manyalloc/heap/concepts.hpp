@@ -1,4 +1,4 @@
-// One concept per policy kind (thesis chapter 3), so that a wrong policy is
+// One concept per policy kind ([Eckert2014] chapter 3), so that a wrong policy is
 // rejected where it is used, with the requirement it misses.
 #pragma once
 

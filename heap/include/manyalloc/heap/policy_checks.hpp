@@ -1,4 +1,4 @@
-// Constraints between policies that are not orthogonal (thesis 4.2,
+// Constraints between policies that are not orthogonal ([Eckert2014] 4.2,
 // PolicyConstraints), checked when the host class is instantiated.
 #pragma once
 

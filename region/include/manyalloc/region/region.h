@@ -1,6 +1,6 @@
 /* manyalloc region: hierarchical, region-based allocation in a global address
- * space over MPI (the Myrmics allocator, ISMM 2012). C API, after Figure 1 of
- * the paper.
+ * space over MPI (the Myrmics allocator, [Lyberis2012]). C API, after Figure 1 of
+ * [Lyberis2012].
  *
  * Program shape (every rank runs the same main):
  *
@@ -31,7 +31,7 @@ extern "C" {
  * library made new regions. */
 typedef uint64_t mr_rid_t;
 
-/* The default top-level region (paper: region ID 0). */
+/* The default top-level region ([Lyberis2012]: region ID 0). */
 enum { MR_ROOT_REGION = 0 };
 /* Level hint meaning "no hint": the new region goes to a leaf scheduler,
  * the one serving the calling worker when the parent allows it (5.2). */

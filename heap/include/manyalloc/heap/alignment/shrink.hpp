@@ -1,4 +1,4 @@
-// AlignmentPolicies::Shrink (thesis 4.3.2): moves the pool start up to the
+// AlignmentPolicies::Shrink ([Eckert2014] 4.3.2): moves the pool start up to the
 // next multiple of `dataAlignment` (shrinking the pool) and pads every
 // request to a multiple of it, so that chunks that start aligned stay aligned.
 #pragma once

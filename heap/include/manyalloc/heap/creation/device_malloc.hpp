@@ -1,5 +1,5 @@
 // CreationPolicies::DeviceMalloc: CUDA's built-in device malloc/free, the
-// baseline (thesis 2.4.3). Use it with ReservePoolPolicies::CudaSetLimits.
+// baseline ([Eckert2014] 2.4.3, [CUDAGuide]). Use it with ReservePoolPolicies::CudaSetLimits.
 #pragma once
 
 #include <cstddef>

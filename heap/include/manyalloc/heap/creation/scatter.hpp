@@ -1,5 +1,5 @@
-// CreationPolicies::Scatter: the ScatterAlloc algorithm (Steinberger et al.
-// 2012; thesis 4.3.5) over one pool. The object is the heap handle: small,
+// CreationPolicies::Scatter: the ScatterAlloc algorithm ([Steinberger2012];
+// [Eckert2014] 4.3.5) over one pool. The object is the heap handle: small,
 // trivially copyable, passed by value into kernels and threads.
 //
 // Data structures and invariants: detail/scatter/heap_layout.hpp.
@@ -59,7 +59,7 @@ class Scatter {
     return s;
   }
 
-  // Returns the heap to its freshly initialised state (thesis 4.3.5).
+  // Returns the heap to its freshly initialised state ([Eckert2014] 4.3.5).
   template <class Backend>
   static void finalize_heap(const Scatter& s) {
     if (s.layout_.pages != nullptr) Backend::fill_zero(s.layout_.shared, s.layout_.metadata_bytes);
@@ -107,7 +107,7 @@ class Scatter {
     const std::uint64_t pages = bytes / pagesize + (bytes % pagesize != 0 ? 1 : 0);
     // Each worker starts its search for a run where its own request would
     // go if all workers asked for as much, so concurrent large requests do
-    // not all scan and lock from the same page (the paper expects few of them).
+    // not all scan and lock from the same page ([Steinberger2012] expects few of them).
     // The worker's place in its launch identifies it where warps exist; the
     // processor is added only for host threads (search.hpp, processor_term).
     const std::uint64_t worker = static_cast<std::uint64_t>(acc.warp_id()) * Acc::warp_size + acc.lane_id();
@@ -147,7 +147,7 @@ class Scatter {
     return bytes != 0 && ptr == nullptr;
   }
 
-  // Called by the lanes in `acc`'s active set together (thesis 4.3.5: the
+  // Called by the lanes in `acc`'s active set together ([Eckert2014] 4.3.5: the
   // lanes split the pages among themselves; warp width bounds cooperation).
   // Every calling lane gets the same result.
   template <class Acc>

@@ -1,5 +1,5 @@
-// Configuration of CreationPolicies::Scatter (thesis 4.3.7). Defaults are the
-// thesis's; override per instantiation by deriving and shadowing a member:
+// Configuration of CreationPolicies::Scatter ([Eckert2014] 4.3.7). Defaults are
+// [Eckert2014]'s; override per instantiation by deriving and shadowing a member:
 //
 //   struct MyHeap : manyalloc::CreationPolicies::ScatterHeapConfig {
 //     static constexpr std::uint32_t pagesize = 8192;
@@ -16,20 +16,20 @@
 namespace manyalloc::CreationPolicies {
 
 struct ScatterHeapConfig {
-  // Bytes per page; every chunk lives inside one page (ScatterAlloc 5.2).
+  // Bytes per page; every chunk lives inside one page ([Steinberger2012] 5.2).
   static constexpr std::uint32_t pagesize = 4096;
-  // Number of access blocks (super blocks, ScatterAlloc 5.1) the pool is split into.
+  // Number of access blocks (super blocks, [Steinberger2012] 5.1) the pool is split into.
   static constexpr std::uint32_t accessblocks = 8;
   // Pages per region; regions keep a full-page record for the 90% rule (5.4).
   static constexpr std::uint32_t regionsize = 16;
   // A request of s bytes may use a page split into chunks of up to s*wastefactor (6.1, max_frag).
   static constexpr std::uint32_t wastefactor = 2;
-  // Reset a page's chunk size when its last chunk is freed (thesis 5.4).
+  // Reset a page's chunk size when its last chunk is freed ([Eckert2014] 5.4).
   static constexpr bool resetfreedpages = false;
 };
 
 struct ScatterHashConfig {
-  // p = (S_req * k_S + mp * k_mp) mod pages (ScatterAlloc 5.3, equation 3).
+  // p = (S_req * k_S + mp * k_mp) mod pages ([Steinberger2012] 5.3, equation 3).
   // The multiprocessor term mp * k_mp is used where workers have no warps to
   // tell them apart (host threads); on a GPU the warp term below places
   // every warp, since the hardware moves a launch's blocks to other
@@ -37,13 +37,13 @@ struct ScatterHashConfig {
   static constexpr std::uint32_t hashingK = 38183;
   static constexpr std::uint32_t hashingDistMP = 17497;
   // Extension of equation 3 for launches of far more threads than the
-  // paper's 15,000: with c chunks of S_req bytes on a page, warp w of a
+  // 15,000 of [Steinberger2012]: with c chunks of S_req bytes on a page, warp w of a
   // launch starts
   //   w * (hashingDistWP + hashingDistWPRel * (32 / c))
   // pages further, i.e. past the pages a whole warp of such requests fills,
   // and lane l of it l / c pages further (hashingDistWPRel != 0), so that
   // warps and lanes tile the pages instead of all probing the same chain
-  // from one page. Set both to 0 for the hash of the paper.
+  // from one page. Set both to 0 for the hash of [Steinberger2012].
   static constexpr std::uint32_t hashingDistWP = 1;
   static constexpr std::uint32_t hashingDistWPRel = 1;
 };

@@ -1,5 +1,5 @@
 // DistributionPolicies::DynamicWarp: dynamic warp-level coalescing with
-// segment headers (coalescing paper 3.2). Works on top of any creation
+// segment headers ([Blach2022] 3.2). Works on top of any creation
 // policy and with any subset of active lanes and any mix of sizes.
 //
 // The active lanes elect the lowest as leader, share their sizes by

@@ -1,4 +1,4 @@
-// DistributionPolicies::NoOp (thesis 4.3.4): every worker allocates alone.
+// DistributionPolicies::NoOp ([Eckert2014] 4.3.4): every worker allocates alone.
 #pragma once
 
 #include <cstddef>

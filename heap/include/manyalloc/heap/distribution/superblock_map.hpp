@@ -1,4 +1,4 @@
-// The concurrent hash map of no-header coalescing (coalescing paper 3.1):
+// The concurrent hash map of no-header coalescing ([Blach2022] 3.1):
 // part address -> superblock start. Open addressing with linear probing over
 // 64-bit keys; a removed key leaves a tombstone that later inserts reuse.
 //

@@ -1,5 +1,5 @@
 // Coalescing for the case where the caller states that all workers of a
-// warp (or block) allocate the same size at the same time (coalescing paper
+// warp (or block) allocate the same size at the same time ([Blach2022]
 // 3.1, "static coalescing"): one superblock per warp / block, no sizes to
 // exchange. Choosing one of these policies *is* the statement. Warp scope
 // still checks it cheaply (one shuffle, one ballot): lanes asking another

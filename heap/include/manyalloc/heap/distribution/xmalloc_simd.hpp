@@ -1,5 +1,5 @@
-// DistributionPolicies::XMallocSIMD<pagesize> (thesis 4.3.3, after Huang et
-// al.'s XMalloc): the requests of the active lanes of a warp that are at most
+// DistributionPolicies::XMallocSIMD<pagesize> ([Eckert2014] 4.3.3, after
+// XMalloc, [Huang2010]): the requests of the active lanes of a warp that are at most
 // pagesize/32 bytes are combined into one chunk allocated by one elected lane
 // (the lowest such lane); larger requests are allocated alone. The combined
 // chunk never exceeds one page (lanes that would push it over allocate
@@ -7,10 +7,10 @@
 // `pagesize` must equal the creation policy's (checked by the host class,
 // policy_checks.hpp).
 //
-// Freeing parts: each part carries a segment header (the coalescing paper's
+// Freeing parts: each part carries a segment header ([Blach2022]
 // 3.2 scheme, detail/segments.hpp), so every part may be freed on its own, in
 // any order and concurrently; the combined chunk goes back to the creation
-// policy when its last part is freed. This is the blowup the thesis warns of:
+// policy when its last part is freed. This is the blowup [Eckert2014] warns of:
 // a chunk is reusable only after *every* worker freed its part, so one
 // long-lived part pins up to a page. DistributionPolicies::NoOp avoids it.
 // Headers also cost space: 2-8 bytes per part plus alignment padding (for

@@ -1,4 +1,4 @@
-// OOMPolicies::ReturnNull (thesis 4.3.6): a failed request yields nullptr.
+// OOMPolicies::ReturnNull ([Eckert2014] 4.3.6): a failed request yields nullptr.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// ReservePoolPolicies::CudaMalloc (thesis 4.3.1, SimpleCudaMalloc): one pool
+// ReservePoolPolicies::CudaMalloc ([Eckert2014] 4.3.1, SimpleCudaMalloc): one pool
 // from cudaMalloc, released with cudaFree.
 #pragma once
 

@@ -7,9 +7,9 @@
 //   [ page 0 | page 1 | ... | page page_count-1 ]          <- pagesize-aligned
 //
 // Metadata (the first line) is kept apart from the pages, except for the
-// in-page bit fields of hierarchical pages (ScatterAlloc 5.2), which by
+// in-page bit fields of hierarchical pages ([Steinberger2012] 5.2), which by
 // design sit at the end of their page. Pages are grouped in `block_count`
-// access blocks (super blocks, ScatterAlloc 5.1) of `pages_per_block` pages,
+// access blocks (super blocks, [Steinberger2012] 5.1) of `pages_per_block` pages,
 // and each block in regions of `regionsize` pages (5.4). Since all pages lie
 // side by side, the page of a pointer is one division away (6.2).
 //
@@ -35,7 +35,7 @@
 //     own reset to that lock). With resetfreedpages a reservation re-reads
 //     chunk_size after it succeeded and is undone if the page was re-split
 //     meanwhile; without it no re-split can happen (I2), so none does (as in
-//     the paper): the claimer zeroed the bit fields and fenced before it
+//     [Steinberger2012]): the claimer zeroed the bit fields and fenced before it
 //     published the chunk size, and a worker's atomics on them follow its
 //     read of that size.
 //     Every lock is held for a bounded number of steps (claim, reset, the

@@ -1,5 +1,5 @@
 // Requests larger than a page: runs of consecutive unused pages
-// (ScatterAlloc 6.3). The paper reserves dedicated super blocks for them; we
+// ([Steinberger2012] 6.3). The paper reserves dedicated super blocks for them; we
 // search the whole page array instead, so a run may span access blocks and a
 // single request can use almost the whole heap (heaps > 4 GiB included).
 //

@@ -1,5 +1,5 @@
 // How a page of `pagesize` bytes is split into chunks of one size
-// (ScatterAlloc 5.2, thesis 4.3.5, figures 2.4 and 2.5).
+// ([Steinberger2012] 5.2; [Eckert2014] 4.3.5, figures 2.4 and 2.5).
 //
 // Flat page (chunk_size > hierarchy_threshold): up to 32 chunks from the page
 // start, tracked by the 32-bit mask of the page usage table.
@@ -7,7 +7,7 @@
 // Hierarchical page (chunk_size <= hierarchy_threshold): "segments" of 32
 // chunks, each tracked by a 32-bit word stored inside the page, at its end
 // (word k of segment k sits at page_end - 4*(k+1)). Chunks that do not fill a
-// whole segment ("additional" chunks, thesis 4.3.5) form one more, partial
+// whole segment ("additional" chunks, [Eckert2014] 4.3.5) form one more, partial
 // segment with its own word. The table's mask then holds one bit per segment,
 // set when the segment is (believed) full. At most 32 segments exist, so a
 // page holds at most 1024 chunks.

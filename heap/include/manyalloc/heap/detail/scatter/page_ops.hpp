@@ -1,5 +1,5 @@
 // Operations on one page: claiming an unused page for a chunk size,
-// reserving and taking a chunk (ScatterAlloc 6.1, tryUsePage), freeing a
+// reserving and taking a chunk ([Steinberger2012] 6.1, tryUsePage), freeing a
 // chunk (6.2) and resetting an emptied page. Invariants: heap_layout.hpp.
 #pragma once
 
@@ -77,7 +77,7 @@ struct PageOps {
   }
 
   // Another worker holds the page lock, most often a lane of the same warp
-  // claiming the page for the same size. As in the paper, where the loser of
+  // claiming the page for the same size. As in [Steinberger2012], where the loser of
   // the CAS uses the winner's split, wait until the lock is gone and report
   // the chunk size the page ended with (0 for a multi-page run). The wait is
   // not bounded: a bound let the lanes of a warp that lost to their own
@@ -129,7 +129,7 @@ struct PageOps {
     // Without resetfreedpages a split page keeps its chunk size (I2): no
     // re-check, and no fence on the way to a chunk.
     if (reserved + 1u == g.chunks) mark_page_full(acc, h, page, g.chunks);
-    // Start at the reservation index rather than the lane id of the paper:
+    // Start at the reservation index rather than the lane id of [Steinberger2012]:
     // it is distinct for every worker on the page, so warps that share a
     // page do not collide, and lanes of one warp still get neighbouring chunks.
     const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)

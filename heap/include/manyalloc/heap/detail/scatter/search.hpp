@@ -1,4 +1,4 @@
-// Finding a page for a request of at most one page (ScatterAlloc 6.1, alloc;
+// Finding a page for a request of at most one page ([Steinberger2012] 6.1, alloc;
 // 5.3 hashing; 5.4 access blocks and regions).
 #pragma once
 
@@ -178,7 +178,7 @@ struct SmallSearch {
   }
 
   // 5.4: frees make emptied blocks active again, so that they get reused
-  // (against blowup). The paper picks such a block at random, with a chance
+  // (against blowup). [Steinberger2012] picks such a block at random, with a chance
   // that grows as the block empties; we take the lowest block in which a
   // free makes room on a full page (first fit over blocks, as mallocMC
   // does), unless the block is still full for the first pass. After a

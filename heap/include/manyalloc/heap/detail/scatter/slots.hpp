@@ -1,4 +1,4 @@
-// getAvailableSlots (thesis 4.3.5): how many chunks of one size could still
+// getAvailableSlots ([Eckert2014] 4.3.5): how many chunks of one size could still
 // be allocated, computed without changing the heap. Pages are independent,
 // so the count is a reduction over page ranges; ranges are summarised and
 // the summaries combined in page order, on the host or inside a warp.
@@ -13,7 +13,7 @@ namespace manyalloc::heap::detail {
 
 // Summary of a range of pages. For slots of at most one page only `slots`
 // is used. For larger slots (runs of unused pages, counted greedily from the
-// left as in the thesis pseudo code) the free runs touching the range ends
+// left as in [Eckert2014]'s pseudo code) the free runs touching the range ends
 // must be carried to the neighbours before they can be counted.
 struct SlotSummary {
   std::uint64_t slots = 0;        // small: free chunks; large: slots in inner runs
@@ -59,7 +59,7 @@ template <class Config>
 struct SlotCounter {
   static constexpr std::uint32_t pagesize = Config::pagesize;
 
-  // Free chunks of size `slot` (<= pagesize) on one page (thesis 4.3.5,
+  // Free chunks of size `slot` (<= pagesize) on one page ([Eckert2014] 4.3.5,
   // countFreeChunksInPage). An unused page counts as split into `slot`s. A
   // page split into larger chunks counts only within the waste factor, since
   // alloc would not use it otherwise.

@@ -1,4 +1,4 @@
-// The warp-level dynamic coalescing engine (coalescing paper 3.2) behind
+// The warp-level dynamic coalescing engine ([Blach2022] 3.2) behind
 // DistributionPolicies::DynamicWarp and DistributionPolicies::XMallocSIMD.
 //
 //  collect: the active lanes share their sizes by shuffles; every lane lays

@@ -1,4 +1,4 @@
-// Segment headers of dynamic coalescing (coalescing paper 3.2), shared by
+// Segment headers of dynamic coalescing ([Blach2022] 3.2), shared by
 // DistributionPolicies::DynamicWarp and XMallocSIMD.
 //
 // A superblock is one chunk of the creation policy, 16-byte aligned, holding
