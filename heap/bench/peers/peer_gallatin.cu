@@ -1,4 +1,4 @@
-// Gallatin (saltsystemslab/gallatin @ 1aa70ad, PPoPP 2024) as a benchmark
+// Gallatin (saltsystemslab/gallatin @ 1aa70ad, PPoPP 2024, [McCoy2024]) as a benchmark
 // baseline, through its public API: Gallatin<segment, smallest, largest>::
 // generate_on_device / free_on_device on the host, malloc / free on the
 // device. The instance is the one of its global_allocator.cuh: 16 MiB

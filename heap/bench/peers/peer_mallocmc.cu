@@ -1,4 +1,4 @@
-// Upstream mallocMC 2.6.0 (alpaka-group/mallocMC @ bffe2aa, with its bundled
+// Upstream mallocMC 2.6.0 [mallocMC] (alpaka-group/mallocMC @ bffe2aa, with its bundled
 // alpaka 1.0.0-dev) as a benchmark baseline, through its public API:
 // mallocMC::Allocator<Acc, Scatter, Noop, ReturnNull, AlpakaBuf<Acc>, Shrink<>>
 // constructed on an alpaka device and queue; on the device the handle's

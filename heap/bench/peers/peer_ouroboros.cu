@@ -1,5 +1,5 @@
-// Ouroboros (GPUPeople/Ouroboros @ 9153c55, ICS 2020; the commit
-// GPUMemManSurvey pins) as a benchmark baseline, through its public API:
+// Ouroboros (GPUPeople/Ouroboros @ 9153c55, ICS 2020 [Winter2020]; the commit
+// GPUMemManSurvey [Winter2021] pins) as a benchmark baseline, through its public API:
 // initialize(bytes) on the host, getDeviceMemoryManager()->malloc / free on
 // the device. Two of its instances: OuroPQ (page-based queues, "Ouroboros")
 // and OuroCQ (chunk-based queues, "Ouroboros-C"), standard (not virtualized) queues, 16 B - 8 KiB in

@@ -1,6 +1,7 @@
 // CreationPolicies::SizeClassSlabs: a heap of size-class slabs carved from
 // one pool of pages, for today's GPUs (issue 15; ideas from Ouroboros's
-// per-class queues and Gallatin's segment trees, reimplemented).
+// per-class queues [Winter2020] and Gallatin's segment trees [McCoy2024],
+// reimplemented; keys in docs/REFERENCES.md).
 //
 //  - 22 size classes from 16 B to 32 KiB (detail/slabs/size_classes.hpp):
 //    mixed sizes cost what single sizes cost.
