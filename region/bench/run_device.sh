@@ -57,7 +57,7 @@ for mode in auto copy; do
     set -- $cfg
     echo "mpi_test 16 ranks, levels $1, transfer $mode:" | tee -a "$out/machine.txt"
     MANYALLOC_REGION_LEVELS=$1 MANYALLOC_REGION_FANOUT=$2 MANYALLOC_REGION_GAS_MIB=4096 MANYALLOC_REGION_TRANSFER=$mode \
-      timeout 120 "$MPIRUN" -n 16 "$B/bin/region_mpi_test" 2>&1 | tail -2 | tee -a "$out/machine.txt"
+      timeout 120 "$MPIRUN" -n 16 "$B/bin/region_mpi_test" 2>&1 | grep -E "region test:|PASSED|FAILED" | tee -a "$out/machine.txt"
   done
 done
 

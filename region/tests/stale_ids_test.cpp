@@ -25,19 +25,11 @@
 
 #include "manyalloc/region/mpi_interop.h"
 #include "manyalloc/region/region.h"
+#include "mpi_gtest.hpp"
+
+const unsigned region_test::alarm_seconds = 110;  // a hang fails before ctest's timeout
 
 namespace {
-
-int failures = 0;
-#define CHECK(cond)                                                                                   \
-  do {                                                                                                \
-    if (!(cond)) {                                                                                    \
-      ++failures;                                                                                     \
-      if (failures < 20)                                                                              \
-        std::fprintf(stderr, "worker %d: %s:%d: CHECK failed: %s\n", mr_worker_id(), __FILE__, __LINE__, \
-                     #cond);                                                                          \
-    }                                                                                                 \
-  } while (0)
 
 constexpr int kCycles = 3000;
 
@@ -45,106 +37,100 @@ constexpr int kCycles = 3000;
 // (mr_realloc of live_obj into it when live_obj is given).
 void expect_stale(mr_rid_t stale, void* live_obj) {
   void* p = nullptr;
-  CHECK(mr_alloc(64, stale, &p) == MR_ERR_NO_REGION);
-  CHECK(p == nullptr);
+  EXPECT_EQ(mr_alloc(64, stale, &p), MR_ERR_NO_REGION);
+  EXPECT_EQ(p, nullptr);
   void* objs[3] = {nullptr, nullptr, nullptr};
-  CHECK(mr_balloc(128, stale, 3, objs) == MR_ERR_NO_REGION);
-  CHECK(objs[0] == nullptr);
+  EXPECT_EQ(mr_balloc(128, stale, 3, objs), MR_ERR_NO_REGION);
+  EXPECT_EQ(objs[0], nullptr);
   mr_rid_t child = 0;
-  CHECK(mr_ralloc(stale, MR_NO_HINT, &child) == MR_ERR_NO_REGION);
-  CHECK(mr_rfree(stale) == MR_ERR_NO_REGION);
+  EXPECT_EQ(mr_ralloc(stale, MR_NO_HINT, &child), MR_ERR_NO_REGION);
+  EXPECT_EQ(mr_rfree(stale), MR_ERR_NO_REGION);
   void* moved = nullptr;
-  if (live_obj != nullptr) CHECK(mr_realloc(live_obj, 4096, stale, &moved) == MR_ERR_NO_REGION);
+  if (live_obj != nullptr) {
+    EXPECT_EQ(mr_realloc(live_obj, 4096, stale, &moved), MR_ERR_NO_REGION);
+  }
 }
 
 // The live region works: n objects allocated, written, read back, freed.
 void use_live(mr_rid_t live, int n) {
   std::vector<void*> objs(static_cast<std::size_t>(n));
-  CHECK(mr_balloc(64, live, n, objs.data()) == MR_OK);
+  EXPECT_EQ(mr_balloc(64, live, n, objs.data()), MR_OK);
   for (int i = 0; i < n; ++i) *static_cast<std::uint64_t*>(objs[static_cast<std::size_t>(i)]) = 1000u + static_cast<std::uint64_t>(i);
-  for (int i = 0; i < n; ++i) CHECK(*static_cast<std::uint64_t*>(objs[static_cast<std::size_t>(i)]) == 1000u + static_cast<std::uint64_t>(i));
-  for (void* o : objs) CHECK(mr_free(o) == MR_OK);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(*static_cast<std::uint64_t*>(objs[static_cast<std::size_t>(i)]), 1000u + static_cast<std::uint64_t>(i));
+  for (void* o : objs) EXPECT_EQ(mr_free(o), MR_OK);
+}
+
+// Main: mpi_gtest_main.cpp (session form); runs on every worker.
+TEST(StaleIds, FailForeverAfterTheirSlotIsReused) {
+  const int me = mr_worker_id();
+  const int nw = mr_num_workers();
+  std::vector<mr_sched_stats> start(static_cast<std::size_t>(mr_num_schedulers()));
+  EXPECT_EQ(mr_barrier(), MR_OK);
+  if (me == 0) {
+    for (int s = 0; s < mr_num_schedulers(); ++s)
+      EXPECT_EQ(mr_sched_stats_get(s, &start[static_cast<std::size_t>(s)]), MR_OK);
+  }
+  EXPECT_EQ(mr_barrier(), MR_OK);
+
+  mr_rid_t live = 0, first = 0;
+  EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &live), MR_OK);
+  void* live_obj = nullptr;
+  EXPECT_EQ(mr_alloc(64, live, &live_obj), MR_OK);
+  *static_cast<std::uint64_t*>(live_obj) = 42;
+  EXPECT_EQ(mr_ralloc(live, MR_NO_HINT, &first), MR_OK);
+  EXPECT_EQ(mr_rfree(first), MR_OK);
+  expect_stale(first, live_obj);
+  for (int i = 1; i <= kCycles; ++i) {
+    mr_rid_t r = 0;
+    EXPECT_EQ(mr_ralloc(live, MR_NO_HINT, &r), MR_OK);
+    EXPECT_NE(r, first);
+    void* p = nullptr;
+    EXPECT_EQ(mr_alloc(64, first, &p), MR_ERR_NO_REGION);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(mr_rfree(r), MR_OK);
+    if (HasFailure()) break;  // the first failed cycle says enough
+    if (i % 256 == 0 || i == kCycles) {
+      expect_stale(first, live_obj);
+      use_live(live, 16);
+    }
+  }
+  EXPECT_EQ(*static_cast<std::uint64_t*>(live_obj), 42u);
+
+  // A stale id of a region on the top scheduler.
+  mr_rid_t top = 0;
+  EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, 0, &top), MR_OK);
+  EXPECT_EQ(mr_rfree(top), MR_OK);
+  expect_stale(top, live_obj);
+
+  // The other worker's stale id (other leaf when there are two).
+  if (nw >= 2 && me < 2) {
+    std::uint64_t mine = first, theirs = 0;
+    MPI_Sendrecv(&mine, 1, MPI_UINT64_T, 1 - me, 0, &theirs, 1, MPI_UINT64_T, 1 - me, 0, mr_worker_comm(),
+                 MPI_STATUS_IGNORE);
+    expect_stale(theirs, live_obj);
+    // Sending a stale region: both sides get the error.
+    if (me == 0) {
+      EXPECT_EQ(mr_send(1, &first, 1, nullptr, 0), MR_ERR_NO_REGION);
+    } else {
+      mr_rid_t got[1] = {0};
+      int n = -1;
+      EXPECT_EQ(mr_recv(0, got, 1, &n, nullptr, 0, nullptr), MR_ERR_NO_REGION);
+    }
+  }
+  use_live(live, 100);
+  EXPECT_EQ(mr_rfree(live), MR_OK);
+  expect_stale(live, nullptr);
+
+  EXPECT_EQ(mr_barrier(), MR_OK);
+  if (me == 0) {
+    for (int s = 0; s < mr_num_schedulers(); ++s) {
+      mr_sched_stats end{};
+      EXPECT_EQ(mr_sched_stats_get(s, &end), MR_OK);
+      EXPECT_EQ(end.regions, start[static_cast<std::size_t>(s)].regions);
+      EXPECT_EQ(end.live_objects, start[static_cast<std::size_t>(s)].live_objects);
+    }
+  }
+  if (me == 0) std::printf("stale ids: %d workers, %d cycles each\n", nw, kCycles);
 }
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  alarm(110);  // a hang fails the test instead of waiting for ctest
-  if (mr_init(&argc, &argv, nullptr) != MR_OK) {
-    std::fprintf(stderr, "mr_init: %s\n", mr_last_error());
-    mr_finalize();
-    return 1;
-  }
-  if (mr_is_worker()) {
-    const int me = mr_worker_id();
-    const int nw = mr_num_workers();
-    std::vector<mr_sched_stats> start(static_cast<std::size_t>(mr_num_schedulers()));
-    CHECK(mr_barrier() == MR_OK);
-    if (me == 0)
-      for (int s = 0; s < mr_num_schedulers(); ++s) CHECK(mr_sched_stats_get(s, &start[static_cast<std::size_t>(s)]) == MR_OK);
-    CHECK(mr_barrier() == MR_OK);
-
-    mr_rid_t live = 0, first = 0;
-    CHECK(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &live) == MR_OK);
-    void* live_obj = nullptr;
-    CHECK(mr_alloc(64, live, &live_obj) == MR_OK);
-    *static_cast<std::uint64_t*>(live_obj) = 42;
-    CHECK(mr_ralloc(live, MR_NO_HINT, &first) == MR_OK);
-    CHECK(mr_rfree(first) == MR_OK);
-    expect_stale(first, live_obj);
-    for (int i = 1; i <= kCycles; ++i) {
-      mr_rid_t r = 0;
-      CHECK(mr_ralloc(live, MR_NO_HINT, &r) == MR_OK);
-      CHECK(r != first);
-      void* p = nullptr;
-      CHECK(mr_alloc(64, first, &p) == MR_ERR_NO_REGION);
-      CHECK(p == nullptr);
-      CHECK(mr_rfree(r) == MR_OK);
-      if (i % 256 == 0 || i == kCycles) {
-        expect_stale(first, live_obj);
-        use_live(live, 16);
-      }
-    }
-    CHECK(*static_cast<std::uint64_t*>(live_obj) == 42);
-
-    // A stale id of a region on the top scheduler.
-    mr_rid_t top = 0;
-    CHECK(mr_ralloc(MR_ROOT_REGION, 0, &top) == MR_OK);
-    CHECK(mr_rfree(top) == MR_OK);
-    expect_stale(top, live_obj);
-
-    // The other worker's stale id (other leaf when there are two).
-    if (nw >= 2 && me < 2) {
-      std::uint64_t mine = first, theirs = 0;
-      MPI_Sendrecv(&mine, 1, MPI_UINT64_T, 1 - me, 0, &theirs, 1, MPI_UINT64_T, 1 - me, 0, mr_worker_comm(),
-                   MPI_STATUS_IGNORE);
-      expect_stale(theirs, live_obj);
-      // Sending a stale region: both sides get the error.
-      if (me == 0) {
-        CHECK(mr_send(1, &first, 1, nullptr, 0) == MR_ERR_NO_REGION);
-      } else {
-        mr_rid_t got[1] = {0};
-        int n = -1;
-        CHECK(mr_recv(0, got, 1, &n, nullptr, 0, nullptr) == MR_ERR_NO_REGION);
-      }
-    }
-    use_live(live, 100);
-    CHECK(mr_rfree(live) == MR_OK);
-    expect_stale(live, nullptr);
-
-    CHECK(mr_barrier() == MR_OK);
-    if (me == 0) {
-      for (int s = 0; s < mr_num_schedulers(); ++s) {
-        mr_sched_stats end{};
-        CHECK(mr_sched_stats_get(s, &end) == MR_OK);
-        CHECK(end.regions == start[static_cast<std::size_t>(s)].regions);
-        CHECK(end.live_objects == start[static_cast<std::size_t>(s)].live_objects);
-      }
-    }
-    std::printf("worker %d: %d failures (%d cycles, first id %#llx)\n", me, failures, kCycles,
-                static_cast<unsigned long long>(first));
-  }
-  const int failed = failures;
-  mr_finalize();
-  return failed ? 1 : 0;
-}
