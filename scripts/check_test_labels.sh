@@ -2,7 +2,8 @@
 # Checks the layer labels of the tests in a configured build dir (configures
 # nothing): every test carries exactly one of the labels heap, numa, region,
 # common, its name starts with "<that label>.", and the four label
-# selections add up to the whole test list. Exit status 1 names what is wrong.
+# selections add up to the whole test list. Exit status 1 names what is
+# wrong, 2: no such build dir or not built.
 # Usage: scripts/check_test_labels.sh BUILD_DIR
 set -euo pipefail
 dir=${1:?usage: $0 BUILD_DIR}
@@ -12,6 +13,12 @@ dir=${1:?usage: $0 BUILD_DIR}
 names() { ctest --test-dir "$dir" -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p'; }
 
 all=$(names | sort)
+# gtest_discover_tests adds <target>_NOT_BUILT until the target is built.
+if grep -q '_NOT_BUILT$' <<<"$all"; then
+  echo "check_test_labels: $dir is not built (GoogleTest cases are discovered at build time):" >&2
+  grep '_NOT_BUILT$' <<<"$all" | sed 's/^/  /' >&2
+  exit 2
+fi
 total=$(grep -c . <<<"$all" || true)
 status=0
 sum=0
