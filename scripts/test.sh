@@ -4,6 +4,7 @@
 #            skip themselves visibly when no GPU is there)
 #   checked  MANYALLOC_CHECKED=ON with AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan     ThreadSanitizer, the tests labelled 'tsan'
+# and, after the release flavour, scripts/check_test_labels.sh.
 # Usage: scripts/test.sh [release|checked|tsan]...   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,5 +35,9 @@ for f in "${flavours[@]}"; do
   cmake -S . -B "build/$f" -G Ninja "${cfg[@]}" >/dev/null
   cmake --build "build/$f" -j "$jobs"
   (cd "build/$f" && ctest --output-on-failure -j "$jobs" --timeout 600 "${sel[@]}") || status=1
+  # Every test in exactly one layer (ctest -L heap|numa|region|common).
+  if [[ $f == release ]]; then
+    scripts/check_test_labels.sh "build/$f" || status=1
+  fi
 done
 exit $status

@@ -15,11 +15,11 @@ echo "== release build in $build"
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMANYALLOC_CUDA=OFF \
   -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_TESTS=ON -DMANYALLOC_BUILD_BENCHMARKS=ON >/dev/null
 nice cmake --build "$build" -j "$jobs" --target region_bench_frag region_bench_list region_bench_barnes_hut \
-  region_bench_list_shmem region_bench_list_roofline region_test_mpi
+  region_bench_list_shmem region_bench_list_roofline region_mpi_test
 
 rm -rf "$B"
 mkdir -p "$B"/{bin,lib,root,debs}
-cp "$build"/region/bench/region_bench_* "$build"/region/tests/region_test_mpi "$B/bin/"
+cp "$build"/region/bench/region_bench_* "$build"/region/tests/region_mpi_test "$B/bin/"
 strip "$B"/bin/* 2>/dev/null || true
 
 echo "== Debian OpenMPI runtime (.deb files)"

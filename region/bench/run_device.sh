@@ -43,7 +43,7 @@ OSHRUN=$B/root/usr/bin/oshrun
 # Single-copy (CMA) shared memory when the kernel allows it, else copy-in/out.
 # (run_bench.sh defaults the variable to none: set it explicitly either way.)
 if OMPI_MCA_btl_vader_single_copy_mechanism=cma MANYALLOC_REGION_GAS_MIB=4096 \
-    timeout 60 "$MPIRUN" -n 4 "$B/bin/region_test_mpi" > "$out/probe.log" 2>&1; then
+    timeout 60 "$MPIRUN" -n 4 "$B/bin/region_mpi_test" > "$out/probe.log" 2>&1; then
   export OMPI_MCA_btl_vader_single_copy_mechanism=cma
   echo "probe: CMA single copy works" | tee -a "$out/machine.txt"
 else
@@ -55,9 +55,9 @@ fi
 for mode in auto copy; do
   for cfg in "1 1" "2 3"; do
     set -- $cfg
-    echo "test_mpi 16 ranks, levels $1, transfer $mode:" | tee -a "$out/machine.txt"
+    echo "mpi_test 16 ranks, levels $1, transfer $mode:" | tee -a "$out/machine.txt"
     MANYALLOC_REGION_LEVELS=$1 MANYALLOC_REGION_FANOUT=$2 MANYALLOC_REGION_GAS_MIB=4096 MANYALLOC_REGION_TRANSFER=$mode \
-      timeout 120 "$MPIRUN" -n 16 "$B/bin/region_test_mpi" 2>&1 | tail -2 | tee -a "$out/machine.txt"
+      timeout 120 "$MPIRUN" -n 16 "$B/bin/region_mpi_test" 2>&1 | grep -E "region test:|PASSED|FAILED" | tee -a "$out/machine.txt"
   done
 done
 

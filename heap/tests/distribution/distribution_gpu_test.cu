@@ -118,43 +118,6 @@ struct CrossLaneFree {
   }
 };
 
-// Diagnosis of a failing AllocWriteFree: the Handle's pipeline spelled out.
-// counters: [0] roots whose creation failed, [1] lanes that got nullptr,
-// [2] lanes that got nullptr without asking the creation policy themselves.
-template <class Policy, class Handle, bool Branches>
-struct PipelineDiagnosis {
-  Handle heap;
-  std::uint32_t rounds;
-  std::uint32_t* counters;
-  template <class Acc>
-  __device__ void* alloc(const Acc& acc, std::size_t n, std::uint32_t* counters) const {
-    Policy d(acc);
-    const std::size_t request = d.collect(acc, n);
-    void* mem = heap.creation().create(acc, request);
-    if (request != 0 && mem == nullptr) atomicAdd(counters, 1u);
-    void* p = d.distribute(acc, mem);
-    if (p == nullptr && request == 0) atomicAdd(counters + 2, 1u);
-    return p;
-  }
-  template <class Acc>
-  __device__ void operator()(const Acc& acc, std::uint32_t worker) const {
-    for (std::uint32_t round = 0; round < rounds; ++round) {
-      const std::size_t n = gpu_size<Policy>(DP::requires_uniform_sizes<Policy> ? blockIdx.x + round : worker, round);
-      void* p = nullptr;
-      if (Branches && acc.lane_id() % 3u == 0u) {
-        p = alloc(acc, n, counters);
-      } else {
-        p = alloc(acc, n, counters);
-      }
-      if (p == nullptr) {
-        atomicAdd(counters + 1, 1u);
-        continue;
-      }
-      heap.dealloc(acc, p);
-    }
-  }
-};
-
 // Where lost memory is, for the message of a failing leak check: parts the
 // no-header map still holds (a free that did not find its part), and the
 // page table's states (heap_layout.hpp I1-I4), with the superblock counter
@@ -223,25 +186,6 @@ TYPED_TEST(GpuCoalescing, FullOccupancyAllocWriteFree) {
   EXPECT_EQ(heap.getAvailableSlots(64), slots_before)
       << "superblocks not returned: " << leak_census(heap, this->table_ ? &this->table_->view() : nullptr);
 }
-
-// Run explicitly (--gtest_also_run_disabled_tests) to tell creation failures
-// from distribution failures.
-template <class Policy, bool Branches>
-void pipeline_diagnosis() {
-  using Heap = GpuScatter<Policy>;
-  Heap heap(CudaRunner::heap_bytes());
-  const std::size_t slots_before = heap.getAvailableSlots(64);
-  CudaRunner::Buffer<std::uint32_t> counters(3);
-  CudaRunner::run(CudaRunner::many_workers(),
-                  PipelineDiagnosis<Policy, typename Heap::Handle, Branches>{heap.handle(), 4, counters.data()});
-  const auto c = counters.to_host();
-  EXPECT_EQ(c[0], 0u) << "creation failures";
-  EXPECT_EQ(c[1], 0u) << "lanes without a part";
-  EXPECT_EQ(c[2], 0u) << "non-root lanes without a part";
-  EXPECT_EQ(heap.getAvailableSlots(64), slots_before) << "superblocks not returned";
-}
-TYPED_TEST(GpuCoalescing, DISABLED_PipelineDiagnosis) { pipeline_diagnosis<TypeParam, false>(); }
-TYPED_TEST(GpuCoalescing, DISABLED_PipelineDiagnosisBranches) { pipeline_diagnosis<TypeParam, true>(); }
 
 TYPED_TEST(GpuCoalescing, CrossLaneFrees) {
   using Heap = GpuScatter<TypeParam>;

@@ -9,6 +9,8 @@
 //   - bad pointers and region ids come back as error codes;
 //   - after everything is freed, the accounting of every scheduler returns to
 //     its starting point and memory is conserved across the tree.
+// The tests run in this order on every worker (main: mpi_gtest_main.cpp,
+// session form); the workers pair up inside them.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -20,19 +22,11 @@
 
 #include "manyalloc/region/mpi_interop.h"
 #include "manyalloc/region/region.hpp"
+#include "mpi_gtest.hpp"
 
 namespace mr = manyalloc::region;
 
-static int failures = 0;
-#define CHECK(cond)                                                                         \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
-      ++failures;                                                                           \
-      std::fprintf(stderr, "worker %d: %s:%d: CHECK failed: %s\n", mr_worker_id(), __FILE__, \
-                   __LINE__, #cond);                                                        \
-    }                                                                                       \
-  } while (0)
-#define CHECK_STATUS(expr, want) CHECK(static_cast<int>(expr) == static_cast<int>(want))
+const unsigned region_test::alarm_seconds = 0;  // ctest's timeout (120 s) ends a hang
 
 struct Node {
   Node* next;
@@ -90,14 +84,14 @@ static constexpr std::uint64_t big_len = 50048;
 
 static Root* build(int me, mr::rid_t list_region, mr::rid_t tree_region) {
   Root* root = mr::make<Root>(list_region);
-  CHECK(root != nullptr);
+  EXPECT_NE(root, nullptr);
   if (root == nullptr) return nullptr;
   std::vector<void*> nodes(list_len);
   // Bulk allocation, plus a few single ones at the end.
-  CHECK_STATUS(mr::balloc(sizeof(Node), list_region, std::span(nodes).first(list_len - 3)), mr::Status::ok);
+  EXPECT_STATUS(mr::balloc(sizeof(Node), list_region, std::span(nodes).first(list_len - 3)), mr::Status::ok);
   for (std::uint64_t i = list_len - 3; i < list_len; ++i) {
     auto r = mr::alloc(sizeof(Node), list_region);
-    CHECK(r);
+    EXPECT_TRUE(r);
     nodes[i] = r.value;
   }
   for (std::uint64_t i = 0; i < list_len; ++i) {
@@ -112,7 +106,7 @@ static Root* build(int me, mr::rid_t list_region, mr::rid_t tree_region) {
   root->tree = build_tree(tree_region, 0, tree_len);
   root->tree_nodes = tree_len;
   auto big = mr::alloc(big_len, tree_region);
-  CHECK(big);
+  EXPECT_TRUE(big);
   root->big = static_cast<char*>(big.value);
   if (root->big != nullptr) std::memset(root->big, 0x5a, big_len);
   return root;
@@ -124,19 +118,19 @@ static void visit_and_modify(Root* root, int peer, mr::rid_t peer_list_region) {
   std::uint64_t i = 0;
   Node* last = nullptr;
   for (Node* n = root->head; n != nullptr; n = n->next, ++i) {
-    CHECK(n->value == static_cast<std::uint64_t>(peer) * 1000000 + i);
-    CHECK(n->owner == static_cast<std::uint64_t>(peer));
+    EXPECT_EQ(n->value, static_cast<std::uint64_t>(peer) * 1000000 + i);
+    EXPECT_EQ(n->owner, static_cast<std::uint64_t>(peer));
     n->value += 7;
     last = n;
   }
-  CHECK(i == list_len);
+  EXPECT_EQ(i, list_len);
   std::uint64_t count = 0;
-  CHECK(tree_sum(root->tree, &count) == tree_len * (tree_len - 1) / 2);
-  CHECK(count == tree_len);
+  EXPECT_EQ(tree_sum(root->tree, &count), tree_len * (tree_len - 1) / 2);
+  EXPECT_EQ(count, tree_len);
   tree_bump(root->tree);
-  CHECK(root->big != nullptr && root->big[0] == 0x5a && root->big[big_len - 1] == 0x5a);
+  EXPECT_TRUE(root->big != nullptr && root->big[0] == 0x5a && root->big[big_len - 1] == 0x5a);
   Node* extra = mr::make<Node>(peer_list_region);
-  CHECK(extra != nullptr);
+  EXPECT_NE(extra, nullptr);
   if (extra != nullptr && last != nullptr) {
     extra->next = nullptr;
     extra->value = 424242;
@@ -149,13 +143,15 @@ static void visit_and_modify(Root* root, int peer, mr::rid_t peer_list_region) {
 static void check_returned(Root* root, int me, int visitor) {
   std::uint64_t i = 0;
   Node* n = root->head;
-  for (; n != nullptr && i < list_len; n = n->next, ++i) CHECK(n->value == static_cast<std::uint64_t>(me) * 1000000 + i + 7);
-  CHECK(i == list_len);
-  CHECK(n != nullptr && n->value == 424242 && n->owner == static_cast<std::uint64_t>(visitor));
+  for (; n != nullptr && i < list_len; n = n->next, ++i) EXPECT_EQ(n->value, static_cast<std::uint64_t>(me) * 1000000 + i + 7);
+  EXPECT_EQ(i, list_len);
+  EXPECT_TRUE(n != nullptr && n->value == 424242 && n->owner == static_cast<std::uint64_t>(visitor));
   std::uint64_t count = 0;
-  CHECK(tree_sum(root->tree, &count) == tree_len * (tree_len - 1) / 2 + tree_len);
+  EXPECT_EQ(tree_sum(root->tree, &count), tree_len * (tree_len - 1) / 2 + tree_len);
   // The visitor's node is a live object of our region: free it.
-  if (n != nullptr) CHECK_STATUS(mr::free(n), mr::Status::ok);
+  if (n != nullptr) {
+    EXPECT_STATUS(mr::free(n), mr::Status::ok);
+  }
 }
 
 struct Totals {
@@ -166,7 +162,7 @@ static Totals totals() {
   Totals t;
   for (int s = 0; s < mr_num_schedulers(); ++s) {
     mr_sched_stats st{};
-    CHECK_STATUS(mr_sched_stats_get(s, &st), MR_OK);
+    EXPECT_STATUS(mr_sched_stats_get(s, &st), MR_OK);
     t.regions += st.regions;
     t.used_slabs += st.used_slabs;
     t.objects += st.live_objects;
@@ -179,59 +175,59 @@ static Totals totals() {
 
 static void test_errors(int me) {
   int local = 0;
-  CHECK_STATUS(mr::free(&local), mr::Status::invalid_pointer);  // not in the GAS
+  EXPECT_STATUS(mr::free(&local), mr::Status::invalid_pointer);  // not in the GAS
   auto r = mr::ralloc();
-  CHECK(r);
+  EXPECT_TRUE(r);
   auto obj = mr::alloc(100, r.value);
-  CHECK(obj);
-  CHECK_STATUS(mr::free(static_cast<char*>(obj.value) + 8), mr::Status::invalid_pointer);  // inside an object
-  CHECK_STATUS(mr::free(obj.value), mr::Status::ok);
-  CHECK_STATUS(mr::free(obj.value), mr::Status::invalid_pointer);  // double free
+  EXPECT_TRUE(obj);
+  EXPECT_STATUS(mr::free(static_cast<char*>(obj.value) + 8), mr::Status::invalid_pointer);  // inside an object
+  EXPECT_STATUS(mr::free(obj.value), mr::Status::ok);
+  EXPECT_STATUS(mr::free(obj.value), mr::Status::invalid_pointer);  // double free
   // An address in the GAS that no region uses.
-  CHECK_STATUS(mr::free(reinterpret_cast<char*>(obj.value) + (std::uint64_t{1} << 31)), mr::Status::invalid_pointer);
+  EXPECT_STATUS(mr::free(reinterpret_cast<char*>(obj.value) + (std::uint64_t{1} << 31)), mr::Status::invalid_pointer);
   const mr::rid_t bogus = 0xfffffff000ull + static_cast<mr::rid_t>(me);
-  CHECK_STATUS(mr::alloc(64, bogus).status, mr::Status::no_region);
-  CHECK_STATUS(mr::ralloc(bogus).status, mr::Status::no_region);
-  CHECK_STATUS(mr::rfree(bogus), mr::Status::no_region);
-  CHECK_STATUS(mr::rfree(mr::root_region), mr::Status::bad_argument);
-  CHECK_STATUS(mr::alloc(std::uint64_t{1} << 40, r.value).status, mr::Status::bad_argument);
-  CHECK_STATUS(mr::rfree(r.value), mr::Status::ok);
-  CHECK_STATUS(mr::rfree(r.value), mr::Status::no_region);  // already freed
-  CHECK_STATUS(mr::alloc(64, r.value).status, mr::Status::no_region);
+  EXPECT_STATUS(mr::alloc(64, bogus).status, mr::Status::no_region);
+  EXPECT_STATUS(mr::ralloc(bogus).status, mr::Status::no_region);
+  EXPECT_STATUS(mr::rfree(bogus), mr::Status::no_region);
+  EXPECT_STATUS(mr::rfree(mr::root_region), mr::Status::bad_argument);
+  EXPECT_STATUS(mr::alloc(std::uint64_t{1} << 40, r.value).status, mr::Status::bad_argument);
+  EXPECT_STATUS(mr::rfree(r.value), mr::Status::ok);
+  EXPECT_STATUS(mr::rfree(r.value), mr::Status::no_region);  // already freed
+  EXPECT_STATUS(mr::alloc(64, r.value).status, mr::Status::no_region);
   void* objs[2];
-  CHECK_STATUS(mr_balloc(64, r.value, 2, objs), MR_ERR_NO_REGION);
-  CHECK_STATUS(mr_balloc(64, mr::root_region, 0, objs), MR_ERR_BAD_ARGUMENT);
+  EXPECT_STATUS(mr_balloc(64, r.value, 2, objs), MR_ERR_NO_REGION);
+  EXPECT_STATUS(mr_balloc(64, mr::root_region, 0, objs), MR_ERR_BAD_ARGUMENT);
 }
 
 // Regions placed by level hint on inner schedulers with children below them;
 // freeing the top one frees all.
 static void test_hierarchy() {
   auto top = mr::ralloc(mr::root_region, 0);
-  CHECK(top);
+  EXPECT_TRUE(top);
   auto mid = mr::ralloc(top.value, 1);
-  CHECK(mid);
+  EXPECT_TRUE(mid);
   auto leaf = mr::ralloc(mid.value);
-  CHECK(leaf);
+  EXPECT_TRUE(leaf);
   auto leaf2 = mr::ralloc(top.value);
-  CHECK(leaf2);
+  EXPECT_TRUE(leaf2);
   for (mr::rid_t r : {top.value, mid.value, leaf.value, leaf2.value}) {
     auto o = mr::alloc(300, r);
-    CHECK(o);
+    EXPECT_TRUE(o);
     if (o) std::memset(o.value, 1, 300);
   }
   // realloc across regions keeps the contents.
   auto o = mr::alloc(128, leaf.value);
-  CHECK(o);
+  EXPECT_TRUE(o);
   std::memset(o.value, 0x33, 128);
   auto moved = mr::realloc(o.value, 4000, top.value);
-  CHECK(moved);
-  CHECK(moved.value != o.value);
-  CHECK(static_cast<unsigned char*>(moved.value)[127] == 0x33);
+  EXPECT_TRUE(moved);
+  EXPECT_NE(moved.value, o.value);
+  EXPECT_EQ(static_cast<unsigned char*>(moved.value)[127], 0x33);
   auto same = mr::realloc(moved.value, 3900, top.value);
-  CHECK(same && same.value == moved.value);
-  CHECK_STATUS(mr::free(o.value), mr::Status::invalid_pointer);  // moved away
-  CHECK_STATUS(mr::rfree(top.value), mr::Status::ok);
-  for (mr::rid_t r : {mid.value, leaf.value, leaf2.value}) CHECK_STATUS(mr::alloc(64, r).status, mr::Status::no_region);
+  EXPECT_TRUE(same && same.value == moved.value);
+  EXPECT_STATUS(mr::free(o.value), mr::Status::invalid_pointer);  // moved away
+  EXPECT_STATUS(mr::rfree(top.value), mr::Status::ok);
+  for (mr::rid_t r : {mid.value, leaf.value, leaf2.value}) EXPECT_STATUS(mr::alloc(64, r).status, mr::Status::no_region);
 }
 
 // Objects sent on their own (no region): their sizes come from the scheduler
@@ -241,67 +237,70 @@ static void test_hierarchy() {
 static void test_objects(int me, int peer, int nw) {
   const char* mode = std::getenv("MANYALLOC_REGION_TRANSFER");
   const bool copy = mode != nullptr && std::strcmp(mode, "copy") == 0;
-  for (int p = 0; p < nw; ++p)
-    if (p != me) CHECK(mr_zero_copy(p) == (copy ? 0 : 1));
+  for (int p = 0; p < nw; ++p) {
+    if (p != me) {
+      EXPECT_EQ(mr_zero_copy(p), copy ? 0 : 1) << "peer " << p;
+    }
+  }
   if (peer >= nw) return;
   if (me % 2 == 0) {
     auto r = mr::ralloc(mr::root_region, 0);
-    CHECK(r);
+    EXPECT_TRUE(r);
     auto small = mr::alloc(200, r.value);
     auto big = mr::alloc(10000, r.value);
-    CHECK(small && big);
+    EXPECT_TRUE(small && big);
     if (!small || !big) return;
     std::memset(small.value, 0x11, 200);
     std::memset(big.value, 0x22, 10000);
     void* objs[] = {small.value, big.value};
-    CHECK_STATUS(mr::send(peer, {}, objs), mr::Status::ok);
+    EXPECT_STATUS(mr::send(peer, {}, objs), mr::Status::ok);
     void* back[2];
     auto rr = mr::recv(peer, {}, back);
-    CHECK(rr && rr.value.objects == 2 && back[0] == small.value && back[1] == big.value);
-    CHECK(static_cast<unsigned char*>(small.value)[199] == 0x12);
-    CHECK(static_cast<unsigned char*>(big.value)[0] == 0x23 && static_cast<unsigned char*>(big.value)[9999] == 0x23);
+    EXPECT_TRUE(rr && rr.value.objects == 2 && back[0] == small.value && back[1] == big.value);
+    EXPECT_EQ(static_cast<unsigned char*>(small.value)[199], 0x12);
+    EXPECT_TRUE(static_cast<unsigned char*>(big.value)[0] == 0x23 && static_cast<unsigned char*>(big.value)[9999] == 0x23);
     // A pointer inside an object is not an object: both sides see the error.
     void* bad[] = {static_cast<char*>(big.value) + 64};
-    CHECK_STATUS(mr::send(peer, {}, bad), mr::Status::invalid_pointer);
-    CHECK_STATUS(mr::rfree(r.value), mr::Status::ok);
+    EXPECT_STATUS(mr::send(peer, {}, bad), mr::Status::invalid_pointer);
+    EXPECT_STATUS(mr::rfree(r.value), mr::Status::ok);
   } else {
     void* got[2];
     auto rr = mr::recv(peer, {}, got);
-    CHECK(rr && rr.value.objects == 2 && rr.value.regions == 0);
+    EXPECT_TRUE(rr && rr.value.objects == 2 && rr.value.regions == 0);
     if (!rr) return;
     auto* a = static_cast<unsigned char*>(got[0]);
     auto* b = static_cast<unsigned char*>(got[1]);
-    CHECK(a[0] == 0x11 && a[199] == 0x11 && b[0] == 0x22 && b[9999] == 0x22);
+    EXPECT_TRUE(a[0] == 0x11 && a[199] == 0x11 && b[0] == 0x22 && b[9999] == 0x22);
     std::memset(a, 0x12, 200);
     std::memset(b, 0x23, 10000);
-    CHECK_STATUS(mr::send(peer, {}, got), mr::Status::ok);
+    EXPECT_STATUS(mr::send(peer, {}, got), mr::Status::ok);
     void* none[1];
-    CHECK_STATUS(mr::recv(peer, {}, none).status, mr::Status::invalid_pointer);
+    EXPECT_STATUS(mr::recv(peer, {}, none).status, mr::Status::invalid_pointer);
   }
 }
 
-int main(int argc, char** argv) {
-  mr::Session session(&argc, &argv);
-  if (session.status() != mr::Status::ok) {
-    std::fprintf(stderr, "%s\n", mr::last_error());
-    return 1;
+// The accounting at the start, taken once before the first test.
+class RegionMpi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    mr::barrier();
+    start_ = totals();
+    mr::barrier();
   }
-  if (!session.is_worker()) return 0;
-  const int me = session.worker_id(), nw = session.num_workers();
-  MPI_Comm comm = mr_worker_comm();
+  static Totals start_;
+};
+Totals RegionMpi::start_;
 
-  mr::barrier();
-  const Totals start = totals();
-  mr::barrier();
+TEST_F(RegionMpi, ErrorCodes) { test_errors(mr_worker_id()); }
 
-  test_errors(me);
-
-  // Pairs (0,1), (2,3), ...: the even one builds and sends, the odd one
-  // visits and sends back; then roles swap.
+// Pairs (0,1), (2,3), ...: the even one builds and sends, the odd one
+// visits and sends back; then roles swap.
+TEST_F(RegionMpi, ListsAndTreesTravelBetweenWorkers) {
+  const int me = mr_worker_id(), nw = mr_num_workers();
   auto list_region = mr::ralloc();
-  CHECK(list_region);
+  EXPECT_TRUE(list_region);
   auto tree_region = mr::ralloc(list_region.value);
-  CHECK(tree_region);
+  EXPECT_TRUE(tree_region);
   Root* mine = build(me, list_region.value, tree_region.value);
   const int peer = (me % 2 == 0) ? me + 1 : me - 1;
   for (int round = 0; round < 2; ++round) {
@@ -311,21 +310,21 @@ int main(int argc, char** argv) {
     } else if (owner) {
       const mr::rid_t regs[] = {list_region.value};
       void* objs[] = {mine};
-      CHECK_STATUS(mr::send(peer, regs, objs), mr::Status::ok);
+      EXPECT_STATUS(mr::send(peer, regs, objs), mr::Status::ok);
       mr::rid_t got_regs[2];
       void* got_objs[2];
       auto rr = mr::recv(peer, got_regs, got_objs);
-      CHECK(rr && rr.value.regions == 1 && got_regs[0] == list_region.value);
+      EXPECT_TRUE(rr && rr.value.regions == 1 && got_regs[0] == list_region.value);
       check_returned(mine, me, peer);
     } else {
       mr::rid_t got_regs[2];
       void* got_objs[2];
       auto rr = mr::recv(peer, got_regs, got_objs);
-      CHECK(rr && rr.value.regions == 1 && rr.value.objects == 1);
+      EXPECT_TRUE(rr && rr.value.regions == 1 && rr.value.objects == 1);
       auto* theirs = static_cast<Root*>(got_objs[0]);
       visit_and_modify(theirs, peer, got_regs[0]);
       const mr::rid_t regs[] = {got_regs[0]};
-      CHECK_STATUS(mr::send(peer, regs), mr::Status::ok);
+      EXPECT_STATUS(mr::send(peer, regs), mr::Status::ok);
     }
     mr::barrier();
   }
@@ -333,43 +332,48 @@ int main(int argc, char** argv) {
   if (peer < nw) {
     const mr::rid_t bad[] = {0xfffffff100ull};
     if (me % 2 == 0) {
-      CHECK_STATUS(mr::send(peer, bad), mr::Status::no_region);
+      EXPECT_STATUS(mr::send(peer, bad), mr::Status::no_region);
     } else {
       mr::rid_t got[1];
-      CHECK_STATUS(mr::recv(peer, got).status, mr::Status::no_region);
+      EXPECT_STATUS(mr::recv(peer, got).status, mr::Status::no_region);
     }
   }
-
-  test_objects(me, peer, nw);
   mr::barrier();
-  test_hierarchy();
-
   // Freeing the list region frees the tree sub-region with it.
-  CHECK_STATUS(mr::rfree(list_region.value), mr::Status::ok);
-  CHECK_STATUS(mr::alloc(64, tree_region.value).status, mr::Status::no_region);
-  mr::barrier();
+  EXPECT_STATUS(mr::rfree(list_region.value), mr::Status::ok);
+  EXPECT_STATUS(mr::alloc(64, tree_region.value).status, mr::Status::no_region);
+}
 
-  // Accounting returns to its start; memory is conserved (S3). Grants may be
-  // in flight between schedulers for a moment: retry the sum.
-  if (me == 0) {
-    Totals end = totals();
-    CHECK(end.regions == start.regions);
-    CHECK(end.objects == start.objects);
-    CHECK(end.bytes == start.bytes);
-    CHECK(end.used_slabs == start.used_slabs);
-    const std::uint64_t gas_slabs = (std::uint64_t{4096} << 20) / 4096;
-    bool conserved = false;
-    for (int i = 0; i < 50 && !conserved; ++i) {
-      conserved = end.free_slabs + end.pool_slabs == gas_slabs;
-      if (!conserved) usleep(20000), end = totals();
-    }
-    CHECK(conserved);
-    std::printf("region test: %d workers, %d schedulers in %d level(s): regions %llu, objects %llu, used slabs %llu\n",
-                nw, mr_num_schedulers(), mr_scheduler_levels(), static_cast<unsigned long long>(end.regions),
-                static_cast<unsigned long long>(end.objects), static_cast<unsigned long long>(end.used_slabs));
+TEST_F(RegionMpi, ObjectsTravelWithoutTheirRegion) {
+  const int me = mr_worker_id();
+  test_objects(me, (me % 2 == 0) ? me + 1 : me - 1, mr_num_workers());
+  mr::barrier();
+}
+
+TEST_F(RegionMpi, LevelHintsReallocAndRecursiveFree) {
+  test_hierarchy();
+  mr::barrier();
+}
+
+// Accounting returns to its start; memory is conserved (S3). Grants may be
+// in flight between schedulers for a moment: retry the sum.
+TEST_F(RegionMpi, AccountingReturnsToItsStart) {
+  mr::barrier();
+  if (mr_worker_id() != 0) return;
+  Totals end = totals();
+  EXPECT_EQ(end.regions, start_.regions);
+  EXPECT_EQ(end.objects, start_.objects);
+  EXPECT_EQ(end.bytes, start_.bytes);
+  EXPECT_EQ(end.used_slabs, start_.used_slabs);
+  const std::uint64_t gas_slabs = (std::uint64_t{4096} << 20) / 4096;
+  bool conserved = false;
+  for (int i = 0; i < 50 && !conserved; ++i) {
+    conserved = end.free_slabs + end.pool_slabs == gas_slabs;
+    if (!conserved) usleep(20000), end = totals();
   }
-  int total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, comm);
-  if (me == 0) std::printf("%s: %d failed checks\n", total == 0 ? "PASS" : "FAIL", total);
-  return total == 0 ? 0 : 1;
+  EXPECT_TRUE(conserved) << "free " << end.free_slabs << " + pool " << end.pool_slabs << " slabs of " << gas_slabs;
+  std::printf("region test: %d workers, %d schedulers in %d level(s): regions %llu, objects %llu, used slabs %llu\n",
+              mr_num_workers(), mr_num_schedulers(), mr_scheduler_levels(),
+              static_cast<unsigned long long>(end.regions), static_cast<unsigned long long>(end.objects),
+              static_cast<unsigned long long>(end.used_slabs));
 }

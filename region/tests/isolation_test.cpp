@@ -17,7 +17,8 @@
 //      talks to its scheduler.
 // Errors on the user's communicators return (MPI_ERRORS_RETURN) so that a
 // message taken by the wrong side fails a check instead of aborting; an
-// alarm ends a run that hangs.
+// alarm ends a run that hangs. The tests run in this order on both workers
+// (main: mpi_gtest_main.cpp, session form).
 #include <mpi.h>
 #include <unistd.h>
 
@@ -26,18 +27,11 @@
 
 #include "manyalloc/region/mpi_interop.h"
 #include "manyalloc/region/region.h"
+#include "mpi_gtest.hpp"
+
+const unsigned region_test::alarm_seconds = 30;
 
 namespace {
-
-int failures = 0;
-#define CHECK(cond)                                                                                   \
-  do {                                                                                                \
-    if (!(cond)) {                                                                                    \
-      ++failures;                                                                                     \
-      std::fprintf(stderr, "worker %d: %s:%d: CHECK failed: %s\n", mr_worker_id(), __FILE__, __LINE__, \
-                   #cond);                                                                            \
-    }                                                                                                 \
-  } while (0)
 
 struct Node {
   Node* next;
@@ -51,6 +45,8 @@ constexpr int kNodes = 2048;  // 512 KiB
 constexpr int kTags[] = {0, 1, 2, 3, 4, 5, 6, 7, 1000};
 constexpr int kNumTags = sizeof kTags / sizeof kTags[0];
 constexpr int kWords = 7;
+// Tags of the go-ahead and the later user message in phases 2 and 3.
+constexpr int kGoTag = 2, kAfterTag = 3;
 
 // A user message that would pass for a transfer header of the library:
 // status ok, 1 region (id 77), no objects, no extents, copy.
@@ -66,9 +62,9 @@ void check_user_message(MPI_Comm comm, int src, int tag, int want_tag) {
   const int rc = MPI_Recv(m, kWords + 8, MPI_UINT64_T, src, tag, comm, &st);
   int count = -1;
   if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_UINT64_T, &count);
-  CHECK(rc == MPI_SUCCESS);
-  CHECK(count == kWords);
-  CHECK(st.MPI_TAG == want_tag && m[1] == 1 && m[5] == 77 && m[6] == static_cast<std::uint64_t>(want_tag));
+  EXPECT_EQ(rc, MPI_SUCCESS);
+  EXPECT_EQ(count, kWords);
+  EXPECT_TRUE(st.MPI_TAG == want_tag && m[1] == 1 && m[5] == 77 && m[6] == static_cast<std::uint64_t>(want_tag));
 }
 
 Node* build_list(mr_rid_t r) {
@@ -94,33 +90,29 @@ std::uint64_t list_error(const Node* n, std::uint64_t bump, int* count) {
   return err;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  alarm(30);  // a message taken by the wrong side can leave a peer waiting
-  if (mr_init(&argc, &argv, nullptr) != MR_OK) {
-    std::fprintf(stderr, "mr_init failed: %s\n", mr_last_error());
-    return 1;
+class Isolation : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    MPI_Comm_set_errhandler(mr_worker_comm(), MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   }
-  if (!mr_is_worker()) return mr_finalize() == MR_OK ? 0 : 1;
+  void SetUp() override { ASSERT_EQ(mr_num_workers(), 2) << "run with one scheduler and two workers"; }
   const int me = mr_worker_id();
-  if (mr_num_workers() != 2) {
-    std::fprintf(stderr, "run with one scheduler and two workers\n");
-    mr_finalize();
-    return 1;
-  }
   const int peer = 1 - me;
   MPI_Comm user = mr_worker_comm();
-  MPI_Comm_set_errhandler(user, MPI_ERRORS_RETURN);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // The region holding the list that travels in phases 1 and 2.
+  static mr_rid_t r;
+  static Node* head;
+};
+mr_rid_t Isolation::r = 0;
+Node* Isolation::head = nullptr;
 
-  // Phase 1: user messages queued ahead of a transfer.
-  mr_rid_t r = 0;
-  Node* head = nullptr;
+// Phase 1: user messages queued ahead of a transfer.
+TEST_F(Isolation, UserMessagesQueuedAheadOfATransfer) {
   if (me == 0) {
-    CHECK(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &r) == MR_OK);
+    EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &r), MR_OK);
     head = build_list(r);
-    CHECK(head != nullptr);
+    EXPECT_NE(head, nullptr);
     std::uint64_t msgs[kNumTags][kWords];
     MPI_Request reqs[kNumTags];
     for (int i = 0; i < kNumTags; ++i) {
@@ -128,26 +120,27 @@ int main(int argc, char** argv) {
       MPI_Isend(msgs[i], kWords, MPI_UINT64_T, peer, kTags[i], user, &reqs[i]);
     }
     void* objs[] = {head};
-    CHECK(mr_send(peer, &r, 1, objs, 1) == MR_OK);
-    CHECK(MPI_Waitall(kNumTags, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS);
+    EXPECT_EQ(mr_send(peer, &r, 1, objs, 1), MR_OK);
+    EXPECT_EQ(MPI_Waitall(kNumTags, reqs, MPI_STATUSES_IGNORE), MPI_SUCCESS);
   } else {
     mr_rid_t got_r[2] = {0, 0};
     void* got_o[2] = {nullptr, nullptr};
     int nr = -1, no = -1;
-    CHECK(mr_recv(peer, got_r, 2, &nr, got_o, 2, &no) == MR_OK);
-    CHECK(nr == 1 && no == 1 && got_r[0] != 77);
+    EXPECT_EQ(mr_recv(peer, got_r, 2, &nr, got_o, 2, &no), MR_OK);
+    EXPECT_TRUE(nr == 1 && no == 1 && got_r[0] != 77);
     r = got_r[0];
     head = static_cast<Node*>(got_o[0]);
     for (int i = 0; i < kNumTags; ++i) check_user_message(user, peer, kTags[i], kTags[i]);
     if (nr == 1 && no == 1) {
       int count = 0;
-      CHECK(list_error(head, 0, &count) == 0 && count == kNodes);
+      EXPECT_TRUE(list_error(head, 0, &count) == 0 && count == kNodes);
       for (Node* n = head; n != nullptr; n = n->next) n->value += 1;
     }
   }
+}
 
-  // Phase 2: a wildcard user receive posted before a transfer arrives.
-  constexpr int kGoTag = 2, kAfterTag = 3;
+// Phase 2: a wildcard user receive posted before a transfer arrives.
+TEST_F(Isolation, WildcardReceiveOnTheWorkerCommunicator) {
   if (me == 0) {
     std::uint64_t m[kWords + 8] = {};
     MPI_Request req;
@@ -158,28 +151,30 @@ int main(int argc, char** argv) {
     mr_rid_t got_r[2] = {0, 0};
     void* got_o[2] = {nullptr, nullptr};
     int nr = -1, no = -1;
-    CHECK(mr_recv(peer, got_r, 2, &nr, got_o, 2, &no) == MR_OK);
-    CHECK(nr == 1 && no == 1 && got_r[0] == r && got_o[0] == head);
+    EXPECT_EQ(mr_recv(peer, got_r, 2, &nr, got_o, 2, &no), MR_OK);
+    EXPECT_TRUE(nr == 1 && no == 1 && got_r[0] == r && got_o[0] == head);
     if (nr == 1 && no == 1 && got_o[0] == head) {
       int count = 0;
-      CHECK(list_error(head, 1, &count) == 0 && count == kNodes);
+      EXPECT_TRUE(list_error(head, 1, &count) == 0 && count == kNodes);
     }
     const int rc = MPI_Wait(&req, &st);
     int count = -1;
     if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_UINT64_T, &count);
-    CHECK(rc == MPI_SUCCESS && count == kWords && st.MPI_TAG == kAfterTag && m[6] == kAfterTag);
+    EXPECT_TRUE(rc == MPI_SUCCESS && count == kWords && st.MPI_TAG == kAfterTag && m[6] == kAfterTag);
   } else {
     std::uint64_t go = 0;
-    CHECK(MPI_Recv(&go, 1, MPI_UINT64_T, peer, kGoTag, user, MPI_STATUS_IGNORE) == MPI_SUCCESS && go == 1);
+    EXPECT_TRUE(MPI_Recv(&go, 1, MPI_UINT64_T, peer, kGoTag, user, MPI_STATUS_IGNORE) == MPI_SUCCESS && go == 1);
     void* objs[] = {head};
-    CHECK(mr_send(peer, &r, 1, objs, 1) == MR_OK);
+    EXPECT_EQ(mr_send(peer, &r, 1, objs, 1), MR_OK);
     std::uint64_t m[kWords];
     fill(m, kAfterTag);
-    CHECK(MPI_Send(m, kWords, MPI_UINT64_T, peer, kAfterTag, user) == MPI_SUCCESS);
+    EXPECT_EQ(MPI_Send(m, kWords, MPI_UINT64_T, peer, kAfterTag, user), MPI_SUCCESS);
   }
+}
 
-  // Phase 3: a wildcard receive on MPI_COMM_WORLD while talking to the
-  // scheduler (requests and replies), then a user message with tag 1.
+// Phase 3: a wildcard receive on MPI_COMM_WORLD while talking to the
+// scheduler (requests and replies), then a user message with tag 1.
+TEST_F(Isolation, WildcardReceiveOnWorldWhileTalkingToTheScheduler) {
   int world_peer = 0;
   {
     int wr = 0;
@@ -192,34 +187,33 @@ int main(int argc, char** argv) {
     MPI_Status st;
     MPI_Irecv(m, kWords + 8, MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &req);
     mr_rid_t mine = 0;
-    CHECK(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &mine) == MR_OK);
+    EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &mine), MR_OK);
     for (int i = 0; i < 16; ++i) {
       void* p = nullptr;
-      CHECK(mr_alloc(64, mine, &p) == MR_OK);
+      EXPECT_EQ(mr_alloc(64, mine, &p), MR_OK);
     }
     mr_sched_stats s;
-    CHECK(mr_sched_stats_get(0, &s) == MR_OK);
-    CHECK(mr_rfree(mine) == MR_OK);
+    EXPECT_EQ(mr_sched_stats_get(0, &s), MR_OK);
+    EXPECT_EQ(mr_rfree(mine), MR_OK);
     std::uint64_t go = 1;
     MPI_Send(&go, 1, MPI_UINT64_T, peer, kGoTag, user);
     const int rc = MPI_Wait(&req, &st);
     int count = -1;
     if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_UINT64_T, &count);
-    CHECK(rc == MPI_SUCCESS && count == kWords && st.MPI_TAG == 1 && st.MPI_SOURCE == world_peer && m[6] == 1);
+    EXPECT_TRUE(rc == MPI_SUCCESS && count == kWords && st.MPI_TAG == 1 && st.MPI_SOURCE == world_peer && m[6] == 1);
   } else {
     std::uint64_t go = 0;
-    CHECK(MPI_Recv(&go, 1, MPI_UINT64_T, peer, kGoTag, user, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+    EXPECT_EQ(MPI_Recv(&go, 1, MPI_UINT64_T, peer, kGoTag, user, MPI_STATUS_IGNORE), MPI_SUCCESS);
     std::uint64_t m[kWords];
     fill(m, 1);
-    CHECK(MPI_Send(m, kWords, MPI_UINT64_T, world_peer, 1, MPI_COMM_WORLD) == MPI_SUCCESS);
+    EXPECT_EQ(MPI_Send(m, kWords, MPI_UINT64_T, world_peer, 1, MPI_COMM_WORLD), MPI_SUCCESS);
   }
 
-  if (me == 0) CHECK(mr_rfree(r) == MR_OK);
-  CHECK(mr_barrier() == MR_OK);
-  int total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, user);
-  if (me == 0) std::printf("isolation (%s): %s, %d failed checks\n", mr_zero_copy(peer) ? "zero copy" : "copy",
-                           total == 0 ? "PASS" : "FAIL", total);
-  mr_finalize();
-  return total == 0 ? 0 : 1;
+  if (me == 0) {
+    EXPECT_EQ(mr_rfree(r), MR_OK);
+  }
+  EXPECT_EQ(mr_barrier(), MR_OK);
+  if (me == 0) std::printf("isolation: transfer %s\n", mr_zero_copy(peer) ? "zero copy" : "copy");
 }
+
+}  // namespace
