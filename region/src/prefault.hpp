@@ -5,20 +5,19 @@
 // tables have no entries for pages it has never touched. An application's
 // first access to a node is often a read-modify-write instruction
 // (`x->value += 1`), which the CPU reports as a write fault, and the kernel
-// maps write faults one 4 KiB page at a time: the first walk over a received
-// 240K-node list took 11K faults, 1.2-1.9 us each on the 2-core host, 7.5x
-// the walk of the same list once mapped. mr_recv instead maps the received
-// extents' pages that this process has not mapped before (MappedPages) with
-// one madvise(MADV_POPULATE_READ) per run of such pages.
+// maps write faults one 4 KiB page at a time, so a first walk over a received
+// list costs several times the walk of the same list once mapped (figures in
+// region/DESIGN.md). mr_recv instead maps the received extents' pages that
+// this process has not mapped before (MappedPages) with one
+// madvise(MADV_POPULATE_READ) per run of such pages.
 //
 // Read, not write: a read populate goes through the kernel's fault-around
 // (fault_around_bytes, 64 KiB = 16 pages per fault by default), and on a
 // MAP_SHARED tmpfs mapping (no write notification) the entries it makes are
-// writable, so the application's writes take no further fault. Measured on a
-// 64 MiB memfd: MADV_POPULATE_READ 1 fault per 16 pages, 0.21 us per page;
-// MADV_POPULATE_WRITE 1 fault per page, 1.1 us per page. Pages of a used
-// slab the sender never wrote are holes in the memfd; populating allocates
-// them, as the receiver's first touch would.
+// writable, so the application's writes take no further fault, and one
+// fault maps 16 pages where a write populate maps one (region/DESIGN.md).
+// Pages of a used slab the sender never wrote are holes in the memfd;
+// populating allocates them, as the receiver's first touch would.
 //
 // MADV_POPULATE_READ exists from Linux 5.14; on older kernels madvise
 // returns EINVAL and prefaulting switches itself off for the process (the
