@@ -1,5 +1,5 @@
 // Unit tests of the page machinery (detail/scatter) on one host thread,
-// checking the invariants of heap_layout.hpp after each step.
+// checking the invariants of scatter/invariants.hpp after each step.
 #include <gtest/gtest.h>
 
 #include <set>

@@ -13,7 +13,7 @@
 #include "options.hpp"
 #include "os.hpp"
 #include "registry.hpp"
-#include "types.hpp"
+#include "invariants.hpp"
 
 namespace manyalloc::numa {
 

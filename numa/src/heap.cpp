@@ -165,7 +165,7 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
   r.chunk_size = static_cast<std::uint32_t>(class_size(cls));
   r.nchunks = run_chunks(cls);
   r.remote_bits = seg.remote_rows[first];
-  r.hw = 0;  // words 0 and 1 stored, the others implied (types.hpp, Run)
+  r.hw = 0;  // words 0 and 1 stored, the others implied (invariants.hpp, Run)
   for (std::uint32_t w = 0; w < r.nwords() && w < 2; ++w) r.free_word(w) = r.full_word(w);
   r.free_count = r.nchunks;
   r.cursor = 0;
@@ -251,7 +251,7 @@ void release_empty_segments(Heap& h, unsigned keep) {
 }
 
 // Whether r may be released: every chunk free and merged, and no remote
-// thread inside a publish to it (types.hpp, Run::pins; remote_free.cpp).
+// thread inside a publish to it (invariants.hpp, Run::pins; remote_free.cpp).
 bool releasable(const Run& r) {
   return r.free_count == r.nchunks && r.pins.load(std::memory_order_seq_cst) == 0;
 }

@@ -1,4 +1,4 @@
-// Per-thread local heaps (types.hpp, struct Heap and struct Run, for the
+// Per-thread local heaps (invariants.hpp, struct Heap and struct Run, for the
 // invariants). The fast paths are inline: allocation pops the lowest free bit
 // of the current run of the class; a local free sets a bit. No lock and no
 // atomic read-modify-write on either path; a free by another thread goes to
@@ -22,7 +22,7 @@ struct ChunkRef {
 void heap_init(Heap& h, Context& c, Source& s);
 
 // The owner's hold of h.merge_lock for one operation on its runs, bins or
-// segments (lowmem; types.hpp, "Idle-owner merge"); nothing outside lowmem.
+// segments (lowmem; invariants.hpp, "Idle-owner merge"); nothing outside lowmem.
 // Taken at the owner's entry points only (heap_alloc_run's locked path,
 // small_free_slow, trim, abandon, set_cache, migrate, owns): the functions
 // they call expect it held and never take it again.
@@ -64,7 +64,7 @@ void heap_after_free(Heap& h, Run& r);
 // once (remote_free.cpp).
 void heap_free_remote(Context& c, Run& r, std::uint32_t idx);
 // The thread of heap `self` frees chunk `idx` of run r of another heap: the
-// free joins self's batch for r's class (RemoteBatch, types.hpp) and is
+// free joins self's batch for r's class (RemoteBatch, invariants.hpp) and is
 // published with it. Only with the free cache on (the check mode reports
 // a double free at once).
 void heap_free_remote_batched(Heap& self, const ChunkRef& chunk);
@@ -148,7 +148,7 @@ inline void* run_pop(Heap& h, Run& r) {
   const unsigned b = static_cast<unsigned>(__builtin_ctzll(bits));
   r.free_word(w) = bits & (bits - 1);
   r.cursor = w;
-  if (w > r.hw) [[unlikely]] {  // w == hw + 1: store the next word (types.hpp, Run)
+  if (w > r.hw) [[unlikely]] {  // w == hw + 1: store the next word (invariants.hpp, Run)
     r.hw = static_cast<std::uint8_t>(w);
     if (w + 1 < r.nwords()) r.free_word(w + 1) = r.full_word(w + 1);
   }

@@ -30,7 +30,7 @@ concept OsBackend = requires(void* p, std::size_t n) {
   { T::advise_huge(p, n) } -> std::same_as<int>;
   // Bind the range's pages to the NUMA node with OS index `node` (and move
   // the pages already there with `move`); 0 on success. Must not allocate:
-  // it is called under a heap's merge lock (types.hpp), where an
+  // it is called under a heap's merge lock (invariants.hpp), where an
   // allocation of the same thread would wait for itself.
   { T::bind(p, n, 0u, true) } -> std::same_as<int>;
   // A monotonic clock in nanoseconds, read on slow paths only (the decay

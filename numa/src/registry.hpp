@@ -4,7 +4,7 @@
 // block belongs to, a page-table-like register is added; unlike a tree it
 // needs no lock because (1) mmap never returns the same address twice while
 // it is mapped, (2) one 2 MiB entry is covered by at most one macro-block
-// (segments are 2 MiB aligned, types.hpp), and (3) intermediate levels are
+// (segments are 2 MiB aligned, invariants.hpp), and (3) intermediate levels are
 // never removed.
 //
 // Two levels over a 48-bit address space: a static top table of 2^14 leaf
@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "os.hpp"
-#include "types.hpp"
+#include "invariants.hpp"
 
 namespace manyalloc::numa {
 

@@ -7,7 +7,7 @@
 // remote bits into their free bitmaps (heap_flush_remote). With the free
 // cache on, the freeing thread first gathers, per size class, the frees of
 // one bitmap word of one run and publishes them together (RemoteBatch,
-// types.hpp): a producer hands out consecutive chunks of a class, so a
+// invariants.hpp): a producer hands out consecutive chunks of a class, so a
 // consumer's frees arrive word by word and one atomic OR then covers up to
 // 64 frees instead of one each.
 #include <bit>
@@ -18,7 +18,7 @@ namespace manyalloc::numa {
 
 namespace {
 
-// Idle-owner merge (lowmem; types.hpp): the thread that queues the
+// Idle-owner merge (lowmem; invariants.hpp): the thread that queues the
 // kIdleMergeRuns-th run since the owner last took its RFQ merges the queue
 // for it (heap_merge_for_owner). An owner that allocates takes its queue at
 // least every kRfqPollEvery-th allocation from a run, so the count mostly

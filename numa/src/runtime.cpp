@@ -36,7 +36,7 @@ void on_thread_exit(void* arg) {
 // sources. It cannot deadlock: a merge lock's holder may take pool and
 // source locks but waits for no merge lock (other threads' merges only try)
 // and never for heaps_lock, and holders of heaps_lock, pool or source locks
-// wait for no merge lock. The merge locks (types.hpp, lowmem) taken are
+// wait for no merge lock. The merge locks (invariants.hpp, lowmem) taken are
 // those of the heaps that live on in the child: the forking thread's and
 // the orphans' (the child's next new thread adopts one), so that neither is
 // copied in the middle of a merge for its owner.

@@ -13,7 +13,7 @@
 
 namespace manyalloc::numa {
 
-// Geometry (see types.hpp for what lives where).
+// Geometry (see invariants.hpp for what lives where).
 inline constexpr std::size_t kOsPage = 4096;
 inline constexpr unsigned kSegmentShift = 21;
 inline constexpr std::size_t kSegment = std::size_t{1} << kSegmentShift;  // 2 MiB
@@ -27,7 +27,7 @@ static_assert(kPagesPerSegment == 64, "PageMask has one bit per page");
 inline constexpr std::size_t kMaxSmall = 256 * 1024;  // larger requests -> large segment
 inline constexpr unsigned kMaxChunks = kPage / 16;    // 2048 chunks of 16 B in 32 KiB
 inline constexpr unsigned kBitmapWords = kMaxChunks / 64;
-inline constexpr unsigned kInlineWords = 8;  // in the run descriptor (types.hpp)
+inline constexpr unsigned kInlineWords = 8;  // in the run descriptor (invariants.hpp)
 inline constexpr unsigned kMaxNodes = 64;
 inline constexpr unsigned kMaxSources = kMaxNodes + 1;  // index 0: the common source
 // Allocations from runs between two checks of the remote free queue (heap.hpp).

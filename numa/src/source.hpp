@@ -1,4 +1,4 @@
-// Memory sources: trade segments with the OS and cache them (types.hpp,
+// Memory sources: trade segments with the OS and cache them (invariants.hpp,
 // struct Source, for the invariants).
 #pragma once
 
@@ -35,7 +35,7 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes);
 void source_release_cache(Context& c, Source& s);
 
 // Decay: unmaps the cached segments of s that have been cached for at
-// least the decay delay (options, decay_ms; types.hpp, struct Source).
+// least the decay delay (options, decay_ms; invariants.hpp, struct Source).
 // Called at every segment taken from or given back to s and at every purge
 // of a heap of s (heap.cpp), so that a process that keeps allocating gives
 // back what it stopped reusing; costs a clock read and a comparison when

@@ -1,6 +1,6 @@
 // The lowmem profile (MANYALLOC_NUMA_PROFILE=lowmem, set by ctest), where a
 // heap's owner holds its merge lock during every run operation and freeing
-// threads merge for idle owners (types.hpp, "Idle-owner merge"). Each test
+// threads merge for idle owners (invariants.hpp, "Idle-owner merge"). Each test
 // here once hung; ctest's timeout turns a hang into a failure.
 #include <pthread.h>
 #include <sys/wait.h>

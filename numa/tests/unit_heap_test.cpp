@@ -168,7 +168,7 @@ TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunksOutsideLowmem) {
 }
 
 // Only the bitmap words up to one past the highest handed out are stored
-// (types.hpp, Run): a run of 16-byte chunks (32 words) writes its overflow
+// (invariants.hpp, Run): a run of 16-byte chunks (32 words) writes its overflow
 // row, a descriptor page of its own in a fresh segment, only after 448
 // chunks; a free of a chunk of a word that is not stored is a double free.
 TEST(Heap, BitmapWordsAboveTheHighWaterMarkAreNotWritten) {
@@ -462,7 +462,7 @@ TEST(Heap, BatchedRemoteFreesArePublishedLaterAndCheckedForDoubles) {
 // batches (its own heap), free the owner's chunks in random order. First
 // the owner allocates and frees meanwhile; then it pauses (allocates
 // nothing) while they free the second half, and in lowmem they merge its
-// queue and purge its runs for it (types.hpp, "Idle-owner merge"); then it
+// queue and purge its runs for it (invariants.hpp, "Idle-owner merge"); then it
 // frees and merges again. Under ThreadSanitizer this checks that the
 // merges are ordered with the owner's run operations before and after by
 // the merge lock; whether a merge also falls between two of those

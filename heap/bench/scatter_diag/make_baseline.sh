@@ -8,7 +8,7 @@ cd "$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 commit=${1:-0efe624}
 out=heap/bench/scatter_diag/baseline
 rm -rf "$out" && mkdir -p "$out"
-inc=heap/include/manyalloc/heap
+inc=heap/include/manyalloc/heap  # file names as of $commit (detail/scatter/invariants.hpp was heap_layout.hpp)
 for f in creation/scatter.hpp creation/scatter_config.hpp detail/scatter/heap_layout.hpp \
          detail/scatter/multi_page.hpp detail/scatter/page_geometry.hpp detail/scatter/page_ops.hpp \
          detail/scatter/search.hpp detail/scatter/slots.hpp; do

@@ -1,5 +1,5 @@
 // Memory-efficiency measures of a Scatter heap, computed on the host from a
-// copy of its page table (heap_layout.hpp), by the definitions of the
+// copy of its page table (scatter/invariants.hpp), by the definitions of the
 // [Steinberger2012] section 3:
 //   internal fragmentation (1): mean over allocated regions r of
 //       (size(r) - alloc(r)) / size(r), size(r) being the chunk size of r's

@@ -120,7 +120,7 @@ struct CrossLaneFree {
 
 // Where lost memory is, for the message of a failing leak check: parts the
 // no-header map still holds (a free that did not find its part), and the
-// page table's states (heap_layout.hpp I1-I4), with the superblock counter
+// page table's states (scatter/invariants.hpp I1-I4), with the superblock counter
 // of each multi-page run still allocated.
 template <class Heap>
 std::string leak_census(const Heap& heap, const distribution::SuperblockMapView* map) {

@@ -2,7 +2,7 @@
 // [Eckert2014] 4.3.5) over one pool. The object is the heap handle: small,
 // trivially copyable, passed by value into kernels and threads.
 //
-// Data structures and invariants: detail/scatter/heap_layout.hpp.
+// Data structures and invariants: detail/scatter/invariants.hpp.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +15,7 @@
 #include "manyalloc/common/report.hpp"
 #include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/heap/creation/scatter_config.hpp"
-#include "manyalloc/heap/detail/scatter/heap_layout.hpp"
+#include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/multi_page.hpp"
 #include "manyalloc/heap/detail/scatter/page_ops.hpp"
 #include "manyalloc/heap/detail/scatter/search.hpp"

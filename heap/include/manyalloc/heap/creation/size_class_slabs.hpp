@@ -17,7 +17,7 @@
 //  - A free is one atomic on the chunk's bitmap word and one on its page's
 //    counter.
 //
-// Data structures and invariants: detail/slabs/slab_layout.hpp.
+// Data structures and invariants: detail/slabs/invariants.hpp.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +37,7 @@
 #include "manyalloc/heap/detail/slabs/free_runs.hpp"
 #include "manyalloc/heap/detail/slabs/page_pool.hpp"
 #include "manyalloc/heap/detail/slabs/size_classes.hpp"
-#include "manyalloc/heap/detail/slabs/slab_layout.hpp"
+#include "manyalloc/heap/detail/slabs/invariants.hpp"
 
 namespace manyalloc::CreationPolicies {
 

@@ -23,7 +23,7 @@ struct SizeClassSlabsConfig {
   static constexpr std::uint32_t max_shards = 128;
   // A segment (the pages a slot hands chunks from) aims at this many chunks,
   // so that one refill serves many warps (at most 32 pages; shorter while
-  // open segments hold an eighth of the pool, slab_layout.hpp C4).
+  // open segments hold an eighth of the pool, slabs/invariants.hpp C4).
   static constexpr std::uint32_t segment_chunks = 2048;
 };
 

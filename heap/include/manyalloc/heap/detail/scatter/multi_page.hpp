@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "manyalloc/common/report.hpp"
-#include "manyalloc/heap/detail/scatter/heap_layout.hpp"
+#include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_ops.hpp"
 
 namespace manyalloc::heap::detail {

@@ -1,13 +1,13 @@
 // Operations on one page: claiming an unused page for a chunk size,
 // reserving and taking a chunk ([Steinberger2012] 6.1, tryUsePage), freeing a
-// chunk (6.2) and resetting an emptied page. Invariants: heap_layout.hpp.
+// chunk (6.2) and resetting an emptied page. Invariants: scatter/invariants.hpp.
 #pragma once
 
 #include <cstdint>
 
 #include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/report.hpp"
-#include "manyalloc/heap/detail/scatter/heap_layout.hpp"
+#include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_geometry.hpp"
 
 namespace manyalloc::heap::detail {
@@ -245,7 +245,7 @@ struct PageOps {
   // `chunks` clears the page's full mark: the worker that filled the page
   // may have re-read a fill that still counted this reservation, after the
   // free that made room had cleared the mark already (region words in
-  // heap_layout.hpp). Left set, such a mark stayed on a page with room until
+  // scatter/invariants.hpp). Left set, such a mark stayed on a page with room until
   // the page filled up again; a region of such pages is skipped as closed
   // (scatter_anomalies.md: 1-3 of them after each churn repetition).
   template <class Acc>

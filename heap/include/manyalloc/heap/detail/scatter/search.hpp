@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "manyalloc/common/bits.hpp"
-#include "manyalloc/heap/detail/scatter/heap_layout.hpp"
+#include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_ops.hpp"
 
 namespace manyalloc::heap::detail {
@@ -167,7 +167,7 @@ struct SmallSearch {
       if (void* mem = search_block(acc, h, block, start, request, Pass::skip_90_percent, full)) return mem;
       if (full) acc.atomic_cas(&h.shared->active_block, block, (block + 1u) % h.block_count);
     }
-    // Region fill levels are hints (heap_layout.hpp), and the first pass
+    // Region fill levels are hints (scatter/invariants.hpp), and the first pass
     // looks at part of each block only: before reporting out of memory, look
     // into every region that is not entirely marked full.
     for (std::uint32_t i = 0; i < h.block_count; ++i) {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "manyalloc/heap/detail/scatter/heap_layout.hpp"
+#include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_geometry.hpp"
 
 namespace manyalloc::heap::detail {

@@ -1,4 +1,4 @@
-// Handing out chunks of one size class (C1-C3 of slab_layout.hpp). One
+// Handing out chunks of one size class (C1-C3 of slabs/invariants.hpp). One
 // elected lane per group of same-class lanes (the leader) calls gather()
 // for the whole group and gets up to `max_extents` extents: runs of
 // consecutive chunk indices of one segment, whose chunk bits it has already
@@ -15,7 +15,7 @@
 #include "manyalloc/common/bits.hpp"
 #include "manyalloc/heap/detail/slabs/page_pool.hpp"
 #include "manyalloc/heap/detail/slabs/size_classes.hpp"
-#include "manyalloc/heap/detail/slabs/slab_layout.hpp"
+#include "manyalloc/heap/detail/slabs/invariants.hpp"
 
 namespace manyalloc::heap::detail::slabs {
 

@@ -1,6 +1,6 @@
 // The page pool of the SizeClassSlabs heap: claiming and releasing runs of
 // whole pages in the page bitmap and keeping its two hint levels (P1-P3 and
-// the hint rules of slab_layout.hpp).
+// the hint rules of slabs/invariants.hpp).
 //
 // Runs of up to 32 pages lie inside one bitmap word: a claim finds a word
 // whose free bits hold the run, and one atomic OR takes it. Longer runs
@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "manyalloc/common/bits.hpp"
-#include "manyalloc/heap/detail/slabs/slab_layout.hpp"
+#include "manyalloc/heap/detail/slabs/invariants.hpp"
 
 namespace manyalloc::heap::detail::slabs {
 
