@@ -116,6 +116,26 @@ TEST(SlabPagePool, StaleFullHintDoesNotHidePages) {
   EXPECT_EQ(f.claim(33), 0u) << "stale busy hints must not hide whole free words";
 }
 
+// A run of whole words is taken several CAS at a time; a word taken behind
+// its hint (a claim in flight) makes the batch give back what it took, and
+// the search goes on past that word. Runs that span hint words set both.
+TEST(SlabPagePool, WholeWordRunGivesBackABatchThatHitATakenWord) {
+  PoolFixture f(96 * 32);  // 96 words, three hint words
+  f.taken[5] = 1u;         // taken, but its busy hint is still clear
+  f.shared.taken[0].value += 1;
+  const std::uint32_t p = f.claim(40 * 32 - 7);  // 40 words from word 6 on, 7 pages of the last given back
+  ASSERT_EQ(p, 6u * 32u);
+  for (std::uint32_t w = 0; w < 5; ++w) EXPECT_EQ(f.taken[w], 0u) << "word " << w << " not given back";
+  for (std::uint32_t w = 6; w < 45; ++w) EXPECT_EQ(f.taken[w], 0xffffffffu) << "word " << w;
+  EXPECT_EQ(f.taken[45], 0x01ffffffu) << "the tail of the last word goes back";
+  EXPECT_EQ(slabs::PagePool::taken_pages(f.acc, f.h), 40u * 32u - 7u + 1u);
+  f.busy[0] |= 1u << 5;  // the claim in flight ends
+  f.expect_hints_exact();
+  slabs::PagePool::release(f.acc, f.h, p, 40 * 32 - 7);
+  EXPECT_EQ(f.claim(91 * 32), slabs::no_page) << "word 5 splits the pool into runs of 5 and 90 words";
+  EXPECT_EQ(f.claim(90 * 32), 6u * 32u);
+}
+
 using EmulatedHeap = SlabsHeap<HostRunner>;
 
 // Lanes of emulated warps ask for sizes of a few classes at once (several

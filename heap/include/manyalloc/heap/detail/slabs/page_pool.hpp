@@ -157,53 +157,101 @@ struct PagePool {
   }
 
   // ---- runs of whole words (more than 32 pages) --------------------------------
-  // Takes word w if it has no taken page; true on success.
+  // Bit i set: word w + i (i < span, all in one hint word) may be claimed
+  // whole. Pass 0 reads the `busy` hint word once; pass 1 reads the words.
   template <class Acc>
-  MANYALLOC_FN static bool take_whole_word(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t valid) {
-    if (valid != 0xffffffffu) return false;  // a run of whole words uses full words only
-    if (acc.atomic_cas(&h.taken[w], 0u, valid) != 0u) return false;
-    count_taken(acc, h, w, 32u);
-    after_claim(acc, h, w, 0u, valid, valid);
-    return true;
+  MANYALLOC_FN static std::uint32_t free_words(const Acc& acc, const SlabLayout& h, int pass, std::uint32_t w,
+                                               std::uint32_t span) {
+    if (pass == 0) return ~(acc.load(&h.busy[w / 32u]) >> (w % 32u)) & bits::low_mask(span);
+    std::uint32_t free = 0;
+    for (std::uint32_t i = 0; i < span; ++i) free |= (acc.load(&h.taken[w + i]) == 0u ? 1u : 0u) << i;
+    return free;
+  }
+
+  // Takes words [first, first + need) whole, `batch` CAS in flight at a time
+  // (held in registers: the batch is small enough not to raise the register
+  // count of a kernel that allocates).
+  // Returns need, or the index of the first word it could not take, after
+  // giving back what it took (P1, P2). A word taken whole is full and busy
+  // until its owner releases pages of it, so its hints need no re-check.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t take_words(const Acc& acc, const SlabLayout& h, std::uint32_t first,
+                                               std::uint32_t need) {
+    constexpr std::uint32_t batch = 16;
+    std::uint32_t got = 0;
+    while (got < need) {
+      const std::uint32_t base = first + got;
+      const std::uint32_t n = need - got < batch ? need - got : batch;
+      std::uint32_t old[batch];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t i = 0; i < batch; ++i) old[i] = i < n ? acc.atomic_cas(&h.taken[base + i], 0u, 0xffffffffu) : 1u;
+      std::uint32_t won = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t i = 0; i < batch; ++i) won |= (old[i] == 0u ? 1u : 0u) << i;
+      if (won != bits::low_mask(n)) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+          if (((won >> i) & 1u) != 0u) release_bits(acc, h, base + i, 0xffffffffu);  // not counted yet
+        }
+        if (got != 0u) release(acc, h, first * 32u, std::uint64_t{got} * 32u);
+        return got + static_cast<std::uint32_t>(bits::find_first_set(~won) - 1);
+      }
+      for (std::uint32_t i = 0; i < n; ++i) count_taken(acc, h, base + i, 32u);
+      for (std::uint32_t i = 0; i < n;) {  // the hint words the batch spans
+        const std::uint32_t w = base + i;
+        const std::uint32_t span = 32u - w % 32u < n - i ? 32u - w % 32u : n - i;
+        const std::uint32_t mask = bits::low_mask(span) << (w % 32u);
+        acc.atomic_or(&h.busy[w / 32u], mask);
+        acc.atomic_or(&h.full[w / 32u], mask);
+        i += span;
+      }
+      got += n;
+    }
+    return need;
   }
 
   // k > 32 pages as ceil(k/32) whole words; the pages past k in the last word
-  // go back at once. Returns the first page or no_page.
+  // go back at once. Returns the first page or no_page. The search reads one
+  // hint word per 32 words (pass 0) and claims the first run long enough.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_words(const Acc& acc, const SlabLayout& h, std::uint64_t k) {
     const std::uint32_t limit = usable(acc, h);
     if (k > limit || taken_pages(acc, h) + k > limit) return no_page;
     const auto need = static_cast<std::uint32_t>((k + 31u) / 32u);
-    const std::uint32_t words = h.words;
+    const std::uint32_t whole = limit / 32u;  // words whose pages are all usable (P3)
     for (int pass = 0; pass < 2; ++pass) {
-      std::uint32_t run = 0;  // consecutive candidate words ending at w
-      for (std::uint32_t w = 0; w < words; ++w) {
-        bool candidate;
-        if (pass == 0 && w % 32u == 0u && w + 32u <= words && acc.load(&h.busy[w / 32u]) == 0xffffffffu) {
+      std::uint32_t run = 0;  // candidate words just before w
+      for (std::uint32_t w = 0; w < whole;) {
+        const std::uint32_t span = 32u - w % 32u < whole - w ? 32u - w % 32u : whole - w;
+        const std::uint32_t free = free_words(acc, h, pass, w, span);
+        const std::uint32_t ones = free == 0xffffffffu ? 32u : static_cast<std::uint32_t>(bits::find_first_set(~free) - 1);
+        run += ones;
+        const std::uint32_t end = w + ones;  // the run so far is [end - run, end)
+        if (run >= need) {
+          const std::uint32_t first = end - run;
+          const std::uint32_t got = take_words(acc, h, first, need);
+          if (got == need) {
+            const std::uint32_t last = first + need - 1u;
+            const auto tail = static_cast<std::uint32_t>(std::uint64_t{need} * 32u - k);
+            if (tail != 0u) {
+              count_released(acc, h, last, tail);
+              release_bits(acc, h, last, ~bits::low_mask(32u - tail));
+            }
+            return first * 32u;
+          }
           run = 0;
-          w += 31u;
+          w = first + got + 1u;  // past the word that could not be taken
           continue;
         }
-        if (pass == 0) candidate = ((acc.load(&h.busy[w / 32u]) >> (w % 32u)) & 1u) == 0u;
-        else candidate = acc.load(&h.taken[w]) == 0u;
-        candidate = candidate && valid_bits(w, limit) == 0xffffffffu;
-        run = candidate ? run + 1u : 0u;
-        if (run < need) continue;
-        // Claim [w - need + 1, w] front to back; undo on the first failure.
-        const std::uint32_t first = w + 1u - need;
-        std::uint32_t got = 0;
-        while (got < need && take_whole_word(acc, h, first + got, 0xffffffffu)) ++got;
-        if (got == need) {
-          const auto tail = static_cast<std::uint32_t>(std::uint64_t{need} * 32u - k);
-          if (tail != 0u) {
-            count_released(acc, h, w, tail);
-            release_bits(acc, h, w, ~bits::low_mask(32u - tail));
-          }
-          return first * 32u;
+        if (ones < span) {
+          run = 0;
+          w = end + 1u;
+        } else {
+          w = end;
         }
-        for (std::uint32_t i = 0; i < got; ++i) release(acc, h, (first + i) * 32u, 32u);
-        run = 0;
-        w = first + got;  // the word that failed; the loop moves past it
       }
     }
     return no_page;
