@@ -264,7 +264,29 @@ struct PagePool {
     release_bits(acc, h, w, pages);
   }
 
-  // Gives pages [first, first + k) back (P1, P2).
+  // Gives whole words [first, first + n) back (the caller owns every page of
+  // them). Their hints are cleared first, one atomic per hint word: while the
+  // words are still ours no claim can set them again, so no re-check is
+  // needed (a search that meanwhile trusts a cleared hint fails its CAS and
+  // moves on); then the words themselves, their atomics all in flight.
+  template <class Acc>
+  MANYALLOC_FN static void release_words(const Acc& acc, const SlabLayout& h, std::uint32_t first, std::uint32_t n) {
+    for (std::uint32_t i = 0; i < n;) {
+      const std::uint32_t w = first + i;
+      const std::uint32_t span = 32u - w % 32u < n - i ? 32u - w % 32u : n - i;
+      const std::uint32_t mask = bits::low_mask(span) << (w % 32u);
+      acc.atomic_and(&h.full[w / 32u], ~mask);
+      acc.atomic_and(&h.busy[w / 32u], ~mask);
+      i += span;
+    }
+    for (std::uint32_t i = 0; i < n; ++i) {
+      count_released(acc, h, first + i, 32u);
+      (void)acc.atomic_and(&h.taken[first + i], 0u);
+    }
+  }
+
+  // Gives pages [first, first + k) back (P1, P2): partial words one by one,
+  // whole words 32 at a time (one hint word's worth).
   template <class Acc>
   MANYALLOC_FN static void release(const Acc& acc, const SlabLayout& h, std::uint32_t first, std::uint64_t k) {
     std::uint64_t page = first;
@@ -272,6 +294,13 @@ struct PagePool {
     while (page < end) {
       const auto w = static_cast<std::uint32_t>(page / 32u);
       const auto pos = static_cast<std::uint32_t>(page % 32u);
+      const std::uint64_t whole = pos == 0u ? (end - page) / 32u : 0u;
+      if (whole != 0u) {
+        const auto n = static_cast<std::uint32_t>(whole < 32u ? whole : 32u);
+        release_words(acc, h, w, n);
+        page += std::uint64_t{n} * 32u;
+        continue;
+      }
       const std::uint64_t n64 = end - page < 32u - pos ? end - page : 32u - pos;
       const auto n = static_cast<std::uint32_t>(n64);
       count_released(acc, h, w, n);
