@@ -7,6 +7,15 @@
 //   64 KiB, 4 MiB, 16 MiB) to each other first, then mr_recv the peer's;
 //   the bytes are checked. Before the fix the copy mode hung at 4 MiB under
 //   both MPIs (both sides blocked in the data send); the alarm ends a hang.
+//   BothIsendThenWait: both mr_isend 4 MiB and mr_wait on the send before
+//   any receive (the wait takes in the peer's transfer), then mr_recv.
+//   IrecvBeforeSendAndTest: worker 1 posts mr_irecv, tests it (not done),
+//   worker 0 sends; mr_test polls until done; source and outputs checked.
+//   AnyWorker: both send twice; each receives with MR_ANY_WORKER (irecv
+//   and mr_recv_any), which says the sender; order per sender is kept.
+//   SendThenBarrier: a send whose receiver is in mr_barrier completes.
+//   Errors: bad peers, NULL and unknown handles, waiting twice, testing a
+//   retired handle, a failed send's error at the receiver, truncation.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -104,6 +113,177 @@ TEST_F(SendRecv, BothSendFirst) {
     EXPECT_EQ(mr_rfree(got_r), MR_OK);
     EXPECT_EQ(mr_barrier(), MR_OK);
   }
+}
+
+TEST_F(SendRecv, BothIsendThenWait) {
+  const std::size_t bytes = 4 << 20;
+  Payload mine = make_payload(me, bytes);
+  ASSERT_NE(mine.big, nullptr);
+  void* objs[] = {mine.big, mine.small};
+  mr_request_t req = MR_REQUEST_NULL;
+  EXPECT_EQ(mr_isend(peer, &mine.region, 1, objs, 2, &req), MR_OK);
+  EXPECT_NE(req, static_cast<mr_request_t>(MR_REQUEST_NULL));
+  EXPECT_EQ(mr_wait(&req), MR_OK);
+  EXPECT_EQ(req, static_cast<mr_request_t>(MR_REQUEST_NULL));
+  mr_rid_t got_r = 0;
+  void* got_o[2] = {nullptr, nullptr};
+  int nr = -1, no = -1;
+  EXPECT_EQ(mr_recv(peer, &got_r, 1, &nr, got_o, 2, &no), MR_OK);
+  ASSERT_TRUE(nr == 1 && no == 2);
+  EXPECT_EQ(payload_errors(static_cast<std::uint64_t*>(got_o[0]), static_cast<std::uint64_t*>(got_o[1]), peer, bytes),
+            0u);
+  EXPECT_EQ(mr_barrier(), MR_OK);
+  EXPECT_EQ(mr_rfree(got_r), MR_OK);
+  EXPECT_EQ(mr_barrier(), MR_OK);
+}
+
+TEST_F(SendRecv, IrecvBeforeSendAndTest) {
+  const std::size_t bytes = 1 << 20;
+  if (me == 1) {
+    mr_rid_t got_r = 0;
+    void* got_o[2] = {nullptr, nullptr};
+    int nr = -1, no = -1, src = -1, done = -1;
+    mr_request_t req = MR_REQUEST_NULL;
+    EXPECT_EQ(mr_irecv(peer, &got_r, 1, &nr, got_o, 2, &no, &src, &req), MR_OK);
+    EXPECT_EQ(mr_test(&req, &done), MR_OK);
+    EXPECT_EQ(done, 0);  // worker 0 sends only after the barrier
+    EXPECT_EQ(mr_barrier(), MR_OK);
+    while (done == 0) ASSERT_EQ(mr_test(&req, &done), MR_OK);
+    EXPECT_EQ(req, static_cast<mr_request_t>(MR_REQUEST_NULL));
+    EXPECT_TRUE(nr == 1 && no == 2 && src == 0);
+    EXPECT_EQ(payload_errors(static_cast<std::uint64_t*>(got_o[0]), static_cast<std::uint64_t*>(got_o[1]), peer,
+                             bytes),
+              0u);
+    EXPECT_EQ(mr_rfree(got_r), MR_OK);
+  } else {
+    EXPECT_EQ(mr_barrier(), MR_OK);
+    Payload mine = make_payload(me, bytes);
+    ASSERT_NE(mine.big, nullptr);
+    void* objs[] = {mine.big, mine.small};
+    EXPECT_EQ(mr_send(peer, &mine.region, 1, objs, 2), MR_OK);
+  }
+  EXPECT_EQ(mr_barrier(), MR_OK);
+}
+
+TEST_F(SendRecv, AnyWorker) {
+  // Two transfers each way: a 256 KiB region, then one 64-B object; the
+  // receives from any worker must say the sender and keep its order.
+  Payload a = make_payload(me, 256 << 10);
+  ASSERT_NE(a.big, nullptr);
+  void* objs[] = {a.big, a.small};
+  EXPECT_EQ(mr_send(peer, &a.region, 1, objs, 2), MR_OK);
+  void* one[] = {a.small};
+  EXPECT_EQ(mr_send(peer, nullptr, 0, one, 1), MR_OK);
+  mr_rid_t got_r = 0;
+  void* got_o[2] = {nullptr, nullptr};
+  int nr = -1, no = -1, src = -1;
+  mr_request_t req = MR_REQUEST_NULL;
+  EXPECT_EQ(mr_irecv(MR_ANY_WORKER, &got_r, 1, &nr, got_o, 2, &no, &src, &req), MR_OK);
+  EXPECT_EQ(mr_wait(&req), MR_OK);
+  EXPECT_TRUE(src == peer && nr == 1 && no == 2);
+  EXPECT_EQ(payload_errors(static_cast<std::uint64_t*>(got_o[0]), static_cast<std::uint64_t*>(got_o[1]), peer,
+                           256 << 10),
+            0u);
+  void* second = nullptr;
+  src = -1;
+  EXPECT_EQ(mr_recv_any(&src, nullptr, 0, &nr, &second, 1, &no), MR_OK);
+  EXPECT_TRUE(src == peer && nr == 0 && no == 1 && second == got_o[1]);
+  EXPECT_EQ(mr_barrier(), MR_OK);
+  EXPECT_EQ(mr_rfree(got_r), MR_OK);
+  EXPECT_EQ(mr_barrier(), MR_OK);
+}
+
+TEST_F(SendRecv, SendThenBarrier) {
+  // Worker 0 sends 4 MiB and enters the barrier; worker 1 receives only
+  // after it: the send must not need the receiver's mr_recv.
+  if (me == 0) {
+    Payload mine = make_payload(me, 4 << 20);
+    ASSERT_NE(mine.big, nullptr);
+    void* objs[] = {mine.big, mine.small};
+    mr_request_t req = MR_REQUEST_NULL;
+    EXPECT_EQ(mr_isend(peer, &mine.region, 1, objs, 2, &req), MR_OK);
+    EXPECT_EQ(mr_barrier(), MR_OK);
+    EXPECT_EQ(mr_wait(&req), MR_OK);
+  } else {
+    EXPECT_EQ(mr_barrier(), MR_OK);
+    mr_rid_t got_r = 0;
+    void* got_o[2] = {nullptr, nullptr};
+    int nr = -1, no = -1;
+    EXPECT_EQ(mr_recv(peer, &got_r, 1, &nr, got_o, 2, &no), MR_OK);
+    ASSERT_TRUE(nr == 1 && no == 2);
+    EXPECT_EQ(payload_errors(static_cast<std::uint64_t*>(got_o[0]), static_cast<std::uint64_t*>(got_o[1]), peer,
+                             4 << 20),
+              0u);
+    EXPECT_EQ(mr_rfree(got_r), MR_OK);
+  }
+  EXPECT_EQ(mr_barrier(), MR_OK);
+}
+
+TEST_F(SendRecv, Errors) {
+  mr_request_t req = MR_REQUEST_NULL;
+  int done = 0;
+  // Bad peers: self, out of range, MR_ANY_WORKER for a send.
+  EXPECT_EQ(mr_send(me, nullptr, 0, nullptr, 0), MR_ERR_BAD_ARGUMENT);
+  EXPECT_NE(std::strstr(mr_last_error(), "mr_send: peer worker"), nullptr) << mr_last_error();
+  EXPECT_EQ(mr_isend(2, nullptr, 0, nullptr, 0, &req), MR_ERR_BAD_ARGUMENT);
+  EXPECT_EQ(req, static_cast<mr_request_t>(MR_REQUEST_NULL));
+  EXPECT_EQ(mr_isend(MR_ANY_WORKER, nullptr, 0, nullptr, 0, &req), MR_ERR_BAD_ARGUMENT);
+  EXPECT_EQ(mr_isend(peer, nullptr, 0, nullptr, 0, nullptr), MR_ERR_BAD_ARGUMENT);
+  EXPECT_EQ(mr_recv(-7, nullptr, 0, nullptr, nullptr, 0, nullptr), MR_ERR_BAD_ARGUMENT);
+  EXPECT_EQ(mr_irecv(me, nullptr, 0, nullptr, nullptr, 0, nullptr, nullptr, &req), MR_ERR_BAD_ARGUMENT);
+  EXPECT_EQ(mr_irecv(peer, nullptr, 0, nullptr, nullptr, 0, nullptr, nullptr, nullptr), MR_ERR_BAD_ARGUMENT);
+  // Bad handles: NULL pointer, MR_REQUEST_NULL, never issued.
+  EXPECT_EQ(mr_wait(nullptr), MR_ERR_BAD_ARGUMENT);
+  EXPECT_EQ(mr_wait(&req), MR_ERR_BAD_REQUEST);
+  EXPECT_NE(std::strstr(mr_last_error(), "mr_wait: the request is MR_REQUEST_NULL"), nullptr) << mr_last_error();
+  mr_request_t bogus = 123456789;
+  EXPECT_EQ(mr_wait(&bogus), MR_ERR_BAD_REQUEST);
+  EXPECT_NE(std::strstr(mr_last_error(), "mr_wait: request 123456789 is not pending"), nullptr) << mr_last_error();
+  EXPECT_EQ(mr_test(&bogus, &done), MR_ERR_BAD_REQUEST);
+  EXPECT_EQ(mr_test(&req, nullptr), MR_ERR_BAD_ARGUMENT);
+  // Waiting twice: through the handle (nulled) and through a copy of it.
+  EXPECT_EQ(mr_isend(peer, nullptr, 0, nullptr, 0, &req), MR_OK);
+  const mr_request_t copy = req;
+  EXPECT_EQ(mr_wait(&req), MR_OK);
+  EXPECT_EQ(mr_wait(&req), MR_ERR_BAD_REQUEST);
+  mr_request_t again = copy;
+  EXPECT_EQ(mr_wait(&again), MR_ERR_BAD_REQUEST);
+  EXPECT_EQ(mr_test(&again, &done), MR_ERR_BAD_REQUEST);
+  EXPECT_EQ(mr_recv(peer, nullptr, 0, nullptr, nullptr, 0, nullptr), MR_OK);  // the empty transfer
+  // A failed send (stale region) returns the error and tells the receiver.
+  mr_rid_t gone = 0;
+  EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &gone), MR_OK);
+  EXPECT_EQ(mr_rfree(gone), MR_OK);
+  req = 42;
+  EXPECT_EQ(mr_isend(peer, &gone, 1, nullptr, 0, &req), MR_ERR_NO_REGION);
+  EXPECT_EQ(req, static_cast<mr_request_t>(MR_REQUEST_NULL));
+  EXPECT_EQ(mr_recv(peer, nullptr, 0, nullptr, nullptr, 0, nullptr), MR_ERR_NO_REGION);
+  // Truncation: two regions into room for one.
+  mr_rid_t two[2] = {0, 0};
+  EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &two[0]), MR_OK);
+  EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &two[1]), MR_OK);
+  EXPECT_EQ(mr_send(peer, two, 2, nullptr, 0), MR_OK);
+  mr_rid_t got[1] = {0};
+  int nr = -1;
+  EXPECT_EQ(mr_irecv(peer, got, 1, &nr, nullptr, 0, nullptr, nullptr, &req), MR_OK);
+  EXPECT_EQ(mr_wait(&req), MR_ERR_TRUNCATED);
+  EXPECT_EQ(nr, 2);
+  EXPECT_EQ(mr_barrier(), MR_OK);
+  EXPECT_EQ(mr_rfree(two[0]), MR_OK);
+  EXPECT_EQ(mr_rfree(two[1]), MR_OK);
+  EXPECT_EQ(mr_barrier(), MR_OK);
+}
+
+// A transfer nobody receives and a receive nobody waits for are dropped at
+// mr_finalize (which must not hang on them).
+TEST_F(SendRecv, LeftoversAtFinalize) {
+  Payload mine = make_payload(me, 1 << 20);
+  ASSERT_NE(mine.big, nullptr);
+  void* objs[] = {mine.big};
+  EXPECT_EQ(mr_send(peer, &mine.region, 1, objs, 1), MR_OK);
+  mr_request_t req = MR_REQUEST_NULL;
+  EXPECT_EQ(mr_irecv(MR_ANY_WORKER, nullptr, 0, nullptr, nullptr, 0, nullptr, nullptr, &req), MR_OK);
+  EXPECT_EQ(mr_send(peer, nullptr, 0, nullptr, 0), MR_OK);  // taken by nobody at the end
 }
 
 }  // namespace
