@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   // rank, so the nodes' next pointers hold on every rank.
   const MPI_Comm world = MPI_COMM_WORLD;
   const manyalloc::region::detail::GasMapping gas =
-      manyalloc::region::detail::map_global_address_space(slot * static_cast<std::uint64_t>(nw), true, &world);
+      manyalloc::region::detail::map_global_address_space(slot * static_cast<std::uint64_t>(nw), true, false, &world);
   char* shared = gas.base != 0 && gas.shared ? reinterpret_cast<char*>(gas.base) : nullptr;
   void* own_p = mmap(nullptr, slot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   int ok = shared != nullptr && own_p != MAP_FAILED ? 1 : 0, all = 0;

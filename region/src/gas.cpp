@@ -58,7 +58,7 @@ int open_host_object(MPI_Comm host, std::uint64_t bytes) {
 }
 }  // namespace
 
-GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared, const void* comm_handle) {
+GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared, bool force_remote, const void* comm_handle) {
   const MPI_Comm all = *static_cast<const MPI_Comm*>(comm_handle);
   GasMapping m;
   m.bytes = bytes;
@@ -67,13 +67,17 @@ GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared, const
   MPI_Comm_rank(all, &rank);
   // Hosts: split by shared-memory domain; each host is named by its lowest
   // world rank (key = world rank makes that rank 0 of the host comm).
+  // Forced remote: one "host" per rank.
   MPI_Comm host;
-  MPI_Comm_split_type(all, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  if (force_remote)
+    MPI_Comm_split(all, rank, 0, &host);
+  else
+    MPI_Comm_split_type(all, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
   int leader = rank;
   MPI_Bcast(&leader, 1, MPI_INT, 0, host);
   m.host_of.assign(static_cast<std::size_t>(world), 0);
   MPI_Allgather(&leader, 1, MPI_INT, m.host_of.data(), 1, MPI_INT, all);
-  const int fd = want_shared ? open_host_object(host, bytes) : -1;
+  const int fd = want_shared && !force_remote ? open_host_object(host, bytes) : -1;
   MPI_Comm_free(&host);
   m.shared = fd >= 0;
 

@@ -33,7 +33,11 @@ struct GasMapping {
 // host cannot open it, that whole host falls back to private anonymous
 // memory (shared = false on all of its ranks). want_shared = false: private
 // anonymous memory everywhere (every transfer copies).
-GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared, const void* comm);
+//
+// force_remote (MANYALLOC_REGION_FORCE_REMOTE): every rank is a host of its
+// own (host_of[r] == r) and maps private memory, as if each rank ran on a
+// different machine: every transfer copies.
+GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared, bool force_remote, const void* comm);
 void unmap_global_address_space(const GasMapping& m);
 
 }  // namespace manyalloc::region::detail

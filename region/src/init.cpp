@@ -63,7 +63,8 @@ mr_status init(Runtime& rt, int* argc, char*** argv, const mr_config* cfg) {
   // of the library is on them, never on the application's (isolation).
   const bool worker = !rt.topo.is_scheduler(rt.rank);
   rt.transport = std::make_unique<MpiTransport>(worker);
-  rt.gas = map_global_address_space(s.gas_bytes, s.transfer == MR_TRANSFER_AUTO, rt.transport->world_comm_handle());
+  rt.gas = map_global_address_space(s.gas_bytes, s.transfer == MR_TRANSFER_AUTO, s.force_remote,
+                                    rt.transport->world_comm_handle());
   if (rt.gas.base == 0) {
     rt.transport.reset();
     std::snprintf(why, sizeof why,
@@ -79,6 +80,9 @@ mr_status init(Runtime& rt, int* argc, char*** argv, const mr_config* cfg) {
   if (worker) {
     rt.leaf = rt.topo.leaf_of(rt.rank);
     rt.prefault = Prefaulter(rt.gas.base, rt.gas.shared && s.prefault == MR_PREFAULT_ON);
+    rt.xfers = TransferState{};
+    rt.xfers.sent_to.assign(static_cast<std::size_t>(rt.topo.nworkers), 0);
+    rt.xfers.taken_from.assign(static_cast<std::size_t>(rt.topo.nworkers), 0);
     return MR_OK;
   }
   SchedulerTuning tuning;
@@ -133,7 +137,7 @@ mr_status mr_finalize(void) {
   }
   if (!rt.on_owner_thread()) return finish("mr_finalize", rt.wrong_thread("mr_finalize"));
   if (rt.is_worker()) {
-    rt.transport->worker_barrier();
+    drain_transfers();
     rt.transport->send(rt.leaf, make_msg(op_done, static_cast<std::uint64_t>(rt.rank), 0));
   }
   rt.transport.reset();

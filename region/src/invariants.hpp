@@ -55,6 +55,29 @@
 //       cannot loop.
 //   S3  memory conservation: summed over all schedulers,
 //       free slabs + slabs held by pools == GAS slabs.
+//
+// Worker-to-worker transfers (transfers.cpp), deadlock-free by construction:
+//   X1  no transfer call waits for another worker to make a call. A send
+//       posts its header and bytes as non-blocking messages and returns
+//       (mr_send) or keeps a request (mr_isend); nothing is sent blocking.
+//   X2  every wait of a worker (mr_recv, mr_wait, mr_barrier as
+//       MPI_Ibarrier, mr_finalize) loops on progress(), which takes in every
+//       header that has arrived from any worker and posts the receives of
+//       its bytes into the GAS at once. A posted send therefore completes as
+//       soon as its receiver is in any library wait, so no cycle of workers
+//       waiting on each other's sends can form, whatever the sizes, the
+//       order of calls or the transfer mode (zero copy is the header alone).
+//   X3  per sender, headers are taken in the order sent and the receives of
+//       a transfer's bytes are posted before the next header from that
+//       sender is taken, so data messages (one tag) match their transfer.
+//   X4  an arrival whose extents overlap a send of this worker still in
+//       flight completes that send first (its receiver already took the
+//       bytes, it sent them back): no receive writes a buffer MPI may read.
+//   X5  mr_finalize: barrier (with progress), then the workers exchange how
+//       many transfers each sent to each other and progress until every
+//       one is taken and every send is complete; unclaimed ones are dropped.
+//   X6  MANYALLOC_REGION_FORCE_REMOTE=1: every rank is its own host (private
+//       GAS, host_of[r] == r), so one machine runs the multi-host path.
 // ---------------------------------------------------------------------------
 #pragma once
 

@@ -6,6 +6,7 @@
 #include <climits>
 #include <vector>
 #include <deque>
+#include <unordered_map>
 
 namespace manyalloc::region::detail {
 
@@ -41,6 +42,15 @@ struct MpiTransport::Impl {
     MPI_Request req;
   };
   std::deque<Pending> sends;
+  // Non-blocking transfer operations (start_send, start_recv).
+  struct Op {
+    std::vector<MPI_Request> reqs;
+    std::vector<std::uint64_t> header;  // a send's header, alive until sent
+    std::vector<char> scratch;          // a discarding receive's buffer
+  };
+  std::unordered_map<std::uint64_t, Op> ops;
+  std::uint64_t next_op = 0;
+  MPI_Request barrier = MPI_REQUEST_NULL;
 };
 
 MpiTransport::MpiTransport(bool is_worker) : impl_(std::make_unique<Impl>()) {
@@ -101,16 +111,6 @@ void MpiTransport::flush() {
   impl_->sends.clear();
 }
 
-void MpiTransport::send_header(int peer, std::span<const std::uint64_t> header) {
-  MPI_Send(header.data(), static_cast<int>(header.size()), MPI_UINT64_T, peer, tag_hdr, impl_->workers);
-}
-
-void MpiTransport::recv_header(int peer, std::vector<std::uint64_t>& out) {
-  MPI_Status st;
-  MPI_Probe(peer, tag_hdr, impl_->workers, &st);
-  recv_probed(st, tag_hdr, impl_->workers, out);
-}
-
 namespace {
 // How the bytes of a transfer travel. Both sides build the same plan from the
 // same extent list, so the messages match one to one, in order (same peer,
@@ -149,18 +149,18 @@ Plan make_plan(std::span<const Extent> extents) {
   return p;
 }
 
-// mode: 0 send, 1 receive in place, 2 receive into a scratch buffer.
-void run_plan(const Plan& p, int mode, int peer, int tag, MPI_Comm comm) {
-  std::vector<MPI_Request> reqs;
-  reqs.reserve(p.big.size() + 1);
-  MPI_Datatype small = MPI_DATATYPE_NULL;
-  std::vector<char> scratch;
-  if (mode == 2) {
-    std::uint64_t most = 0, small_total = 0;
-    for (const Extent& e : p.big) most = std::max(most, e.bytes);
-    for (int l : p.small_lens) small_total += static_cast<std::uint64_t>(l);
-    scratch.resize(std::max(most, small_total));
-  }
+// Posts the plan's messages into `reqs`: sends from the extents (mode 0),
+// receives into them (1), or receives into `scratch` (2: the receiver
+// rejected the extents; every piece at its own offset, so that all can be
+// posted at once). The hindexed type is freed at once (MPI keeps it alive
+// for the pending operation).
+void post_plan(const Plan& p, int mode, int peer, int tag, MPI_Comm comm, std::vector<MPI_Request>& reqs,
+               std::vector<char>& scratch) {
+  std::uint64_t small_total = 0, big_total = 0;
+  for (int l : p.small_lens) small_total += static_cast<std::uint64_t>(l);
+  for (const Extent& e : p.big) big_total += e.bytes;
+  if (mode == 2) scratch.resize(small_total + big_total);
+  std::uint64_t off = 0;
   auto post = [&](void* buf, int count, MPI_Datatype t) {
     reqs.emplace_back();
     if (mode == 0)
@@ -170,40 +170,75 @@ void run_plan(const Plan& p, int mode, int peer, int tag, MPI_Comm comm) {
   };
   if (!p.small_lens.empty()) {
     if (mode == 2) {
-      std::uint64_t total = 0;
-      for (int l : p.small_lens) total += static_cast<std::uint64_t>(l);
-      post(scratch.data(), static_cast<int>(total), MPI_BYTE);
+      post(scratch.data(), static_cast<int>(small_total), MPI_BYTE);
+      off = small_total;
     } else {
+      MPI_Datatype small = MPI_DATATYPE_NULL;
       MPI_Type_create_hindexed(static_cast<int>(p.small_lens.size()), p.small_lens.data(), p.small_displs.data(),
                                MPI_BYTE, &small);
       MPI_Type_commit(&small);
       post(MPI_BOTTOM, 1, small);
+      MPI_Type_free(&small);
     }
   }
   for (const Extent& e : p.big) {
-    // Scratch pieces are received one after another into the same buffer.
-    if (mode == 2) {
-      MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
-      reqs.clear();
-    }
-    post(mode == 2 ? static_cast<void*>(scratch.data()) : reinterpret_cast<void*>(e.addr), static_cast<int>(e.bytes),
-         MPI_BYTE);
+    void* buf = mode == 2 ? static_cast<void*>(scratch.data() + off) : reinterpret_cast<void*>(e.addr);
+    post(buf, static_cast<int>(e.bytes), MPI_BYTE);
+    off += e.bytes;
   }
-  MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
-  if (small != MPI_DATATYPE_NULL) MPI_Type_free(&small);
 }
 }  // namespace
 
-void MpiTransport::send_extents(int peer, std::span<const Extent> extents) {
-  if (!extents.empty()) run_plan(make_plan(extents), 0, peer, tag_data, impl_->workers);
+std::uint64_t MpiTransport::start_send(int peer, std::vector<std::uint64_t> header, std::span<const Extent> extents) {
+  const std::uint64_t id = ++impl_->next_op;
+  Impl::Op& op = impl_->ops[id];
+  op.header = std::move(header);
+  op.reqs.reserve(extents.size() + 2);
+  op.reqs.emplace_back();
+  MPI_Isend(op.header.data(), static_cast<int>(op.header.size()), MPI_UINT64_T, peer, tag_hdr, impl_->workers,
+            &op.reqs.back());
+  if (!extents.empty()) post_plan(make_plan(extents), 0, peer, tag_data, impl_->workers, op.reqs, op.scratch);
+  return id;
 }
 
-void MpiTransport::recv_extents(int peer, std::span<const Extent> extents) {
-  if (!extents.empty()) run_plan(make_plan(extents), 1, peer, tag_data, impl_->workers);
+int MpiTransport::try_recv_header(std::vector<std::uint64_t>& out) {
+  int flag = 0;
+  MPI_Status st;
+  MPI_Iprobe(MPI_ANY_SOURCE, tag_hdr, impl_->workers, &flag, &st);
+  if (!flag) return -1;
+  recv_probed(st, tag_hdr, impl_->workers, out);
+  return st.MPI_SOURCE;
 }
 
-void MpiTransport::discard_extents(int peer, std::span<const Extent> extents) {
-  if (!extents.empty()) run_plan(make_plan(extents), 2, peer, tag_data, impl_->workers);
+std::uint64_t MpiTransport::start_recv(int peer, std::span<const Extent> extents, bool discard) {
+  const std::uint64_t id = ++impl_->next_op;
+  Impl::Op& op = impl_->ops[id];
+  if (!extents.empty())
+    post_plan(make_plan(extents), discard ? 2 : 1, peer, tag_data, impl_->workers, op.reqs, op.scratch);
+  return id;
+}
+
+bool MpiTransport::test_op(std::uint64_t id) {
+  auto it = impl_->ops.find(id);
+  if (it == impl_->ops.end()) return true;
+  int done = 1;
+  if (!it->second.reqs.empty())
+    MPI_Testall(static_cast<int>(it->second.reqs.size()), it->second.reqs.data(), &done, MPI_STATUSES_IGNORE);
+  if (!done) return false;
+  impl_->ops.erase(it);
+  return true;
+}
+
+void MpiTransport::start_worker_barrier() { MPI_Ibarrier(impl_->workers, &impl_->barrier); }
+
+bool MpiTransport::test_worker_barrier() {
+  int done = 0;
+  MPI_Test(&impl_->barrier, &done, MPI_STATUS_IGNORE);
+  return done != 0;
+}
+
+void MpiTransport::exchange_counts(std::span<const std::uint64_t> to_each, std::span<std::uint64_t> from_each) {
+  MPI_Alltoall(to_each.data(), 1, MPI_UINT64_T, from_each.data(), 1, MPI_UINT64_T, impl_->workers);
 }
 
 void MpiTransport::worker_barrier() { MPI_Barrier(impl_->workers); }

@@ -29,11 +29,15 @@ class MpiTransport {
   void poll();
   void flush();
 
-  void send_header(int peer, std::span<const std::uint64_t> header);
-  void recv_header(int peer, std::vector<std::uint64_t>& out);
-  void send_extents(int peer, std::span<const Extent> extents);
-  void recv_extents(int peer, std::span<const Extent> extents);
-  void discard_extents(int peer, std::span<const Extent> extents);
+  // Non-blocking transfers (DataTransport): operations named by a nonzero
+  // id, completed by test_op (which forgets them once complete).
+  std::uint64_t start_send(int peer, std::vector<std::uint64_t> header, std::span<const Extent> extents);
+  int try_recv_header(std::vector<std::uint64_t>& out);
+  std::uint64_t start_recv(int peer, std::span<const Extent> extents, bool discard);
+  bool test_op(std::uint64_t op);
+  void start_worker_barrier();
+  bool test_worker_barrier();
+  void exchange_counts(std::span<const std::uint64_t> to_each, std::span<std::uint64_t> from_each);
   void worker_barrier();
   // The library's duplicate of MPI_COMM_WORLD as an opaque handle
   // (MPI_Comm*), for the collectives of mr_init (gas.cpp).

@@ -20,6 +20,8 @@ const env::Spec kOptionSpecs[opt_count] = {
      "global address space in whole MiB, 1 to 33554432 (default 65536)"},
     {"transfer", env::Kind::choice, 0, kTransferNames, "how mr_send moves data: auto (default) or copy"},
     {"prefault", env::Kind::choice, 0, kPrefaultNames, "map received pages in one call: on (default) or off"},
+    {"force_remote", env::Kind::flag, 0, nullptr,
+     "every pair of ranks as on different hosts (no shared memory, every transfer copies): 1 or 0 (default 0)"},
 };
 
 namespace {
@@ -171,6 +173,18 @@ bool resolve_settings(const mr_config* cfg, Settings& s, char* why, std::size_t 
 
   if (!choice(c.transfer, "transfer", opt_transfer, kTransferValues, kTransferMacros, &s.transfer, why, n)) return false;
   if (!choice(c.prefault, "prefault", opt_prefault, kPrefaultValues, kPrefaultMacros, &s.prefault, why, n)) return false;
+
+  {
+    const env::Value v = env::read(kOptionPrefix, kOptionSpecs[opt_force_remote]);
+    if (!v.valid) {
+      std::snprintf(why, n,
+                    "mr_init: MANYALLOC_REGION_FORCE_REMOTE=\"%s\": not a flag; allowed: 1, 0, on, off, yes, no, "
+                    "true, false (any case)",
+                    v.text);
+      return false;
+    }
+    s.force_remote = v.number != 0;
+  }
 
   if (c.load_threshold < 0) {
     std::snprintf(why, n, "mr_init: mr_config.load_threshold=%d: out of range; allowed: 0 (the default, 4) or more",

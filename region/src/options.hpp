@@ -18,7 +18,7 @@ namespace manyalloc::region::detail {
 inline constexpr const char* kOptionPrefix = "MANYALLOC_REGION_";
 
 // The environment table, in the order of Option.
-enum Option : int { opt_levels, opt_fanout, opt_gas_mib, opt_transfer, opt_prefault, opt_count };
+enum Option : int { opt_levels, opt_fanout, opt_gas_mib, opt_transfer, opt_prefault, opt_force_remote, opt_count };
 extern const env::Spec kOptionSpecs[opt_count];
 
 // Ranges (inclusive).
@@ -33,6 +33,10 @@ struct Settings {
   std::uint64_t gas_bytes = std::uint64_t{64} << 30;
   int transfer = MR_TRANSFER_AUTO;
   int prefault = MR_PREFAULT_ON;
+  // MANYALLOC_REGION_FORCE_REMOTE: every rank is a host of its own (no
+  // shared GAS object, every transfer copies), as on a cluster of one rank
+  // per host, so that one machine runs the multi-host path.
+  bool force_remote = false;
   // 0: the scheduler's default.
   std::uint64_t leaf_pages_hi = 0;
   std::uint64_t region_slabs_hi = 0;

@@ -13,6 +13,7 @@
 #include "prefault.hpp"
 #include "protocol.hpp"
 #include "topology.hpp"
+#include "transfers.hpp"
 
 namespace manyalloc::region::detail {
 
@@ -36,6 +37,7 @@ struct Runtime {
   std::uint64_t seq = 0;
   double sched_s = 0, worker_s = 0, barrier_s = 0;
   Prefaulter prefault;  // zero-copy receives map new pages in one call
+  TransferState xfers;  // transfers in flight (transfers.cpp)
 
   bool is_worker() const { return initialized && !topo.is_scheduler(rank); }
   // The calling thread is the one that called mr_init (one comparison: the
@@ -57,5 +59,9 @@ struct Runtime {
 
 Runtime& runtime();
 double now_seconds();
+// The first step of every worker call: the library is initialised, this is
+// the thread that may call, and this rank is a worker; else the error, with
+// its reason (worker.cpp).
+mr_status enter(const char* call);
 
 }  // namespace manyalloc::region::detail

@@ -44,26 +44,38 @@ concept ControlTransport = requires(T& t, const T& ct, int peer, Message msg, Me
 };
 
 template <class T>
-concept DataTransport = requires(T& t, int peer, std::span<const std::uint64_t> header,
-                                 std::vector<std::uint64_t>& header_out, std::span<const Extent> extents) {
-  // Worker-to-worker transfer ([Lyberis2012] Figure 1 sys_send / sys_recv): `peer` is a
-  // worker index. The header names the regions/objects; the extents are
-  // absolute GAS addresses that are valid (mapped) on both sides. A
-  // zero-copy transfer (peers sharing the host's GAS object) is the header
-  // alone; the worker code decides that, the transport is not asked. Blocking:
-  // two workers must not both send large transfers to each other first.
-  t.send_header(peer, header);
-  t.recv_header(peer, header_out);
-  // The extents' bytes go straight from the sender's GAS into the same
-  // addresses on the receiver (no staging buffers in this library); the
-  // receiver passes the extent list the header gave it.
-  t.send_extents(peer, extents);
-  t.recv_extents(peer, extents);
-  // Receives and drops what send_extents sent (the receiver rejected the
-  // extents), so that no message is left to match a later transfer.
-  t.discard_extents(peer, extents);
-  // Barrier among workers only (sys_barrier).
+concept DataTransport = requires(T& t, int peer, std::vector<std::uint64_t> header,
+                                 std::vector<std::uint64_t>& header_out, std::span<const Extent> extents,
+                                 std::uint64_t op, std::span<const std::uint64_t> counts,
+                                 std::span<std::uint64_t> counts_out) {
+  // Worker-to-worker transfers ([Lyberis2012] Figure 1 sys_send / sys_recv),
+  // all non-blocking: `peer` is a worker index. The header names the
+  // regions/objects; the extents are absolute GAS addresses that are valid
+  // (mapped) on both sides. A zero-copy transfer (peers sharing the host's
+  // GAS object) is the header alone (no extents given); the worker code
+  // decides that, the transport is not asked. Nothing here waits for the
+  // peer (invariants.hpp, X1): the worker's progress loop completes them.
+  //
+  // Posts the header and then the extents' bytes, straight from the GAS (no
+  // staging buffers in this library); returns the operation's id (nonzero).
+  { t.start_send(peer, std::move(header), extents) } -> std::same_as<std::uint64_t>;
+  // Takes the next header from any worker; returns its worker index, or -1
+  // when none has arrived.
+  { t.try_recv_header(header_out) } -> std::same_as<int>;
+  // Posts the receives of the bytes that `peer`'s header announced: into the
+  // same addresses, or (discard) into a scratch buffer that is dropped, so
+  // that no message is left to match a later transfer. Must be called for a
+  // header before the next header from the same peer is taken (the data
+  // messages then match in order).
+  { t.start_recv(peer, extents, true) } -> std::same_as<std::uint64_t>;
+  // True once the operation is complete (it is then forgotten).
+  { t.test_op(op) } -> std::same_as<bool>;
+  // Barrier among workers only (sys_barrier), blocking and non-blocking.
   t.worker_barrier();
+  t.start_worker_barrier();
+  { t.test_worker_barrier() } -> std::same_as<bool>;
+  // Collective among workers: counts[i] to worker i, counts_out[i] from it.
+  t.exchange_counts(counts, counts_out);
 };
 
 }  // namespace manyalloc::region::detail

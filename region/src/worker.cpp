@@ -1,6 +1,6 @@
 // Worker side of the [Lyberis2012] Figure 1 API: every call becomes a request to the
-// worker's leaf scheduler ([Lyberis2012] section 2); send/recv pack regions into
-// (address, size) lists and move the bytes with one MPI message each.
+// worker's leaf scheduler ([Lyberis2012] section 2). Transfers between workers
+// (send/recv, their non-blocking forms, barrier) are in transfers.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -33,11 +33,6 @@ Message Runtime::rpc(Message req) {
   return rep;
 }
 
-namespace {
-mr_status status_of(const Message& m) { return static_cast<mr_status>(m[w_status]); }
-
-// The first step of every worker call: the library is initialised and this
-// rank is a worker; else the init or scheduler error, with its reason.
 mr_status enter(const char* call) {
   const Runtime& rt = runtime();
   if (!rt.initialized) return rt.not_initialized(call);
@@ -47,6 +42,9 @@ mr_status enter(const char* call) {
                 call, rt.rank, rt.topo.nsched - 1);
   return MR_OK;
 }
+
+namespace {
+mr_status status_of(const Message& m) { return static_cast<mr_status>(m[w_status]); }
 
 // Object size / owner for mr_realloc.
 mr_status object_info(void* p, std::uint64_t* size, std::uint64_t* region) {
@@ -114,113 +112,6 @@ mr_status realloc_object(void* old_ptr, size_t new_size, mr_rid_t new_region, vo
   return MR_OK;
 }
 
-// Header of a transfer: [status, nregions, nobjects, nextents, flags,
-//                        region ids..., object addresses..., (addr, bytes)...]
-// flags bit 0 (hdr_zero_copy): the peer shares this host's GAS object, no
-// bytes follow; otherwise the extents' bytes follow (MpiTransport::send_extents).
-constexpr std::uint64_t hdr_words_xfer = 5;
-constexpr std::uint64_t hdr_zero_copy = 1;
-
-mr_status send_regions(int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects, int num_objects) {
-  Runtime& rt = runtime();
-  if (mr_status s = enter("mr_send"); s != MR_OK) return s;
-  if (peer_worker < 0 || peer_worker >= rt.topo.nworkers || peer_worker == rt.topo.worker_index(rt.rank) ||
-      num_regions < 0 || num_objects < 0 || (num_regions > 0 && regions == nullptr) ||
-      (num_objects > 0 && objects == nullptr))
-    return MR_ERR_BAD_ARGUMENT;
-  mr_status status = MR_OK;
-  std::vector<Extent> extents;
-  if (num_regions > 0 || num_objects > 0) {
-    // One request for everything: the schedulers pack the regions (4.3),
-    // look up the objects' sizes, and return the extents sorted and
-    // coalesced (objects inside the regions merge into them).
-    Message req = make_msg(op_pack, 0, 0, {static_cast<std::uint64_t>(num_regions)});
-    req.insert(req.end(), regions, regions + num_regions);
-    for (int i = 0; i < num_objects; ++i) req.push_back(reinterpret_cast<std::uint64_t>(objects[i]));
-    Message r = rt.rpc(std::move(req));
-    status = status_of(r);
-    if (status == MR_OK)
-      for (std::size_t i = hdr_words; i + 1 < r.size(); i += 2) extents.push_back({r[i], r[i + 1]});
-  }
-  const double t0 = now_seconds();
-  const bool zero_copy = rt.zero_copy_with(rt.topo.worker_rank(peer_worker));
-  std::vector<std::uint64_t> hdr{status, static_cast<std::uint64_t>(num_regions),
-                                 static_cast<std::uint64_t>(num_objects), extents.size(),
-                                 zero_copy ? hdr_zero_copy : 0};
-  hdr.insert(hdr.end(), regions, regions + num_regions);
-  for (int i = 0; i < num_objects; ++i) hdr.push_back(reinterpret_cast<std::uint64_t>(objects[i]));
-  for (const Extent& e : extents) {
-    hdr.push_back(e.addr);
-    hdr.push_back(e.bytes);
-  }
-  // Zero copy: the header is the whole transfer. The MPI message orders
-  // this rank's earlier writes before the receiver's reads, and ownership
-  // passes with it (region.h, mr_send).
-  rt.transport->send_header(peer_worker, hdr);
-  if (status == MR_OK && !zero_copy) rt.transport->send_extents(peer_worker, extents);
-  // What this worker sends it has almost always written, so its pages are
-  // mapped here: when they come back, mr_recv has nothing to prefault.
-  if (status == MR_OK && zero_copy) rt.prefault.note_mapped(extents);
-  rt.worker_s += now_seconds() - t0;
-  return status;
-}
-
-mr_status recv_regions(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions, void** objects,
-                  int max_objects, int* num_objects) {
-  Runtime& rt = runtime();
-  if (mr_status s = enter("mr_recv"); s != MR_OK) return s;
-  if (peer_worker < 0 || peer_worker >= rt.topo.nworkers || peer_worker == rt.topo.worker_index(rt.rank))
-    return MR_ERR_BAD_ARGUMENT;
-  const double t0 = now_seconds();
-  std::vector<std::uint64_t> hdr;
-  rt.transport->recv_header(peer_worker, hdr);
-  const auto status = static_cast<mr_status>(hdr[0]);
-  const std::uint64_t nr = hdr[1], no = hdr[2], ne = hdr[3];
-  const bool zero_copy = (hdr[4] & hdr_zero_copy) != 0;
-  std::vector<Extent> extents(ne);
-  const std::size_t er = hdr_words_xfer + nr + no;
-  bool in_gas = true;
-  for (std::uint64_t i = 0; i < ne; ++i) {
-    extents[i] = {hdr[er + 2 * i], hdr[er + 2 * i + 1]};
-    in_gas = in_gas && extents[i].addr >= rt.gas.base && extents[i].addr + extents[i].bytes <= rt.gas.base + rt.gas.bytes;
-  }
-  // Both sides derive the mode from the same host table (GasMapping); a
-  // zero-copy header from a peer that does not share our memory would mean
-  // the data is not here.
-  const bool mode_ok = zero_copy == rt.zero_copy_with(rt.topo.worker_rank(peer_worker));
-  // The sender sends the bytes whenever its status is ok and it did not
-  // choose zero copy: receive them even when we reject the extents, so the
-  // message does not stay behind to be matched by a later transfer.
-  if (status == MR_OK && !zero_copy) {
-    if (in_gas)
-      rt.transport->recv_extents(peer_worker, extents);
-    else
-      rt.transport->discard_extents(peer_worker, extents);
-  }
-  if (status == MR_OK && zero_copy && in_gas && mode_ok) rt.prefault.populate(extents);
-  rt.worker_s += now_seconds() - t0;
-  if (status != MR_OK) return status;
-  if (!in_gas || !mode_ok) return MR_ERR_INVALID_POINTER;
-  if (num_regions != nullptr) *num_regions = static_cast<int>(nr);
-  if (num_objects != nullptr) *num_objects = static_cast<int>(no);
-  for (std::uint64_t i = 0; i < nr && i < static_cast<std::uint64_t>(std::max(max_regions, 0)); ++i)
-    if (regions != nullptr) regions[i] = hdr[hdr_words_xfer + i];
-  for (std::uint64_t i = 0; i < no && i < static_cast<std::uint64_t>(std::max(max_objects, 0)); ++i)
-    if (objects != nullptr) objects[i] = reinterpret_cast<void*>(hdr[hdr_words_xfer + nr + i]);
-  if (nr > static_cast<std::uint64_t>(std::max(max_regions, 0)) || no > static_cast<std::uint64_t>(std::max(max_objects, 0)))
-    return MR_ERR_TRUNCATED;
-  return MR_OK;
-}
-
-mr_status barrier(void) {
-  Runtime& rt = runtime();
-  if (mr_status s = enter("mr_barrier"); s != MR_OK) return s;
-  const double t0 = now_seconds();
-  rt.transport->worker_barrier();
-  rt.barrier_s += now_seconds() - t0;
-  return MR_OK;
-}
-
 mr_status sched_stats_get(int scheduler, mr_sched_stats* out) {
   Runtime& rt = runtime();
   if (mr_status s = enter("mr_sched_stats_get"); s != MR_OK) return s;
@@ -254,14 +145,6 @@ mr_status mr_free(void* ptr) { return finish("mr_free", free_object(ptr)); }
 mr_status mr_realloc(void* old_ptr, size_t new_size, mr_rid_t new_region, void** out) {
   return finish("mr_realloc", realloc_object(old_ptr, new_size, new_region, out));
 }
-mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects, int num_objects) {
-  return finish("mr_send", send_regions(peer_worker, regions, num_regions, objects, num_objects));
-}
-mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions, void** objects,
-                  int max_objects, int* num_objects) {
-  return finish("mr_recv", recv_regions(peer_worker, regions, max_regions, num_regions, objects, max_objects, num_objects));
-}
-mr_status mr_barrier(void) { return finish("mr_barrier", barrier()); }
 mr_status mr_sched_stats_get(int scheduler, mr_sched_stats* out) {
   return finish("mr_sched_stats_get", sched_stats_get(scheduler, out));
 }

@@ -14,7 +14,8 @@ namespace rd = manyalloc::region::detail;
 namespace {
 
 constexpr const char* kVars[] = {"MANYALLOC_REGION_LEVELS", "MANYALLOC_REGION_FANOUT", "MANYALLOC_REGION_GAS_MIB",
-                                 "MANYALLOC_REGION_TRANSFER", "MANYALLOC_REGION_PREFAULT"};
+                                 "MANYALLOC_REGION_TRANSFER", "MANYALLOC_REGION_PREFAULT",
+                                 "MANYALLOC_REGION_FORCE_REMOTE"};
 
 class Options : public ::testing::Test {
  protected:
@@ -99,6 +100,8 @@ TEST_F(Options, MalformedOrOutOfRangeVariablesAreRefused) {
       {"MANYALLOC_REGION_GAS_MIB", "18446744073709551617", "out of range"},
       {"MANYALLOC_REGION_TRANSFER", "zero-copy", "not one of the names"},
       {"MANYALLOC_REGION_PREFAULT", "1", "not one of the names"},
+      {"MANYALLOC_REGION_FORCE_REMOTE", "2", "not a flag"},
+      {"MANYALLOC_REGION_FORCE_REMOTE", "remote", "not a flag"},
   };
   for (const Bad& b : cases) {
     SetUp();
@@ -124,6 +127,25 @@ TEST_F(Options, TheMessageSaysWhatIsAllowed) {
   SetUp();
   setenv("MANYALLOC_REGION_TRANSFER", "zero-copy", 1);
   EXPECT_EQ(resolve(), "mr_init: MANYALLOC_REGION_TRANSFER=\"zero-copy\": not one of the names; allowed: auto, copy (any case)");
+}
+
+TEST_F(Options, ForceRemote) {
+  EXPECT_EQ(resolve(), "");
+  EXPECT_FALSE(s.force_remote);
+  for (const char* on : {"1", "on", "YES", "true"}) {
+    SetUp();
+    setenv("MANYALLOC_REGION_FORCE_REMOTE", on, 1);
+    EXPECT_EQ(resolve(), "") << on;
+    EXPECT_TRUE(s.force_remote) << on;
+  }
+  SetUp();
+  setenv("MANYALLOC_REGION_FORCE_REMOTE", "0", 1);
+  EXPECT_EQ(resolve(), "");
+  EXPECT_FALSE(s.force_remote);
+  SetUp();
+  setenv("MANYALLOC_REGION_FORCE_REMOTE", "2", 1);
+  EXPECT_EQ(resolve(), "mr_init: MANYALLOC_REGION_FORCE_REMOTE=\"2\": not a flag; allowed: 1, 0, on, off, yes, no, true, "
+                       "false (any case)");
 }
 
 TEST_F(Options, ConfigFieldsOverrideTheEnvironment) {

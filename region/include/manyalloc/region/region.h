@@ -49,9 +49,12 @@ typedef enum mr_status {
   MR_ERR_TRUNCATED = 7,        /* mr_recv: more regions/objects than room */
   MR_ERR_NOT_INITIALIZED = 8,  /* call before mr_init, after a failed mr_init
                                   or after mr_finalize */
-  MR_ERR_THREAD = 9            /* call from a thread other than the one that
+  MR_ERR_THREAD = 9,           /* call from a thread other than the one that
                                   called mr_init (the library is funnelled:
                                   mr_last_error() names the thread) */
+  MR_ERR_BAD_REQUEST = 10      /* mr_wait/mr_test: not a pending request (never
+                                  issued, MR_REQUEST_NULL, or already completed
+                                  by mr_wait/mr_test) */
 } mr_status;
 
 /* How mr_send moves data (mr_config.transfer, MANYALLOC_REGION_TRANSFER):
@@ -145,28 +148,73 @@ mr_status mr_realloc(void* old_ptr, size_t new_size, mr_rid_t new_region, void**
 /* n objects of `size` in one request. */
 mr_status mr_balloc(size_t size, mr_rid_t region, int n, void** objects);
 
-/* Communication (blocking). The receiver gets the data at the same
- * addresses; regions are sent with their sub-regions. Two workers must not
- * both mr_send to each other before receiving (order the pair).
+/* Communication. The receiver gets the data at the same addresses;
+ * regions are sent with their sub-regions.
+ *
+ * Sends never wait for the receiver (region/README.md): mr_send returns once
+ * the transfer is posted, whatever its size, transfer mode or the peer's
+ * state, so any order of sends and receives between workers works (both
+ * sending first included) and behaves alike in both transfer modes and
+ * across hosts. The bytes of a copying send are read from region memory
+ * until the receiver's library has taken them; every blocking call of the
+ * library (mr_recv, mr_wait, mr_barrier, mr_finalize) takes in the
+ * transfers that arrive meanwhile, straight into their addresses, and keeps
+ * them for the mr_recv/mr_irecv that asks for them. A transfer that no
+ * receive asks for by mr_finalize is dropped there.
  *
  * Ownership (as in Myrmics, where a send hands the data to the receiving
  * task): after mr_send returns, the sent regions and objects belong to the
- * receiver. The sender must not write them, nor read them while the receiver
- * may write them, until it receives them back (or another synchronisation,
- * such as mr_barrier after the receiver is done, hands them back). With zero
- * copy (mr_zero_copy) sender and receiver see the very same bytes, so a
- * write by the sender after the send is seen by the receiver, and vice
- * versa; with copies the sender's writes are lost. Read-only sharing is
- * allowed: the same regions may be sent to several workers that all only
- * read them (the sender too) until a barrier. Everything the sender wrote
- * before mr_send is visible to the receiver after mr_recv returns. */
+ * receiver. The sender must not write them (nor free them), nor read them
+ * while the receiver may write them, until it receives them back (or another
+ * synchronisation, such as mr_barrier after the receiver is done, hands them
+ * back). With zero copy (mr_zero_copy) sender and receiver see the very same
+ * bytes, so a write by the sender after the send is seen by the receiver,
+ * and vice versa; with copies the sender's writes may or may not travel.
+ * Read-only sharing is allowed: the same regions may be sent to several
+ * workers that all only read them (the sender too) until a barrier.
+ * Everything the sender wrote before mr_send is visible to the receiver
+ * after mr_recv returns. */
 mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions,
                   void* const* objects, int num_objects);
-/* Receives what the peer sent; the region ids and object pointers are
- * stored into regions/objects (either may be NULL with max 0) and their
- * counts into *num_regions / *num_objects (may be NULL). */
+/* Receives the next transfer from peer_worker (or from any worker:
+ * MR_ANY_WORKER; mr_recv_any also says which); the region ids and object
+ * pointers are stored into regions/objects (either may be NULL with max 0)
+ * and their counts into *num_regions / *num_objects (may be NULL).
+ * Transfers from one worker arrive in the order it sent them. */
 mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions,
                   void** objects, int max_objects, int* num_objects);
+enum { MR_ANY_WORKER = -1 };
+mr_status mr_recv_any(int* source, mr_rid_t* regions, int max_regions, int* num_regions,
+                      void** objects, int max_objects, int* num_objects);
+
+/* Non-blocking transfers. A request handle names one pending mr_isend or
+ * mr_irecv until mr_wait, or an mr_test that finds it complete, retires it
+ * (and sets the handle to MR_REQUEST_NULL); waiting on or testing a handle
+ * that is not pending (MR_REQUEST_NULL, never issued, already retired) is
+ * MR_ERR_BAD_REQUEST.
+ *   mr_isend: as mr_send (the scheduler request that packs the regions is
+ *     made at once); the request completes when the receiver's library has
+ *     taken the bytes (at once for zero copy, where only the header travels).
+ *     A send that fails (bad region, pointer) returns the error, tells the
+ *     receiver, and gives MR_REQUEST_NULL.
+ *   mr_irecv: the outputs (as for mr_recv; `source` gets the sender's worker
+ *     id, may be NULL) are written when the request completes; the status of
+ *     the transfer (MR_OK, MR_ERR_TRUNCATED, the sender's error) is what
+ *     mr_wait / mr_test return for it. Receives from one peer (or any) are
+ *     matched to transfers in the order they were posted.
+ * mr_wait blocks until the request completes, taking in arriving transfers
+ * meanwhile; mr_test sets *done (1 or 0) and never blocks. Pending requests
+ * at mr_finalize are dropped. */
+typedef uint64_t mr_request_t;
+enum { MR_REQUEST_NULL = 0 };
+mr_status mr_isend(int peer_worker, const mr_rid_t* regions, int num_regions,
+                   void* const* objects, int num_objects, mr_request_t* request);
+mr_status mr_irecv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions,
+                   void** objects, int max_objects, int* num_objects, int* source,
+                   mr_request_t* request);
+mr_status mr_wait(mr_request_t* request);
+mr_status mr_test(mr_request_t* request, int* done);
+/* Barrier among the workers; transfers that arrive meanwhile are taken in. */
 mr_status mr_barrier(void);
 /* 1 when mr_send to this worker moves no bytes (both on one host sharing
  * the global address space object: MR_TRANSFER_AUTO), 0 when it copies. */

@@ -1,0 +1,384 @@
+// Worker-to-worker transfers ([Lyberis2012] Figure 1 sys_send / sys_recv) and
+// their non-blocking forms. The rule (invariants.hpp, X1): nothing a worker
+// does in a transfer waits for another worker to make a call. Sends post
+// the header and the bytes as non-blocking messages and return; every wait
+// of the library (mr_recv, mr_wait, mr_barrier, mr_finalize) runs
+// progress(), which takes in every header that has arrived, from any
+// worker, and posts the receives of its bytes straight into the GAS at
+// once. A posted send therefore completes as soon as its receiver is inside
+// any library wait, whatever the sizes and the order of the calls.
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "last_error.hpp"
+#include "manyalloc/region/region.h"
+#include "runtime.hpp"
+
+namespace manyalloc::region::detail {
+
+namespace {
+
+// Header of a transfer: [status, nregions, nobjects, nextents, flags,
+//                        region ids..., object addresses..., (addr, bytes)...]
+// flags bit 0 (hdr_zero_copy): the peer shares this host's GAS object, no
+// bytes follow; otherwise the extents' bytes follow (MpiTransport::start_send).
+constexpr std::uint64_t hdr_words_xfer = 5;
+constexpr std::uint64_t hdr_zero_copy = 1;
+
+mr_status status_of(const Message& m) { return static_cast<mr_status>(m[w_status]); }
+
+bool overlap(const std::vector<Extent>& a, const std::vector<Extent>& b) {
+  for (const Extent& x : a)
+    for (const Extent& y : b)
+      if (x.addr < y.addr + y.bytes && y.addr < x.addr + x.bytes) return true;
+  return false;
+}
+
+void complete_out(TransferState& ts, std::list<TransferState::Out>::iterator it) {
+  if (it->req != 0) {
+    auto r = ts.reqs.find(it->req);
+    if (r != ts.reqs.end()) r->second.done = true;
+  }
+  ts.outs.erase(it);
+}
+
+// A header arrived from `peer`: note it and post the receives of its bytes.
+void accept(Runtime& rt, TransferState& ts, int peer, std::vector<std::uint64_t>&& hdr) {
+  TransferState::In in;
+  in.peer = peer;
+  in.hdr = std::move(hdr);
+  ++ts.taken_from[static_cast<std::size_t>(peer)];
+  const std::vector<std::uint64_t>& h = in.hdr;
+  const auto status = static_cast<mr_status>(h[0]);
+  const std::uint64_t nr = h[1], no = h[2], ne = h[3];
+  in.zero_copy = (h[4] & hdr_zero_copy) != 0;
+  const std::size_t er = hdr_words_xfer + nr + no;
+  in.extents.resize(ne);
+  for (std::uint64_t i = 0; i < ne; ++i) {
+    in.extents[i] = {h[er + 2 * i], h[er + 2 * i + 1]};
+    in.in_gas = in.in_gas && in.extents[i].addr >= rt.gas.base &&
+                in.extents[i].addr + in.extents[i].bytes <= rt.gas.base + rt.gas.bytes;
+  }
+  // Both sides derive the mode from the same host table (GasMapping); a
+  // zero-copy header from a peer that does not share our memory would mean
+  // the data is not here.
+  in.mode_ok = in.zero_copy == rt.zero_copy_with(rt.topo.worker_rank(peer));
+  // The sender sends the bytes whenever its status is ok and it did not
+  // choose zero copy: receive them even when we reject the extents, so the
+  // messages do not stay behind to be matched by a later transfer.
+  if (status == MR_OK && !in.zero_copy && !in.extents.empty()) {
+    // Regions coming back to this worker while its own send of them is
+    // still in flight (MPI has not reported that send complete): finish
+    // that send first, so that no receive writes a buffer MPI may still
+    // read. The peer has taken those bytes (it owned them to send them
+    // back), so this needs no call of any other worker.
+    for (auto it = ts.outs.begin(); it != ts.outs.end();) {
+      auto cur = it++;
+      if (!overlap(cur->extents, in.extents)) continue;
+      while (!rt.transport->test_op(cur->op)) {
+      }
+      complete_out(ts, cur);
+    }
+    in.op = rt.transport->start_recv(peer, in.extents, !in.in_gas);
+  } else {
+    in.done = true;
+  }
+  ts.ins.push_back(std::move(in));
+}
+
+// Writes a completed receive's outputs; its status.
+mr_status deliver(Runtime& rt, TransferState::Req& q, const TransferState::In& in) {
+  if (q.source_out != nullptr) *q.source_out = in.peer;
+  const std::vector<std::uint64_t>& h = in.hdr;
+  const auto status = static_cast<mr_status>(h[0]);
+  // No fail() here: progress() runs inside other calls, whose last error
+  // this must not touch; mr_wait/mr_recv's finish() names the code.
+  if (status != MR_OK) return status;
+  if (!in.in_gas || !in.mode_ok) return MR_ERR_INVALID_POINTER;
+  if (in.zero_copy) rt.prefault.populate(in.extents);
+  const std::uint64_t nr = h[1], no = h[2];
+  if (q.num_regions != nullptr) *q.num_regions = static_cast<int>(nr);
+  if (q.num_objects != nullptr) *q.num_objects = static_cast<int>(no);
+  const auto max_r = static_cast<std::uint64_t>(std::max(q.max_regions, 0));
+  const auto max_o = static_cast<std::uint64_t>(std::max(q.max_objects, 0));
+  for (std::uint64_t i = 0; i < nr && i < max_r; ++i)
+    if (q.regions != nullptr) q.regions[i] = h[hdr_words_xfer + i];
+  for (std::uint64_t i = 0; i < no && i < max_o; ++i)
+    if (q.objects != nullptr) q.objects[i] = reinterpret_cast<void*>(h[hdr_words_xfer + nr + i]);
+  if (nr > max_r || no > max_o) return MR_ERR_TRUNCATED;
+  return MR_OK;
+}
+
+// One round of progress: sends that completed, headers that arrived,
+// bytes that came in, receive requests matched and completed. Never blocks
+// on another worker. True when anything moved.
+bool progress() {
+  Runtime& rt = runtime();
+  TransferState& ts = rt.xfers;
+  bool moved = false;
+  for (auto it = ts.outs.begin(); it != ts.outs.end();) {
+    auto cur = it++;
+    if (rt.transport->test_op(cur->op)) {
+      complete_out(ts, cur);
+      moved = true;
+    }
+  }
+  std::vector<std::uint64_t> hdr;
+  for (int peer; (peer = rt.transport->try_recv_header(hdr)) >= 0;) {
+    accept(rt, ts, peer, std::move(hdr));
+    hdr.clear();
+    moved = true;
+  }
+  for (TransferState::In& in : ts.ins)
+    if (!in.done && rt.transport->test_op(in.op)) in.done = moved = true;
+  // Receive requests in posting order take the earliest unclaimed arrival
+  // from their source; a matched one completes when its bytes are in.
+  for (auto& [id, q] : ts.reqs) {
+    if (q.send || q.done) continue;
+    if (!q.matched) {
+      for (auto in = ts.ins.begin(); in != ts.ins.end(); ++in)
+        if (!in->claimed && (q.source == MR_ANY_WORKER || q.source == in->peer)) {
+          in->claimed = q.matched = true;
+          q.in = in;
+          break;
+        }
+    }
+    if (q.matched && q.in->done) {
+      q.result = deliver(rt, q, *q.in);
+      q.done = moved = true;
+      ts.ins.erase(q.in);
+    }
+  }
+  return moved;
+}
+
+// Spins on progress() until `ready`; yields the core when nothing moved
+// (ranks share cores when oversubscribed).
+template <class F>
+void progress_until(F ready) {
+  while (!ready())
+    if (!progress()) sched_yield();
+}
+
+mr_status check_peer(const char* call, int peer_worker, bool any_ok) {
+  const Runtime& rt = runtime();
+  if (any_ok && peer_worker == MR_ANY_WORKER) return MR_OK;
+  if (peer_worker < 0 || peer_worker >= rt.topo.nworkers || peer_worker == rt.topo.worker_index(rt.rank))
+    return fail(MR_ERR_BAD_ARGUMENT, "%s: peer worker %d is not another worker (workers are 0 to %d, this is %d%s)",
+                call, peer_worker, rt.topo.nworkers - 1, rt.topo.worker_index(rt.rank),
+                any_ok ? "; MR_ANY_WORKER receives from any" : "");
+  return MR_OK;
+}
+
+mr_status post_send(const char* call, int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects,
+                    int num_objects, mr_request_t* request) {
+  Runtime& rt = runtime();
+  if (mr_status s = enter(call); s != MR_OK) return s;
+  if (mr_status s = check_peer(call, peer_worker, false); s != MR_OK) return s;
+  if (num_regions < 0 || num_objects < 0 || (num_regions > 0 && regions == nullptr) ||
+      (num_objects > 0 && objects == nullptr))
+    return MR_ERR_BAD_ARGUMENT;
+  mr_status status = MR_OK;
+  std::vector<Extent> extents;
+  if (num_regions > 0 || num_objects > 0) {
+    // One request for everything: the schedulers pack the regions (4.3),
+    // look up the objects' sizes, and return the extents sorted and
+    // coalesced (objects inside the regions merge into them).
+    Message req = make_msg(op_pack, 0, 0, {static_cast<std::uint64_t>(num_regions)});
+    req.insert(req.end(), regions, regions + num_regions);
+    for (int i = 0; i < num_objects; ++i) req.push_back(reinterpret_cast<std::uint64_t>(objects[i]));
+    Message r = rt.rpc(std::move(req));
+    status = status_of(r);
+    if (status == MR_OK)
+      for (std::size_t i = hdr_words; i + 1 < r.size(); i += 2) extents.push_back({r[i], r[i + 1]});
+  }
+  const double t0 = now_seconds();
+  const bool zero_copy = rt.zero_copy_with(rt.topo.worker_rank(peer_worker));
+  std::vector<std::uint64_t> hdr{status, static_cast<std::uint64_t>(num_regions),
+                                 static_cast<std::uint64_t>(num_objects), extents.size(),
+                                 zero_copy ? hdr_zero_copy : 0};
+  hdr.insert(hdr.end(), regions, regions + num_regions);
+  for (int i = 0; i < num_objects; ++i) hdr.push_back(reinterpret_cast<std::uint64_t>(objects[i]));
+  for (const Extent& e : extents) {
+    hdr.push_back(e.addr);
+    hdr.push_back(e.bytes);
+  }
+  // Zero copy: the header is the whole transfer. The MPI message orders
+  // this rank's earlier writes before the receiver's reads, and ownership
+  // passes with it (region.h, mr_send). A failed pack still sends the
+  // header, so that the receiver gets the error.
+  const bool bytes = status == MR_OK && !zero_copy;
+  TransferState& ts = rt.xfers;
+  TransferState::Out out;
+  out.op = rt.transport->start_send(peer_worker, std::move(hdr), bytes ? std::span<const Extent>(extents)
+                                                                       : std::span<const Extent>());
+  if (bytes) out.extents = std::move(extents);
+  ++ts.sent_to[static_cast<std::size_t>(peer_worker)];
+  // What this worker sends it has almost always written, so its pages are
+  // mapped here: when they come back, mr_recv has nothing to prefault.
+  if (status == MR_OK && zero_copy) rt.prefault.note_mapped(extents);
+  if (request != nullptr) *request = MR_REQUEST_NULL;
+  if (status == MR_OK && request != nullptr) {
+    out.req = ++ts.next_req;
+    TransferState::Req q;
+    q.send = true;
+    ts.reqs.emplace(out.req, q);
+    *request = out.req;
+  }
+  ts.outs.push_back(std::move(out));
+  progress();
+  rt.worker_s += now_seconds() - t0;
+  return status;
+}
+
+mr_status post_recv(const char* call, int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions,
+                    void** objects, int max_objects, int* num_objects, int* source, mr_request_t* request) {
+  Runtime& rt = runtime();
+  if (mr_status s = enter(call); s != MR_OK) return s;
+  if (request == nullptr) return MR_ERR_BAD_ARGUMENT;
+  *request = MR_REQUEST_NULL;
+  if (mr_status s = check_peer(call, peer_worker, true); s != MR_OK) return s;
+  TransferState& ts = rt.xfers;
+  TransferState::Req q;
+  q.source = peer_worker;
+  q.regions = regions;
+  q.max_regions = max_regions;
+  q.num_regions = num_regions;
+  q.objects = objects;
+  q.max_objects = max_objects;
+  q.num_objects = num_objects;
+  q.source_out = source;
+  *request = ++ts.next_req;
+  ts.reqs.emplace(*request, q);
+  return MR_OK;
+}
+
+// The request named by *request, or MR_ERR_BAD_REQUEST.
+mr_status find_request(const char* call, const mr_request_t* request, std::map<std::uint64_t, TransferState::Req>::iterator* it) {
+  if (request == nullptr) return fail(MR_ERR_BAD_ARGUMENT, "%s: the request pointer is NULL", call);
+  TransferState& ts = runtime().xfers;
+  if (*request == MR_REQUEST_NULL)
+    return fail(MR_ERR_BAD_REQUEST, "%s: the request is MR_REQUEST_NULL (already completed by mr_wait/mr_test, or "
+                                    "from a call that failed)", call);
+  *it = ts.reqs.find(*request);
+  if (*it == ts.reqs.end())
+    return fail(MR_ERR_BAD_REQUEST, "%s: request %llu is not pending (never issued, or already completed by "
+                                    "mr_wait/mr_test)", call, static_cast<unsigned long long>(*request));
+  return MR_OK;
+}
+
+mr_status retire(mr_request_t* request, std::map<std::uint64_t, TransferState::Req>::iterator it) {
+  const mr_status s = it->second.result;
+  runtime().xfers.reqs.erase(it);
+  *request = MR_REQUEST_NULL;
+  return s;
+}
+
+mr_status wait_request(mr_request_t* request) {
+  if (mr_status s = enter("mr_wait"); s != MR_OK) return s;
+  std::map<std::uint64_t, TransferState::Req>::iterator it;
+  if (mr_status s = find_request("mr_wait", request, &it); s != MR_OK) return s;
+  const double t0 = now_seconds();
+  progress_until([&] { return it->second.done; });
+  runtime().worker_s += now_seconds() - t0;
+  return retire(request, it);
+}
+
+mr_status test_request(mr_request_t* request, int* done) {
+  if (mr_status s = enter("mr_test"); s != MR_OK) return s;
+  if (done == nullptr) return fail(MR_ERR_BAD_ARGUMENT, "mr_test: done is NULL");
+  *done = 0;
+  std::map<std::uint64_t, TransferState::Req>::iterator it;
+  if (mr_status s = find_request("mr_test", request, &it); s != MR_OK) return s;
+  progress();
+  if (!it->second.done) return MR_OK;
+  *done = 1;
+  return retire(request, it);
+}
+
+mr_status recv_blocking(const char* call, int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions,
+                        void** objects, int max_objects, int* num_objects, int* source) {
+  mr_request_t req = MR_REQUEST_NULL;
+  if (mr_status s = post_recv(call, peer_worker, regions, max_regions, num_regions, objects, max_objects, num_objects,
+                              source, &req);
+      s != MR_OK)
+    return s;
+  Runtime& rt = runtime();
+  auto it = rt.xfers.reqs.find(req);
+  const double t0 = now_seconds();
+  progress_until([&] { return it->second.done; });
+  rt.worker_s += now_seconds() - t0;
+  return retire(&req, it);
+}
+
+mr_status barrier() {
+  Runtime& rt = runtime();
+  if (mr_status s = enter("mr_barrier"); s != MR_OK) return s;
+  const double t0 = now_seconds();
+  rt.transport->start_worker_barrier();
+  progress_until([&] { return rt.transport->test_worker_barrier(); });
+  rt.barrier_s += now_seconds() - t0;
+  return MR_OK;
+}
+
+}  // namespace
+
+void drain_transfers() {
+  Runtime& rt = runtime();
+  TransferState& ts = rt.xfers;
+  // Every worker is here once the barrier completes; then the counts say
+  // how many transfers each must still take from each other worker.
+  rt.transport->start_worker_barrier();
+  progress_until([&] { return rt.transport->test_worker_barrier(); });
+  std::vector<std::uint64_t> expect(ts.sent_to.size(), 0);
+  rt.transport->exchange_counts(ts.sent_to, expect);
+  progress_until([&] {
+    if (!ts.outs.empty()) return false;
+    for (std::size_t i = 0; i < expect.size(); ++i)
+      if (ts.taken_from[i] != expect[i]) return false;
+    for (const TransferState::In& in : ts.ins)
+      if (!in.done) return false;
+    return true;
+  });
+  // Transfers no receive asked for, and requests never waited for, are dropped.
+  ts = TransferState{};
+}
+
+}  // namespace manyalloc::region::detail
+
+using namespace manyalloc::region::detail;
+
+extern "C" {
+
+mr_status mr_send(int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects, int num_objects) {
+  return finish("mr_send", post_send("mr_send", peer_worker, regions, num_regions, objects, num_objects, nullptr));
+}
+mr_status mr_isend(int peer_worker, const mr_rid_t* regions, int num_regions, void* const* objects, int num_objects,
+                   mr_request_t* request) {
+  if (request == nullptr) return finish("mr_isend", MR_ERR_BAD_ARGUMENT);
+  *request = MR_REQUEST_NULL;
+  return finish("mr_isend", post_send("mr_isend", peer_worker, regions, num_regions, objects, num_objects, request));
+}
+mr_status mr_recv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions, void** objects,
+                  int max_objects, int* num_objects) {
+  return finish("mr_recv", recv_blocking("mr_recv", peer_worker, regions, max_regions, num_regions, objects,
+                                         max_objects, num_objects, nullptr));
+}
+mr_status mr_recv_any(int* source, mr_rid_t* regions, int max_regions, int* num_regions, void** objects,
+                      int max_objects, int* num_objects) {
+  return finish("mr_recv_any", recv_blocking("mr_recv_any", MR_ANY_WORKER, regions, max_regions, num_regions,
+                                             objects, max_objects, num_objects, source));
+}
+mr_status mr_irecv(int peer_worker, mr_rid_t* regions, int max_regions, int* num_regions, void** objects,
+                   int max_objects, int* num_objects, int* source, mr_request_t* request) {
+  return finish("mr_irecv", post_recv("mr_irecv", peer_worker, regions, max_regions, num_regions, objects,
+                                      max_objects, num_objects, source, request));
+}
+mr_status mr_wait(mr_request_t* request) { return finish("mr_wait", wait_request(request)); }
+mr_status mr_test(mr_request_t* request, int* done) { return finish("mr_test", test_request(request, done)); }
+mr_status mr_barrier(void) { return finish("mr_barrier", barrier()); }
+
+}  // extern "C"
