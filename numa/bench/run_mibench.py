@@ -191,6 +191,7 @@ def main():
     a = ap.parse_args()
 
     root = os.path.abspath(a.mibench)
+    a.out = os.path.abspath(a.out)
     bindir = os.path.join(root, "out", "bench")
     os.makedirs(a.out, exist_ok=True)
     tmp = os.path.join(a.out, "output")
