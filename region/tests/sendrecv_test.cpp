@@ -26,6 +26,7 @@
 
 #include "manyalloc/region/mpi_interop.h"
 #include "manyalloc/region/region.h"
+#include "manyalloc/region/region.hpp"
 #include "mpi_gtest.hpp"
 
 const unsigned region_test::alarm_seconds = 40;  // a hang fails before ctest's timeout
@@ -276,6 +277,43 @@ TEST_F(SendRecv, Errors) {
 
 // A transfer nobody receives and a receive nobody waits for are dropped at
 // mr_finalize (which must not hang on them).
+// The C++ wrappers: Request with isend/irecv/wait/test, recv_any.
+TEST_F(SendRecv, CppRequestsAndReceiveFromAnyWorker) {
+  namespace mr = manyalloc::region;
+  const std::size_t bytes = 256 << 10;
+  Payload mine = make_payload(me, bytes);
+  ASSERT_NE(mine.big, nullptr);
+  void* objs[] = {mine.big, mine.small};
+  mr_rid_t got_r = 0;
+  void* got_o[2] = {nullptr, nullptr};
+  mr::Request receive, send;
+  EXPECT_EQ(mr::irecv(receive, mr::any_worker, {&got_r, 1}, got_o), mr::Status::ok);
+  EXPECT_TRUE(receive.pending());
+  EXPECT_EQ(mr::isend(send, peer, {&mine.region, 1}, objs), mr::Status::ok);
+  EXPECT_EQ(mr::wait(send), mr::Status::ok);
+  EXPECT_EQ(mr::wait(receive), mr::Status::ok);
+  EXPECT_FALSE(receive.pending());
+  EXPECT_EQ(receive.received().source, peer);
+  EXPECT_EQ(receive.received().counts.regions, 1);
+  EXPECT_EQ(receive.received().counts.objects, 2);
+  EXPECT_EQ(payload_errors(static_cast<std::uint64_t*>(got_o[0]), static_cast<std::uint64_t*>(got_o[1]), peer, bytes),
+            0u);
+  const auto again = mr::test(receive);
+  EXPECT_EQ(again.status, mr::Status::bad_request) << "a retired request is not pending";
+  EXPECT_EQ(mr::wait(send), mr::Status::bad_request);
+  // The region goes back to its first owner with recv_any.
+  EXPECT_EQ(mr::send(peer, {&got_r, 1}), mr::Status::ok);
+  mr_rid_t back = 0;
+  const auto r = mr::recv_any({&back, 1});
+  EXPECT_EQ(r.status, mr::Status::ok);
+  EXPECT_EQ(r.value.source, peer);
+  EXPECT_EQ(r.value.counts.regions, 1);
+  EXPECT_EQ(back, mine.region);
+  EXPECT_EQ(mr::barrier(), mr::Status::ok);
+  EXPECT_EQ(mr::rfree(back), mr::Status::ok);
+  EXPECT_EQ(mr::barrier(), mr::Status::ok);
+}
+
 TEST_F(SendRecv, LeftoversAtFinalize) {
   Payload mine = make_payload(me, 1 << 20);
   ASSERT_NE(mine.big, nullptr);

@@ -14,6 +14,7 @@ namespace manyalloc::region {
 using rid_t = mr_rid_t;
 inline constexpr rid_t root_region = MR_ROOT_REGION;
 inline constexpr int no_hint = MR_NO_HINT;
+inline constexpr int any_worker = MR_ANY_WORKER;
 
 enum class Status : int {
   ok = MR_OK,
@@ -26,6 +27,7 @@ enum class Status : int {
   truncated = MR_ERR_TRUNCATED,
   not_initialized = MR_ERR_NOT_INITIALIZED,
   thread = MR_ERR_THREAD,
+  bad_request = MR_ERR_BAD_REQUEST,
 };
 
 inline const char* to_string(Status s) { return mr_strerror(static_cast<mr_status>(s)); }
@@ -100,6 +102,62 @@ inline Result<Received> recv(int peer, std::span<rid_t> regions = {}, std::span<
                                          objects.data(), static_cast<int>(objects.size()), &r.value.objects));
   return r;
 }
+// Receives from any worker; `source` says which.
+struct ReceivedFrom {
+  Received counts;
+  int source = -1;
+};
+inline Result<ReceivedFrom> recv_any(std::span<rid_t> regions = {}, std::span<void*> objects = {}) {
+  Result<ReceivedFrom> r;
+  r.status = static_cast<Status>(mr_recv_any(&r.value.source, regions.data(), static_cast<int>(regions.size()),
+                                             &r.value.counts.regions, objects.data(),
+                                             static_cast<int>(objects.size()), &r.value.counts.objects));
+  return r;
+}
+
+// A pending mr_isend or mr_irecv. The library writes a receive's counts
+// and source into the Request when it completes, so a Request stays where
+// it is (no copy, no move) until wait() or a test() that finds it done.
+class Request {
+ public:
+  Request() = default;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  bool pending() const { return handle_ != MR_REQUEST_NULL; }
+  // Counts and sender of a completed receive.
+  const ReceivedFrom& received() const { return got_; }
+
+ private:
+  friend Status isend(Request&, int, std::span<const rid_t>, std::span<void* const>);
+  friend Status irecv(Request&, int, std::span<rid_t>, std::span<void*>);
+  friend Status wait(Request&);
+  friend Result<bool> test(Request&);
+  mr_request_t handle_ = MR_REQUEST_NULL;
+  ReceivedFrom got_;
+};
+
+inline Status isend(Request& request, int peer, std::span<const rid_t> regions,
+                    std::span<void* const> objects = {}) {
+  return static_cast<Status>(mr_isend(peer, regions.data(), static_cast<int>(regions.size()), objects.data(),
+                                      static_cast<int>(objects.size()), &request.handle_));
+}
+// The spans must stay valid until the request completes.
+inline Status irecv(Request& request, int peer, std::span<rid_t> regions = {}, std::span<void*> objects = {}) {
+  return static_cast<Status>(mr_irecv(peer, regions.data(), static_cast<int>(regions.size()),
+                                      &request.got_.counts.regions, objects.data(),
+                                      static_cast<int>(objects.size()), &request.got_.counts.objects,
+                                      &request.got_.source, &request.handle_));
+}
+inline Status wait(Request& request) { return static_cast<Status>(mr_wait(&request.handle_)); }
+// value: whether the request completed (and was retired); status: its result then.
+inline Result<bool> test(Request& request) {
+  int done = 0;
+  Result<bool> r;
+  r.status = static_cast<Status>(mr_test(&request.handle_, &done));
+  r.value = done != 0;
+  return r;
+}
+
 inline Status barrier() { return static_cast<Status>(mr_barrier()); }
 
 }  // namespace manyalloc::region
