@@ -28,7 +28,7 @@ struct Workload {
   const char* name;
   Result (*fn)(const Params&);
 };
-constexpr Workload kWorkloads[] = {
+constexpr Workload workload_table[] = {
     {"ttest1", ttest1},         {"larson", larson},         {"xmalloc", xmalloc},
     {"cache-scratch", cache_scratch}, {"cache-thrash", cache_thrash}, {"hera", hera},
     {"firsttouch", firsttouch}, {"alias4k", alias4k},
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     else if (a == "--scale") p.scale = std::atof(next());
     else if (a == "--rep") rep = std::atoi(next());
     else if (a == "--list") {
-      for (const Workload& w : kWorkloads) std::printf("%s\n", w.name);
+      for (const Workload& w : workload_table) std::printf("%s\n", w.name);
       return 0;
     } else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     }
   }
   const Workload* w = nullptr;
-  for (const Workload& k : kWorkloads)
+  for (const Workload& k : workload_table)
     if (workload == k.name) w = &k;
   if (w == nullptr || p.threads < 1) {
     std::fprintf(stderr, "usage: numa_bench --workload NAME --threads N (see --list)\n");

@@ -15,12 +15,12 @@ namespace manyalloc::numa::bench {
 
 namespace {
 
-constexpr std::size_t kPageBytes = 4096;
+constexpr std::size_t page_bytes = 4096;
 
 // Writes one byte per page of [from, to): the first touch of each page.
 void touch(void* p, std::size_t from, std::size_t to, std::uint8_t v) {
   auto* b = static_cast<volatile std::uint8_t*>(p);
-  for (std::size_t i = from; i < to; i += kPageBytes) b[i] = v;
+  for (std::size_t i = from; i < to; i += page_bytes) b[i] = v;
 }
 
 struct Counters {
@@ -84,7 +84,7 @@ Result hera(const Params& p) {
 Result firsttouch(const Params& p) {
   Counters c;
   const int rounds = static_cast<int>(16 * p.scale);
-  constexpr std::size_t kBytes = 32u << 20;
+  constexpr std::size_t total_bytes = 32u << 20;
   // Rounds in lockstep: every thread holds its array at the barrier, so the
   // peak RSS is `threads` arrays for every allocator. Free-running rounds
   // made it depend on how the threads' rounds happened to overlap (glibc's
@@ -93,11 +93,11 @@ Result firsttouch(const Params& p) {
   run_threads(p.threads, [&](int t) {
     std::uint64_t fails = 0;
     for (int i = 0; i < rounds; ++i) {
-      void* a = std::malloc(kBytes);
+      void* a = std::malloc(total_bytes);
       if (a) {
-        touch(a, 0, kBytes, static_cast<std::uint8_t>(i + t));
-        stamp(a, kBytes, static_cast<std::uint8_t>(i));
-        if (!stamped(a, kBytes, static_cast<std::uint8_t>(i))) ++fails;
+        touch(a, 0, total_bytes, static_cast<std::uint8_t>(i + t));
+        stamp(a, total_bytes, static_cast<std::uint8_t>(i));
+        if (!stamped(a, total_bytes, static_cast<std::uint8_t>(i))) ++fails;
       } else {
         ++fails;
       }
@@ -105,7 +105,7 @@ Result firsttouch(const Params& p) {
       std::free(a);
     }
     c.ops += 2u * static_cast<std::uint64_t>(rounds);
-    c.bytes += static_cast<std::uint64_t>(rounds) * kBytes;
+    c.bytes += static_cast<std::uint64_t>(rounds) * total_bytes;
     c.fails += fails;
   });
   return Result{c.ops.load(), c.bytes.load(), c.fails.load(), {}};
@@ -131,21 +131,21 @@ Result alias4k(const Params& p) {
   std::uintptr_t mod_a = 0, mod_b = 0;
   const long reps = static_cast<long>(200000 * p.scale);
   run_threads(p.threads, [&](int t) {
-    constexpr std::size_t kN = 1u << 18;  // 1 MiB of floats
-    constexpr std::size_t kWindow = 4096;  // 16 KiB
-    auto* a = static_cast<float*>(std::malloc(kN * sizeof(float)));
-    auto* b = static_cast<float*>(std::malloc(kN * sizeof(float)));
+    constexpr std::size_t item_count = 1u << 18;  // 1 MiB of floats
+    constexpr std::size_t window = 4096;  // 16 KiB
+    auto* a = static_cast<float*>(std::malloc(item_count * sizeof(float)));
+    auto* b = static_cast<float*>(std::malloc(item_count * sizeof(float)));
     if (!a || !b) { ++c.fails; std::free(a); std::free(b); return; }
-    for (std::size_t i = 0; i < kN; ++i) a[i] = 0.0f, b[i] = static_cast<float>(i);
+    for (std::size_t i = 0; i < item_count; ++i) a[i] = 0.0f, b[i] = static_cast<float>(i);
     const auto ma = reinterpret_cast<std::uintptr_t>(a) % 4096;
     const auto mb = reinterpret_cast<std::uintptr_t>(b) % 4096;
     if (ma == mb) same_offset.fetch_add(1);
     if (t == 0) mod_a = ma, mod_b = mb;
     const float zero = static_cast<float>(std::getenv("MANYALLOC_BENCH_NEVER_SET") != nullptr);
-    for (long r = 0; r < reps; ++r) shift_copy(a, b, kWindow, zero);
-    if (a[kWindow - 1] != b[kWindow - 2]) ++c.fails;
-    c.ops += static_cast<std::uint64_t>(reps) * (kWindow - 1);
-    c.bytes += 2 * kN * sizeof(float);
+    for (long r = 0; r < reps; ++r) shift_copy(a, b, window, zero);
+    if (a[window - 1] != b[window - 2]) ++c.fails;
+    c.ops += static_cast<std::uint64_t>(reps) * (window - 1);
+    c.bytes += 2 * item_count * sizeof(float);
     std::free(a);
     std::free(b);
   });

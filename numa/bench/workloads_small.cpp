@@ -31,16 +31,16 @@ Result ttest1(const Params& p) {
   Counters c;
   const long ops = static_cast<long>(4000000 * p.scale);
   run_threads(p.threads, [&](int t) {
-    constexpr int kSlots = 4000;
+    constexpr int slot_count = 4000;
     struct Slot {
       void* ptr;
       std::size_t n;
     };
-    std::vector<Slot> slots(kSlots, Slot{nullptr, 0});
+    std::vector<Slot> slots(slot_count, Slot{nullptr, 0});
     Rng r(static_cast<std::uint64_t>(t) + 11);
     std::uint64_t n_ops = 0, bytes = 0, fails = 0;
     for (long i = 0; i < ops; ++i) {
-      Slot& s = slots[r.below(kSlots)];
+      Slot& s = slots[r.below(slot_count)];
       const auto tag = static_cast<std::uint8_t>(&s - slots.data());
       if (s.ptr == nullptr) {
         s.n = skewed(r, 12);
@@ -79,29 +79,29 @@ Result ttest1(const Params& p) {
 // takes over its table, freeing blocks that the previous one allocated.
 Result larson(const Params& p) {
   Counters c;
-  constexpr int kSlots = 1000, kGenerations = 8;
+  constexpr int slot_count = 1000, generations = 8;
   const long per_gen = static_cast<long>(1000000 * p.scale);
   struct Table {
-    void* ptr[kSlots];
-    std::uint16_t n[kSlots];
+    void* ptr[slot_count];
+    std::uint16_t n[slot_count];
   };
   std::vector<std::unique_ptr<Table>> tables;
   for (int t = 0; t < p.threads; ++t) {
     tables.emplace_back(new Table{});
     Rng r(static_cast<std::uint64_t>(t) + 77);
-    for (int i = 0; i < kSlots; ++i) {
+    for (int i = 0; i < slot_count; ++i) {
       tables[t]->n[i] = static_cast<std::uint16_t>(16 + r.below(497));
       tables[t]->ptr[i] = std::malloc(tables[t]->n[i]);
       stamp(tables[t]->ptr[i], tables[t]->n[i], static_cast<std::uint8_t>(i));
     }
   }
-  for (int g = 0; g < kGenerations; ++g) {
+  for (int g = 0; g < generations; ++g) {
     run_threads(p.threads, [&](int t) {
       Table& tab = *tables[static_cast<std::size_t>((t + g) % p.threads)];  // inherited table
       Rng r(static_cast<std::uint64_t>(g * 1000 + t));
       std::uint64_t fails = 0, bytes = 0;
       for (long i = 0; i < per_gen; ++i) {
-        const std::size_t k = r.below(kSlots);
+        const std::size_t k = r.below(slot_count);
         if (!stamped(tab.ptr[k], tab.n[k], static_cast<std::uint8_t>(k))) ++fails;
         std::free(tab.ptr[k]);
         tab.n[k] = static_cast<std::uint16_t>(16 + r.below(497));
@@ -116,7 +116,7 @@ Result larson(const Params& p) {
     });
   }
   for (auto& tab : tables)
-    for (int i = 0; i < kSlots; ++i) std::free(tab->ptr[i]);
+    for (int i = 0; i < slot_count; ++i) std::free(tab->ptr[i]);
   return c.result();
 }
 
@@ -125,12 +125,12 @@ Result larson(const Params& p) {
 // thread, the thread feeds itself).
 Result xmalloc(const Params& p) {
   Counters c;
-  constexpr std::size_t kRing = 4096;
+  constexpr std::size_t ring_size = 4096;
   struct alignas(64) Ring {
     std::atomic<std::size_t> head{0};
     alignas(64) std::atomic<std::size_t> tail{0};
-    alignas(64) void* slot[kRing];
-    std::uint16_t size[kRing];
+    alignas(64) void* slot[ring_size];
+    std::uint16_t size[ring_size];
   };
   std::vector<std::unique_ptr<Ring>> rings;
   for (int t = 0; t < p.threads; ++t) rings.emplace_back(new Ring);
@@ -148,13 +148,13 @@ Result xmalloc(const Params& p) {
       // Produce while there is room.
       while (made < blocks) {
         const std::size_t h = out.head.load(std::memory_order_relaxed);
-        if (h - out.tail.load(std::memory_order_acquire) >= kRing) break;
+        if (h - out.tail.load(std::memory_order_acquire) >= ring_size) break;
         const auto n = static_cast<std::uint16_t>(8 + r.below(249));
         void* q = std::malloc(n);
         if (!q) { ++fails; continue; }
         stamp(q, n, static_cast<std::uint8_t>(h));
-        out.slot[h % kRing] = q;
-        out.size[h % kRing] = n;
+        out.slot[h % ring_size] = q;
+        out.size[h % ring_size] = n;
         out.head.store(h + 1, std::memory_order_release);
         ++made;
         ++ops;
@@ -170,8 +170,8 @@ Result xmalloc(const Params& p) {
       const std::size_t hd = in.head.load(std::memory_order_acquire);
       if (tl != hd) progress = true;
       for (; tl != hd; ++tl) {
-        void* q = in.slot[tl % kRing];
-        if (!stamped(q, in.size[tl % kRing], static_cast<std::uint8_t>(tl))) ++fails;
+        void* q = in.slot[tl % ring_size];
+        if (!stamped(q, in.size[tl % ring_size], static_cast<std::uint8_t>(tl))) ++fails;
         std::free(q);
         ++ops;
       }

@@ -30,7 +30,7 @@ using manyalloc::Misuse;
 
 namespace {
 
-constexpr std::size_t kMaxRequest = PTRDIFF_MAX;
+constexpr std::size_t max_request = PTRDIFF_MAX;
 
 [[gnu::noinline]] void* fail(int err) {
   errno = err;
@@ -39,12 +39,12 @@ constexpr std::size_t kMaxRequest = PTRDIFF_MAX;
 
 // align: a power of two; align <= 16 means "default".
 [[gnu::noinline]] void* alloc_slow(std::size_t size, std::size_t align, bool zero, int node = -1) {
-  if (size > kMaxRequest) return fail(ENOMEM);
-  if (size <= kMaxSmall && node < 0) {
+  if (size > max_request) return fail(ENOMEM);
+  if (size <= max_small && node < 0) {
     const unsigned cls = align <= 16     ? size_to_class(size)
-                         : align <= kPage ? class_for_aligned(size == 0 ? 1 : size, align)
-                                          : kNumClasses;
-    if (cls < kNumClasses) {
+                         : align <= page_bytes ? class_for_aligned(size == 0 ? 1 : size, align)
+                                          : num_classes;
+    if (cls < num_classes) {
       Heap* h = thread_heap();
       if (h == nullptr) return fail(ENOMEM);
       void* p = heap_alloc(*h, cls);
@@ -106,7 +106,7 @@ namespace {
 // fast path below needs no stack frame).
 [[gnu::noinline]] void* malloc_slow(std::size_t size) {
   Heap* h = t_heap;
-  if (size <= kMaxSmall && h != nullptr) [[likely]] {
+  if (size <= max_small && h != nullptr) [[likely]] {
     if (void* p = heap_alloc(*h, class_of(size))) [[likely]]
       return p;
     return fail(ENOMEM);
@@ -118,8 +118,8 @@ namespace {
 
 MA_EXPORT void* manyalloc_numa_malloc(std::size_t size) noexcept {
   Heap* h = t_heap;
-  if (size <= kTableMax && h != nullptr) [[likely]] {
-    if (void* p = heap_alloc_cached(*h, kSmallClasses.cls[(size + 15) >> 4])) [[likely]]
+  if (size <= table_max && h != nullptr) [[likely]] {
+    if (void* p = heap_alloc_cached(*h, small_classes.cls[(size + 15) >> 4])) [[likely]]
       return p;
   }
   return malloc_slow(size);
@@ -170,7 +170,7 @@ MA_EXPORT void* manyalloc_numa_realloc(void* p, std::size_t size) noexcept {
     manyalloc_numa_free(p);
     return nullptr;
   }
-  if (size > kMaxRequest) return fail(ENOMEM);
+  if (size > max_request) return fail(ENOMEM);
   Context& c = global();
   Segment* s = nullptr;
   const std::size_t old = usable_of(c, p, "realloc", &s);
@@ -181,14 +181,14 @@ MA_EXPORT void* manyalloc_numa_realloc(void* p, std::size_t size) noexcept {
     // Small to small: straight to the heap and the owner's free fast path
     // (p's segment is known already).
     Heap* h = t_heap;
-    if (size <= kMaxSmall && h != nullptr) {
+    if (size <= max_small && h != nullptr) {
       void* q = heap_alloc(*h, class_of(size));
       if (q == nullptr) return fail(ENOMEM);  // p is left intact
       std::memcpy(q, p, old < size ? old : size);
       small_free(c, h, *static_cast<SmallSegment*>(s), p);
       return q;
     }
-  } else if (size > kMaxSmall) {
+  } else if (size > max_small) {
     if (void* q = large_realloc(c, *static_cast<LargeSegment*>(s), size)) return q;
     // mremap refused: fall back to copying into a new allocation.
   }
@@ -228,13 +228,13 @@ MA_EXPORT int manyalloc_numa_posix_memalign(void** out, std::size_t align, std::
 }
 
 MA_EXPORT void* manyalloc_numa_valloc(std::size_t size) noexcept {
-  return aligned_impl(kOsPage, size);
+  return aligned_impl(os_page, size);
 }
 
 MA_EXPORT void* manyalloc_numa_pvalloc(std::size_t size) noexcept {
-  if (size > kMaxRequest) return fail(ENOMEM);
-  size = size == 0 ? kOsPage : (size + kOsPage - 1) & ~(kOsPage - 1);
-  return aligned_impl(kOsPage, size);
+  if (size > max_request) return fail(ENOMEM);
+  size = size == 0 ? os_page : (size + os_page - 1) & ~(os_page - 1);
+  return aligned_impl(os_page, size);
 }
 
 MA_EXPORT std::size_t manyalloc_numa_usable_size(void* p) noexcept {

@@ -61,11 +61,11 @@ void find_runtime() noexcept {
       const char* soname;
       const char* thrower;
     };
-    static constexpr Candidate kRuntimes[] = {
+    static constexpr Candidate runtimes[] = {
         {"libstdc++.so.6", "_ZSt17__throw_bad_allocv"},
         {"libc++.so.1", "_ZNSt3__117__throw_bad_allocEv"},
     };
-    for (const Candidate& r : kRuntimes) {
+    for (const Candidate& r : runtimes) {
       void* lib = ::dlopen(r.soname, RTLD_LAZY | RTLD_NOLOAD);
       if (lib == nullptr) continue;
       get = reinterpret_cast<GetHandler>(::dlsym(lib, "_ZSt15get_new_handlerv"));
@@ -108,12 +108,12 @@ void* new_impl(std::size_t n, std::size_t align) {
   }
 }
 
-constexpr std::size_t kDefault = __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+constexpr std::size_t default_alignment = __STDCPP_DEFAULT_NEW_ALIGNMENT__;
 
 }  // namespace
 
-MA_EXPORT void* operator new(std::size_t n) { return new_impl(n, kDefault); }
-MA_EXPORT void* operator new[](std::size_t n) { return new_impl(n, kDefault); }
+MA_EXPORT void* operator new(std::size_t n) { return new_impl(n, default_alignment); }
+MA_EXPORT void* operator new[](std::size_t n) { return new_impl(n, default_alignment); }
 MA_EXPORT void* operator new(std::size_t n, std::align_val_t a) {
   return new_impl(n, static_cast<std::size_t>(a));
 }

@@ -10,7 +10,7 @@ namespace manyalloc::numa {
 
 void context_setup(Context& c, const Options& o) {
   c.opts = o;
-  if (c.os == nullptr) c.os = &kLinuxOs;
+  if (c.os == nullptr) c.os = &linux_os_ops;
   c.nodes.store(1, std::memory_order_relaxed);
   c.abort_on_misuse.store(o.check, std::memory_order_relaxed);
 }

@@ -27,10 +27,10 @@ enum class Giveback : unsigned {
   kinds
 };
 struct OsCounters {
-  static constexpr unsigned kKinds = static_cast<unsigned>(Giveback::kinds);
+  static constexpr unsigned kind_count = static_cast<unsigned>(Giveback::kinds);
   // madvise(MADV_DONTNEED) calls and bytes, by Giveback.
-  std::atomic<std::uint64_t> decommits[kKinds]{};
-  std::atomic<std::uint64_t> decommit_bytes[kKinds]{};
+  std::atomic<std::uint64_t> decommits[kind_count]{};
+  std::atomic<std::uint64_t> decommit_bytes[kind_count]{};
   // munmap calls and bytes: whole segments, parts of large segments (realloc,
   // reuse of a bigger cached one) and of over-sized mappings (alignment).
   std::atomic<std::uint64_t> unmaps{0};
@@ -59,8 +59,8 @@ struct OsCounters {
 // sources[0] take a few hundred bytes and cross a boundary rarely.
 struct Context {
   Registry registry;
-  Options opts = kNoOptions;
-  const OsOps* os = nullptr;  // context_setup: &kLinuxOs unless a test injected one
+  Options opts = no_options;
+  const OsOps* os = nullptr;  // context_setup: &linux_os_ops unless a test injected one
   std::atomic<int> nodes{0};  // context_setup: 1, then the NUMA node count
   MetaPool<SmallSegment> small_pool;
   MetaPool<LargeSegment> large_pool;
@@ -75,7 +75,7 @@ struct Context {
   std::atomic<bool> abort_on_misuse{false};
   OsCounters os_calls;
   // sources[0] is the common source, sources[1 + n] the one of NUMA node n.
-  Source sources[kMaxSources];
+  Source sources[max_sources];
 
   constexpr Context() = default;
   Context(const Context&) = delete;
@@ -86,7 +86,7 @@ struct Context {
   // one of this context's sources.
   int source_node(const Source& s) const noexcept { return static_cast<int>(&s - sources) - 1; }
   Source* node_source(int node) noexcept {
-    return node >= 0 && node < static_cast<int>(kMaxNodes) ? &sources[1 + node] : nullptr;
+    return node >= 0 && node < static_cast<int>(max_nodes) ? &sources[1 + node] : nullptr;
   }
 };
 

@@ -46,7 +46,7 @@ constexpr PageMask page_mask(unsigned npages, unsigned first) {
 
 // Empty segments a heap keeps between purges (the next runs take them
 // without a trip to the source); lowmem gives them back at its next purge.
-constexpr unsigned kKeepEmpty = 1;
+constexpr unsigned keep_empty = 1;
 
 // ---- retained empty runs ---------------------------------------------------
 //
@@ -91,7 +91,7 @@ unsigned idle_limit(const Heap& h, bool low) {
   const std::uint64_t rel = (low ? in_use / 8 : in_use / 4) >> (lowmem ? 1 : 0);
   constexpr std::uint64_t KiB = 1024;
   const std::uint64_t min = low ? 128 * KiB : lowmem ? 256 * KiB : 512 * KiB;
-  return static_cast<unsigned>((rel > min ? rel : min) / kPage);
+  return static_cast<unsigned>((rel > min ? rel : min) / page_bytes);
 }
 unsigned idle_allowance(const Heap& h) {
   const unsigned low = idle_limit(h, true);
@@ -107,8 +107,8 @@ void decommit_pages(Heap& h, SmallSegment& seg, PageMask mask) {
   while (mask != 0) {
     const unsigned first = static_cast<unsigned>(std::countr_zero(mask));
     const unsigned n = static_cast<unsigned>(std::countr_one(mask >> first));
-    os_decommit(*h.ctx, seg.base + static_cast<std::size_t>(first) * kPage,
-                static_cast<std::size_t>(n) * kPage, Giveback::idle);
+    os_decommit(*h.ctx, seg.base + static_cast<std::size_t>(first) * page_bytes,
+                static_cast<std::size_t>(n) * page_bytes, Giveback::idle);
     mask &= ~page_mask(n, first);
   }
 }
@@ -134,7 +134,7 @@ std::size_t trim_idle(Heap& h, unsigned target) {
         if (pass == 1 || h.idle_pages - static_cast<unsigned>(std::popcount(m)) > target)
           m = seg->idle_pages;
         if (m == 0) continue;
-        bytes += static_cast<std::size_t>(std::popcount(m)) * kPage;
+        bytes += static_cast<std::size_t>(std::popcount(m)) * page_bytes;
         decommit_pages(h, *seg, m);
       }
   return bytes;
@@ -160,7 +160,7 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
   r.seg = &seg;
   r.first_page = static_cast<std::uint8_t>(first);
   r.npages = static_cast<std::uint8_t>(run_pages(cls));
-  r.base = seg.base + static_cast<std::size_t>(first) * kPage;
+  r.base = seg.base + static_cast<std::size_t>(first) * page_bytes;
   r.cls = static_cast<std::uint16_t>(cls);
   r.chunk_size = static_cast<std::uint32_t>(class_size(cls));
   r.nchunks = run_chunks(cls);
@@ -184,11 +184,11 @@ Run* run_new(Heap& h, unsigned cls) {
   const unsigned np = run_pages(cls);
   const bool want_idle = h.idle_pages >= np;  // else no run fits in idle pages only
   SmallSegment* seg = nullptr;
-  unsigned first = kPagesPerSegment;
+  unsigned first = pages_per_segment;
   bool done = false;
   for (SmallSegment* s = h.avail; s != nullptr && !done; s = static_cast<SmallSegment*>(s->next)) {
     const PageMask used = s->used_pages.load(std::memory_order_relaxed);
-    for (unsigned p = 0; p < kPagesPerSegment; p += np) {
+    for (unsigned p = 0; p < pages_per_segment; p += np) {
       const PageMask m = page_mask(np, p);
       if ((used & m) != 0) continue;
       done = !want_idle || (s->idle_pages & m) == m;
@@ -224,7 +224,7 @@ Run* run_new(Heap& h, unsigned cls) {
     seg->page_info[p].store(page_info_of(cls, first), std::memory_order_relaxed);
   used |= mask;
   seg->used_pages.store(used, std::memory_order_relaxed);
-  if (used == kAllPages) {
+  if (used == all_pages) {
     seg_unlink(h.avail, *seg);
     seg_push(h.full, *seg);
     seg->in_full_list = true;
@@ -292,7 +292,7 @@ void enforce_budget(Heap& h, const Run* exempt) {
     h.kept_empty &= ~(std::uint64_t{1} << c);
     run_unuse(h, *r);
   }
-  if (h.empty_segments > kKeepEmpty) release_empty_segments(h, kKeepEmpty);
+  if (h.empty_segments > keep_empty) release_empty_segments(h, keep_empty);
   if (h.idle_pages > budget / 2 && trim_idle(h, budget / 2) != 0) h.idle_decommitted = true;
 }
 
@@ -300,27 +300,27 @@ void enforce_budget(Heap& h, const Run* exempt) {
 // the heap within its budget.
 void run_release(Heap& h, Run& r) {
   run_unuse(h, r);
-  if (h.empty_segments > kKeepEmpty) release_empty_segments(h, kKeepEmpty);
+  if (h.empty_segments > keep_empty) release_empty_segments(h, keep_empty);
   enforce_budget(h, nullptr);
 }
 
 // ---- purge ------------------------------------------------------------------
 
-// Purge thresholds: lowmem purges after every kLowmemPurgeMin bytes (or
+// Purge thresholds: lowmem purges after every lowmem_purge_min bytes (or
 // 1/8 of the bytes in use) merged into bitmaps; the recycling profiles only
-// after kPurgeMin (or as many bytes as are in use), i.e. rarely: purged
+// after purge_min (or as many bytes as are in use), i.e. rarely: purged
 // pages cost a page fault when reused, and on a 2-core run a 1 MiB
 // threshold made the xmalloc-like workload 3x slower. 8 MiB (16 before the
 // 32 KiB pages) took t-test1's peak RSS on 16 threads from 1.26x to 1.24x
 // glibc's for 50 % more page faults (still fewer than with 64 KiB pages).
 // Lowmem's 512 KiB goes with its half-size free caches (size_class.hpp).
-constexpr std::uint64_t kLowmemPurgeMin = 512 * 1024;
-constexpr std::uint64_t kPurgeMin = 8 * 1024 * 1024;
+constexpr std::uint64_t lowmem_purge_min = 512 * 1024;
+constexpr std::uint64_t purge_min = 8 * 1024 * 1024;
 
 void set_purge_threshold(Heap& h) {
   const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);
   const bool low = h.ctx->opts.profile == Profile::lowmem;
-  const std::uint64_t min = low ? kLowmemPurgeMin : kPurgeMin;
+  const std::uint64_t min = low ? lowmem_purge_min : purge_min;
   const std::uint64_t rel = low ? in_use / 8 : in_use;
   h.purge_at = rel > min ? rel : min;
 }
@@ -370,7 +370,7 @@ class DecommitBatch {
 // peak RSS relative to glibc's): every range 0.60 / 1.225 with 35 100 page
 // faults; ranges of 2 pages up 0.59 / 1.233; of 4 pages up 0.52 / 1.236
 // with 18 000 faults (jemalloc 0.60 / 1.34).
-constexpr std::size_t kMinPurgeRange = 4 * kOsPage;
+constexpr std::size_t min_purge_range = 4 * os_page;
 
 // Decommits (through `batch`) the OS pages of r that hold only free chunks,
 // within the part of the run that may have been written (words <= hw):
@@ -381,11 +381,11 @@ std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range) {
   r.dirty = 0;
   const std::size_t s = r.chunk_size;
   const std::uint32_t n = r.nchunks;
-  const std::uint64_t recip = kClasses.info[r.cls].recip;
+  const std::uint64_t recip = class_table.info[r.cls].recip;
   std::uint32_t limit = (static_cast<std::uint32_t>(r.hw) + 1) * 64;
   if (limit > n) limit = n;
-  std::size_t end = (static_cast<std::size_t>(limit) * s + kOsPage - 1) & ~(kOsPage - 1);
-  const std::size_t run_end = static_cast<std::size_t>(r.npages) * kPage;
+  std::size_t end = (static_cast<std::size_t>(limit) * s + os_page - 1) & ~(os_page - 1);
+  const std::size_t run_end = static_cast<std::size_t>(r.npages) * page_bytes;
   if (end > run_end) end = run_end;
   std::size_t range = SIZE_MAX, purged = 0;  // start of the current free range
   auto flush_range = [&](std::size_t stop) {
@@ -398,9 +398,9 @@ std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range) {
     purged += stop - range;
     range = SIZE_MAX;
   };
-  for (std::size_t q = 0; q < end; q += kOsPage) {
+  for (std::size_t q = 0; q < end; q += os_page) {
     const std::uint32_t first = divide(q, recip);
-    std::uint32_t last = divide(q + kOsPage - 1, recip);
+    std::uint32_t last = divide(q + os_page - 1, recip);
     if (last >= n) last = n - 1;
     const bool free = first >= n || all_free(r, first, last);
     if (free) {
@@ -433,7 +433,7 @@ void purge_runs(Heap& h, bool all) {
   // released, its pages marked as idle since then, so that the aging
   // below decommits them. Found through the bins: releasing while walking
   // the segment lists would move segments between them.
-  for (unsigned c = 0; c < kNumClasses; ++c) {
+  for (unsigned c = 0; c < num_classes; ++c) {
     Run* r = h.bins[c].current;
     if (r == nullptr || !releasable(*r) || (!all && r->popped)) continue;
     h.bins[c].current = nullptr;
@@ -444,11 +444,11 @@ void purge_runs(Heap& h, bool all) {
   std::size_t purged = 0;
   DecommitBatch batch(h);
   const bool every_range = all || h.ctx->opts.profile == Profile::lowmem;
-  const std::size_t min_range = every_range ? kOsPage : kMinPurgeRange;
+  const std::size_t min_range = every_range ? os_page : min_purge_range;
   for (SmallSegment* list : {h.avail, h.full}) {
     for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
       const PageMask used = seg->used_pages.load(std::memory_order_relaxed);
-      for (unsigned p = 0; p < kPagesPerSegment;) {
+      for (unsigned p = 0; p < pages_per_segment;) {
         if (!((used >> p) & 1u)) {
           ++p;
           continue;
@@ -483,7 +483,7 @@ void purge_runs(Heap& h, bool all) {
   h.idle_cap /= 2;
   trim_idle(h, all ? 0 : idle_allowance(h));
   // Empty segments: lowmem gives them all back (with their idle pages).
-  const unsigned keep = all || h.ctx->opts.profile == Profile::lowmem ? 0 : kKeepEmpty;
+  const unsigned keep = all || h.ctx->opts.profile == Profile::lowmem ? 0 : keep_empty;
   if (h.empty_segments > keep) release_empty_segments(h, keep);
   if (purged)
     h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,
@@ -495,7 +495,7 @@ void purge_runs(Heap& h, bool all) {
 // ---- borrowing ----------------------------------------------------------------
 
 // Before a new run of class cls is made, a free chunk of one of the next
-// kBorrowClasses classes (up to two doublings larger) is handed out
+// borrow_classes classes (up to two doublings larger) is handed out
 // instead. Runs segregate sizes, so each class needs room for its own peak
 // of live chunks, and those peaks come at different times: in a simulation
 // of the t-test1 workload (one thread, 3 M operations) the sum of the
@@ -514,18 +514,18 @@ void purge_runs(Heap& h, bool all) {
 // choose cls for the alignment of its chunks (class_for_aligned). The
 // chunk stays a chunk of its own run and class: malloc_usable_size reports
 // that size, and its free finds that run.
-constexpr unsigned kBorrowClasses = 8;
-constexpr unsigned kBorrowFromLowmem = kLinearClasses;          // > 128 B
-constexpr unsigned kBorrowFrom = size_to_class(512) + 1;        // > 512 B
+constexpr unsigned borrow_classes = 8;
+constexpr unsigned borrow_from_lowmem = linear_classes;          // > 128 B
+constexpr unsigned borrow_from = size_to_class(512) + 1;        // > 512 B
 
 bool may_borrow(unsigned cls, unsigned from) {
   return std::countr_zero(class_size(from)) >= std::countr_zero(class_size(cls));
 }
 
 void* heap_borrow(Heap& h, unsigned cls) {
-  if (cls < (h.ctx->opts.profile == Profile::lowmem ? kBorrowFromLowmem : kBorrowFrom))
+  if (cls < (h.ctx->opts.profile == Profile::lowmem ? borrow_from_lowmem : borrow_from))
     return nullptr;
-  for (unsigned from = cls + 1; from <= cls + kBorrowClasses && from < kNumClasses; ++from) {
+  for (unsigned from = cls + 1; from <= cls + borrow_classes && from < num_classes; ++from) {
     if (!may_borrow(cls, from)) continue;
     Bin& bin = h.bins[from];
     if (bin.current != nullptr && bin.current->free_count != 0) return run_pop(h, *bin.current);
@@ -555,7 +555,7 @@ void heap_set_cache(Heap& h, bool on) {
   OwnerLock hold(h);
   h.cache_on = on;
   h.rfq_poll = 1;  // the next allocation from a run merges the RFQ
-  for (unsigned c = 0; c < kNumClasses; ++c) {
+  for (unsigned c = 0; c < num_classes; ++c) {
     const std::uint32_t cap =
         h.ctx->opts.profile == Profile::lowmem ? lowmem_cache_capacity(c) : cache_capacity(c);
     h.cache[c].cap = on ? cap : 0;
@@ -565,8 +565,8 @@ void heap_set_cache(Heap& h, bool on) {
 
 std::uint64_t heap_small_in_use(const Heap& h) {
   std::uint64_t cached = 0;
-  for (unsigned c = 0; c < kNumClasses; ++c)
-    cached += std::uint64_t{h.cache[c].count.load(std::memory_order_relaxed)} * kClasses.info[c].size;
+  for (unsigned c = 0; c < num_classes; ++c)
+    cached += std::uint64_t{h.cache[c].count.load(std::memory_order_relaxed)} * class_table.info[c].size;
   const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);
   return in_use > cached ? in_use - cached : 0;  // read racily by statistics
 }
@@ -651,7 +651,7 @@ void heap_cache_flush(Heap& h, unsigned cls, bool half) {
 }
 
 void heap_cache_flush_all(Heap& h) {
-  for (unsigned c = 0; c < kNumClasses; ++c) heap_cache_flush(h, c, false);
+  for (unsigned c = 0; c < num_classes; ++c) heap_cache_flush(h, c, false);
 }
 
 void* heap_alloc_slow(Heap& h, unsigned cls) {

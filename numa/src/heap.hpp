@@ -42,7 +42,7 @@ class OwnerLock {
 };
 
 // Idle-owner merge (lowmem): another thread, which has just published frees
-// to h while kIdleMergeRuns or more runs wait in h's RFQ (remote_free.cpp),
+// to h while idle_merge_runs or more runs wait in h's RFQ (remote_free.cpp),
 // merges the RFQ and purges if due, unless h's merge lock is taken (the
 // owner is busy and merges itself). Never touches the free caches.
 void heap_merge_for_owner(Heap& h);
@@ -87,7 +87,7 @@ void heap_trim(Heap& h);
 // alone unless `all` (thread exit in lowmem, malloc_trim) or nothing was
 // allocated from them since the last purge; outside lowmem and `all`, a
 // free range between live chunks is kept when it is shorter than 16 KiB
-// (heap.cpp, kMinPurgeRange). Owner only.
+// (heap.cpp, min_purge_range). Owner only.
 void heap_purge(Heap& h, bool all = false);
 inline void heap_maybe_purge(Heap& h) {
   if (h.purge_credit >= h.purge_at) [[unlikely]]
@@ -102,12 +102,12 @@ inline void heap_maybe_purge(Heap& h) {
 // xmalloc fight over that line.
 inline ChunkRef find_chunk(SmallSegment& seg, const void* p) {
   const std::size_t off = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - seg.base);
-  const std::uint16_t info = seg.page_info[off >> kPageShift].load(std::memory_order_relaxed);
+  const std::uint16_t info = seg.page_info[off >> page_shift].load(std::memory_order_relaxed);
   if (seg.heap.load(std::memory_order_relaxed) == nullptr || info == 0) [[unlikely]]
     return ChunkRef{nullptr, 0, 0};
   const unsigned cls = page_info_cls(info);
-  const ClassInfo& ci = kClasses.info[cls];
-  const std::size_t roff = off - static_cast<std::size_t>(page_info_first(info)) * kPage;
+  const ClassInfo& ci = class_table.info[cls];
+  const std::size_t roff = off - static_cast<std::size_t>(page_info_first(info)) * page_bytes;
   const std::uint32_t i = divide(roff, ci.recip);
   if (i >= ci.chunks || static_cast<std::size_t>(i) * ci.size != roff) [[unlikely]]
     return ChunkRef{nullptr, 0, 0};
@@ -165,12 +165,12 @@ void heap_cache_flush(Heap& h, unsigned cls, bool half);
 void heap_cache_flush_all(Heap& h);
 
 // Allocations from runs between two merges of the RFQ.
-inline std::uint8_t rfq_poll_every(const Heap& h) { return h.cache_on ? kRfqPollEvery : 1; }
+inline std::uint8_t rfq_poll_every(const Heap& h) { return h.cache_on ? rfq_poll_interval : 1; }
 
 // Allocation from the bin's current run (the free cache is empty), with
 // the merge lock held if the heap uses it.
 inline void* heap_alloc_run_owned(Heap& h, unsigned cls) {
-  // Remote frees are merged every kRfqPollEvery-th allocation from a run
+  // Remote frees are merged every rfq_poll_interval-th allocation from a run
   // and whenever a run is exhausted (heap_alloc_slow); never before those
   // served by the free cache. Reading the queue's line more often makes
   // producer/consumer pairs ping-pong it: on the 16-core host (16 threads,
@@ -226,7 +226,7 @@ inline void* heap_alloc(Heap& h, unsigned cls) {
 // (small_free_slow reports it).
 inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
   const std::size_t off = static_cast<std::size_t>(static_cast<std::uint8_t*>(p) - seg.base);
-  const std::uint16_t info = seg.page_info[off >> kPageShift].load(std::memory_order_relaxed);
+  const std::uint16_t info = seg.page_info[off >> page_shift].load(std::memory_order_relaxed);
   if (info == 0 || (off & 15) != 0) [[unlikely]]
     return false;
   const unsigned cls = page_info_cls(info);

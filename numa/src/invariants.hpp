@@ -25,7 +25,7 @@
 //  * small segments (exactly 2 MiB) are owned by one local heap and cut into
 //    64 pages of 32 KiB; a run is 1..64 aligned contiguous pages holding
 //    chunks of one size class (size_class.hpp);
-//  * large segments hold one allocation above kMaxSmall, placed at a varied
+//  * large segments hold one allocation above max_small, placed at a varied
 //    "colour" offset (large.hpp) so that big arrays do not all share the
 //    same address modulo 4 KiB ([Valat2014] part II and backup "4K aliasing").
 #pragma once
@@ -47,7 +47,7 @@ struct Source;
 enum class SegKind : std::uint8_t { small = 1, large = 2 };
 
 // Common header of both descriptor kinds; what the registry points to.
-// Invariants: base % kSegment == 0, bytes % kSegment == 0, and the registry
+// Invariants: base % segment_bytes == 0, bytes % segment_bytes == 0, and the registry
 // maps every slot of [base, base + bytes) to this descriptor while the range
 // is mapped (whether in use or cached by a source). `source` is the source
 // the memory returns to. `next`/`prev` link the descriptor into exactly one
@@ -68,7 +68,7 @@ enum class RunState : std::uint8_t { unused, current, partial, full };
 // A run: chunks of one class in pages [first_page, first_page + npages).
 // Owner-side fields are touched only by the thread owning the segment's heap.
 // Invariants (owner side, outside a transition):
-//  * bit i of the free bitmap (words free_word(w): the first kInlineWords
+//  * bit i of the free bitmap (words free_word(w): the first inline_words
 //    in the descriptor, the others in the segment, see SmallSegment) is 1
 //    iff chunk i is free and merged; bits >= nchunks are 0; free_count ==
 //    its popcount;
@@ -114,7 +114,7 @@ struct alignas(64) Run {
   std::uint8_t hw;     // highest bitmap word handed out since run_init or the last purge
   std::uint8_t popped;  // a chunk was handed out since run_init or the last purge
   // The first words of the free bitmap (all of it for classes from 64 B).
-  alignas(64) std::uint64_t free_inline[kInlineWords];
+  alignas(64) std::uint64_t free_inline[inline_words];
   // Shared with remote threads, on their own cache line.
   alignas(64) std::atomic<std::uint64_t>* remote_bits;  // seg->remote_rows[first_page]
   std::atomic<std::uint64_t> remote_words;  // bit w: remote_bits[w] may be non-zero
@@ -160,7 +160,7 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // purge and has been since (heap.cpp, "retained empty runs": the next purge
 // decommits it); idle_old is a subset of idle_pages.
 //
-// Bitmaps. A run's descriptor holds the first kInlineWords words of its
+// Bitmaps. A run's descriptor holds the first inline_words words of its
 // free bitmap (every class from 64 B needs no more in a 32 KiB run); the
 // words after them, used by the 16, 32 and 48-byte classes only, are in
 // free_overflow[first page], and the remote bitmap in remote_rows[first
@@ -173,17 +173,17 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 struct SmallSegment : Segment {
   std::atomic<Heap*> heap;
   std::atomic<PageMask> used_pages;
-  std::atomic<std::uint16_t> page_info[kPagesPerSegment];
+  std::atomic<std::uint16_t> page_info[pages_per_segment];
   bool in_full_list;
   PageMask idle_pages;
   PageMask idle_old;
-  Run runs[kPagesPerSegment];
-  std::uint64_t free_overflow[kPagesPerSegment][kBitmapWords - kInlineWords];
-  alignas(64) std::atomic<std::uint64_t> remote_rows[kPagesPerSegment][kBitmapWords];
+  Run runs[pages_per_segment];
+  std::uint64_t free_overflow[pages_per_segment][bitmap_words - inline_words];
+  alignas(64) std::atomic<std::uint64_t> remote_rows[pages_per_segment][bitmap_words];
 };
 
 inline std::uint64_t& Run::free_word(std::uint32_t w) {
-  return w < kInlineWords ? free_inline[w] : seg->free_overflow[first_page][w - kInlineWords];
+  return w < inline_words ? free_inline[w] : seg->free_overflow[first_page][w - inline_words];
 }
 
 // A large segment holding one allocation at base + offset. Owned by no heap:
@@ -247,7 +247,7 @@ struct RemoteBatch {
 // Invariants: the cache lists, large_count and cached_bytes change only
 // under `lock` (cached_bytes is atomic so that statistics read it without
 // the lock); large_count is the length of large_cache; cached_bytes ==
-// kSegment * (length of small_cache) + sum of cached large segments'
+// segment_bytes * (length of small_cache) + sum of cached large segments'
 // bytes <= the cache limit of the options (0 in the lowmem profile); every
 // cached descriptor stays registered (a stale free finds a segment that is
 // not in use and is reported). The lock is never held across a call that can
@@ -293,13 +293,13 @@ struct Source {
 // owner then holds `merge_lock` during every operation on its runs, bins and
 // segments (heap.hpp, OwnerLock: everything but the free cache fast paths,
 // which touch only the cache), and the other thread only takes it with
-// try_lock, once kIdleMergeRuns runs were queued since the queue was last
+// try_lock, once idle_merge_runs runs were queued since the queue was last
 // taken (`rfq_pushes`; at every later free into the heap until then), so an
 // owner that allocates keeps merging its own queue. Outside lowmem merge_for_owner is false and the lock is never used.
 //
 // Invariants: `avail` lists the owned small segments with a free page, `full`
 // the others; each owned segment is in exactly one of them; at most
-// kKeepEmpty (1, heap.cpp) segment without any run is kept (lowmem gives it
+// keep_empty (1, heap.cpp) segment without any run is kept (lowmem gives it
 // back at its next purge); `idle_pages` is the sum of popcount(idle_pages)
 // over the owned segments; bit c of `kept_empty` may be 1 only if
 // bins[c].current was empty when it was last set (a run kept empty, which
@@ -310,8 +310,8 @@ struct Source {
 // Layout: the owner's fields first (fast paths: cache, bins), then the RFQ
 // and the cache stacks (see there).
 struct alignas(64) Heap {
-  Bin bins[kNumClasses];
-  FreeCache cache[kNumClasses];
+  Bin bins[num_classes];
+  FreeCache cache[num_classes];
   bool cache_on = false;  // !check option
   bool merge_for_owner = false;  // lowmem: see "Idle-owner merge" above (set at heap_init)
   SpinLock merge_lock;           // idle-owner merge: the owner's runs, bins and segments
@@ -340,8 +340,8 @@ struct alignas(64) Heap {
   // (RemoteBatch); bit c of remote_batch_classes is 1 iff remote_batch[c]
   // holds a batch.
   std::uint64_t remote_batch_classes = 0;
-  static_assert(kNumClasses <= 64, "remote_batch_classes has one bit per class");
-  RemoteBatch remote_batch[kNumClasses];
+  static_assert(num_classes <= 64, "remote_batch_classes has one bit per class");
+  RemoteBatch remote_batch[num_classes];
   std::atomic<bool> orphan{false};
   Heap* all_next = nullptr;     // list of every heap (under Context::heaps_lock)
   Heap* orphan_next = nullptr;  // orphan list (under Context::heaps_lock)
@@ -355,9 +355,9 @@ struct alignas(64) Heap {
   std::atomic<std::uint32_t> rfq_pushes{0};  // runs queued since the RFQ was taken (lowmem)
   // The free cache stacks (FreeCache), last and line-aligned: a stack is
   // only written (made resident) once its class is used.
-  alignas(64) void* cache_slots[kCacheSlots];
+  alignas(64) void* cache_slots[cache_slot_count];
 
-  void** cache_stack(unsigned cls) { return cache_slots + kCacheLayout.first[cls]; }
+  void** cache_stack(unsigned cls) { return cache_slots + cache_layout.first[cls]; }
 };
 
 }  // namespace manyalloc::numa

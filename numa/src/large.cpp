@@ -14,13 +14,13 @@ constexpr std::size_t round_up(std::size_t x, std::size_t a) { return (x + a - 1
 
 // Records the new extent [offset, offset + size) of the allocation.
 void set_extent(LargeSegment& seg, std::size_t size) {
-  std::size_t end = round_up(seg.offset + size, kOsPage);
+  std::size_t end = round_up(seg.offset + size, os_page);
   if (end > seg.bytes) end = seg.bytes;
   seg.size = size;
   seg.usable = end - seg.offset;
   // The user may write up to usable (malloc_usable_size); one more page is
   // counted so that even a small overflow keeps `touched` an upper bound.
-  const std::size_t t = end + kOsPage < seg.bytes ? end + kOsPage : seg.bytes;
+  const std::size_t t = end + os_page < seg.bytes ? end + os_page : seg.bytes;
   if (t > seg.touched) seg.touched = t;
 }
 
@@ -32,17 +32,17 @@ void* large_alloc(Context& c, Source& s, std::size_t size, std::size_t align, bo
                            ? colour_offset(c.colour_next.fetch_add(1, std::memory_order_relaxed))
                            : 0;
   std::size_t slack = 0;
-  if (align > kSegment) {
-    slack = align - kSegment;  // the base is only 2 MiB aligned
+  if (align > segment_bytes) {
+    slack = align - segment_bytes;  // the base is only 2 MiB aligned
     offset = 0;
   } else if (align > 64) {
-    offset = round_up(offset, align) % kSegment;
+    offset = round_up(offset, align) % segment_bytes;
   }
   const std::size_t limit = SIZE_MAX / 2;
   if (size > limit || slack > limit - size || offset > limit - size - slack) return nullptr;
   LargeSegment* seg = source_take_large(c, s, offset + size + slack);
   if (seg == nullptr) return nullptr;
-  if (align > kSegment) {
+  if (align > segment_bytes) {
     const auto b = reinterpret_cast<std::uintptr_t>(seg->base);
     offset = round_up(b, align) - b;
   }
@@ -79,7 +79,7 @@ void* large_realloc(Context& c, LargeSegment& seg, std::size_t new_size) {
   const std::size_t old_usable = seg.usable;
   if (new_size > SIZE_MAX / 2 - seg.offset) return nullptr;
   const std::size_t need = seg.offset + new_size;
-  const std::size_t need_bytes = round_up(need, kSegment);
+  const std::size_t need_bytes = round_up(need, segment_bytes);
   if (need <= seg.bytes) {
     // Shrinking a lot, or any shrink in lowmem: give the tail back.
     if (need_bytes < seg.bytes &&
@@ -90,7 +90,7 @@ void* large_realloc(Context& c, LargeSegment& seg, std::size_t new_size) {
     // headroom (1/8) absorbs the next small growths of a growing array.
     std::size_t want = need_bytes;
     if (c.opts.profile != Profile::lowmem && need_bytes <= SIZE_MAX / 4)
-      want = round_up(need + need / 8, kSegment);
+      want = round_up(need + need / 8, segment_bytes);
     if (!source_resize_large(c, &seg, want) &&
         (want == need_bytes || !source_resize_large(c, &seg, need_bytes)))
       return nullptr;

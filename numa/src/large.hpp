@@ -1,4 +1,4 @@
-// Large allocations (> kMaxSmall): one large segment each, recycled through
+// Large allocations (> max_small): one large segment each, recycled through
 // the memory sources and resized with mremap ([Valat2014]: "Large allocations",
 // "No fragmentation for large segments").
 //

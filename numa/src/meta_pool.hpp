@@ -30,23 +30,23 @@
 
 #include "manyalloc/common/spin_lock.hpp"
 #include "os.hpp"
-#include "size_class.hpp"  // kOsPage
+#include "size_class.hpp"  // os_page
 
 namespace manyalloc::numa {
 
 template <class T>
 class MetaPool {
  public:
-  static constexpr std::size_t kBlock = std::size_t{1} << 20;
+  static constexpr std::size_t block_bytes = std::size_t{1} << 20;
   // Descriptors larger than a page start on a page boundary: only their
   // first lines are written by a thread that uses one class (heap fields,
   // segment header and first run), and a slot straddling a page boundary
   // made that two resident pages instead of one (the untouched rest of
   // the rounding costs address space only).
-  static constexpr std::size_t kAlign = sizeof(T) > kOsPage ? kOsPage : alignof(T);
-  static constexpr std::size_t kSlot = (sizeof(T) + kAlign - 1) / kAlign * kAlign;
-  static constexpr bool kPaged = kAlign == kOsPage && kSlot >= 2 * kOsPage;
-  static_assert(kSlot <= kBlock && alignof(T) <= kOsPage);
+  static constexpr std::size_t align = sizeof(T) > os_page ? os_page : alignof(T);
+  static constexpr std::size_t slot_bytes = (sizeof(T) + align - 1) / align * align;
+  static constexpr bool paged = align == os_page && slot_bytes >= 2 * os_page;
+  static_assert(slot_bytes <= block_bytes && alignof(T) <= os_page);
 
   constexpr MetaPool() = default;
 
@@ -59,27 +59,27 @@ class MetaPool {
       if (free_ != nullptr) {
         mem = free_;
         free_ = free_->next;
-      } else if (bump_ != nullptr && end_ - bump_ >= static_cast<std::ptrdiff_t>(kSlot)) {
+      } else if (bump_ != nullptr && end_ - bump_ >= static_cast<std::ptrdiff_t>(slot_bytes)) {
         mem = bump_;
-        bump_ += kSlot;
+        bump_ += slot_bytes;
         fresh = true;
       }
     }
     if (mem == nullptr) {
       // Map outside the lock; a racing thread may map a block too, which
       // only wastes the rest of the older block.
-      auto* block = static_cast<std::uint8_t*>(os.map(nullptr, kBlock));
+      auto* block = static_cast<std::uint8_t*>(os.map(nullptr, block_bytes));
       if (block == nullptr) return nullptr;
-      mapped_.fetch_add(kBlock, std::memory_order_relaxed);
+      mapped_.fetch_add(block_bytes, std::memory_order_relaxed);
       SpinGuard g(lock_);
       mem = block;
-      bump_ = block + kSlot;
-      end_ = block + kBlock;
+      bump_ = block + slot_bytes;
+      end_ = block + block_bytes;
       fresh = true;
     }
     live_.fetch_add(1, std::memory_order_relaxed);
-    if (!fresh && !kPaged) return new (mem) T();
-    if (!fresh) std::memset(mem, 0, kOsPage);  // the rest was decommitted by destroy
+    if (!fresh && !paged) return new (mem) T();
+    if (!fresh) std::memset(mem, 0, os_page);  // the rest was decommitted by destroy
     return std::launder(static_cast<T*>(mem));  // zero == value-initialised
   }
 
@@ -88,12 +88,12 @@ class MetaPool {
   std::size_t destroy(T* obj, const OsOps& os) noexcept {
     obj->~T();
     std::size_t decommitted = 0;
-    if constexpr (kPaged) {
+    if constexpr (paged) {
       // Zero again and not resident (see above); if the kernel refuses, the
       // slot is cleared by hand.
-      auto* tail = reinterpret_cast<std::uint8_t*>(obj) + kOsPage;
-      decommitted = kSlot - kOsPage;
-      if (os.decommit(tail, kSlot - kOsPage) != 0) std::memset(tail, 0, kSlot - kOsPage);
+      auto* tail = reinterpret_cast<std::uint8_t*>(obj) + os_page;
+      decommitted = slot_bytes - os_page;
+      if (os.decommit(tail, slot_bytes - os_page) != 0) std::memset(tail, 0, slot_bytes - os_page);
     }
     auto* f = reinterpret_cast<FreeSlot*>(obj);
     live_.fetch_sub(1, std::memory_order_relaxed);

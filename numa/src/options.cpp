@@ -12,7 +12,7 @@
 namespace manyalloc::numa {
 
 namespace {
-constexpr const char* kProfiles[] = {"auto", "lowmem", "uma", "numa", nullptr};
+constexpr const char* profiles[] = {"auto", "lowmem", "uma", "numa", nullptr};
 }  // namespace
 
 const char* profile_name(Profile p) {
@@ -24,8 +24,8 @@ const char* profile_name(Profile p) {
   return "?";
 }
 
-constinit const env::Spec kOptionSpecs[kNumOptions] = {
-    {"profile", env::Kind::choice, 0, kProfiles,
+constinit const env::Spec option_specs[num_options] = {
+    {"profile", env::Kind::choice, 0, profiles,
      "auto|lowmem|uma|numa; auto = numa on machines with more than one NUMA node, else uma"},
     {"cache_max", env::Kind::size, 1ll << 30, nullptr,
      "bytes of free segments each memory source keeps for reuse (lowmem: 4M unless set)"},
@@ -72,14 +72,14 @@ int sysfs_numa_nodes() {
 }
 
 Options load_options(int numa_nodes) {
-  env::Value v[kNumOptions];
-  env::read_all(kOptionPrefix, kOptionSpecs, v);
-  for (int i = 0; i < kNumOptions; ++i) {
+  env::Value v[num_options];
+  env::read_all(option_prefix, option_specs, v);
+  for (int i = 0; i < num_options; ++i) {
     if (!v[i].valid) {
       char msg[160];
       const int len = std::snprintf(msg, sizeof msg,
                                     "manyalloc-numa: ignoring bad value of %s%s (see README)\n",
-                                    kOptionPrefix, kOptionSpecs[i].name);
+                                    option_prefix, option_specs[i].name);
       if (len > 0) (void)!::write(2, msg, static_cast<std::size_t>(len));
     }
   }
@@ -101,10 +101,10 @@ Options load_options(int numa_nodes) {
   o.topology = v[8].from_env ? v[8].text : nullptr;
   if (o.topology != nullptr && !o.profile_from_env) o.profile = Profile::numa;
   const bool low = o.profile == Profile::lowmem;
-  if (low && !(v[1].from_env && v[1].valid)) o.cache_max = kLowmemCacheMax;
+  if (low && !(v[1].from_env && v[1].valid)) o.cache_max = lowmem_cache_max;
   const long long decay = v[9].number;
   o.decay_ms = decay >= 0 ? static_cast<std::uint32_t>(decay < 3600000 ? decay : 3600000)
-                          : low ? kDecayMsLowmem : kDecayMs;
+                          : low ? decay_ms_lowmem : default_decay_ms;
   return o;
 }
 

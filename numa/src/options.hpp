@@ -23,7 +23,7 @@ struct Options {
   bool profile_from_env = false;
   std::size_t cache_max = std::size_t{1} << 30;  // bytes cached per source
   // Milliseconds a free segment stays cached in a source before it is
-  // unmapped (source.hpp, "Decay"); kDecayMsLowmem or kDecayMs by default.
+  // unmapped (source.hpp, "Decay"); decay_ms_lowmem or default_decay_ms by default.
   std::uint32_t decay_ms = 1000;
   bool huge_pages = false;
   bool check = false;     // abort on misuse (default: the checked build)
@@ -37,17 +37,17 @@ struct Options {
 // Defaults that depend on the profile: lowmem keeps a small cache of free
 // segments (large blocks freed and soon allocated again are reused instead
 // of unmapped and faulted in again) and lets it decay fast.
-inline constexpr std::size_t kLowmemCacheMax = std::size_t{4} << 20;
-inline constexpr std::uint32_t kDecayMs = 1000;
-inline constexpr std::uint32_t kDecayMsLowmem = 10;
+inline constexpr std::size_t lowmem_cache_max = std::size_t{4} << 20;
+inline constexpr std::uint32_t default_decay_ms = 1000;
+inline constexpr std::uint32_t decay_ms_lowmem = 10;
 
 // All zero: the options of a context before context_setup (context.hpp).
-inline constexpr Options kNoOptions{Profile::lowmem, false, 0,     0,     false, false,
+inline constexpr Options no_options{Profile::lowmem, false, 0,     0,     false, false,
                                     false,           false, false, false, nullptr};
 
-inline constexpr const char* kOptionPrefix = "MANYALLOC_NUMA_";
-inline constexpr int kNumOptions = 10;
-extern const env::Spec kOptionSpecs[kNumOptions];
+inline constexpr const char* option_prefix = "MANYALLOC_NUMA_";
+inline constexpr int num_options = 10;
+extern const env::Spec option_specs[num_options];
 
 // Reads the table. `numa_nodes` is the node count of the machine (sysfs),
 // used for the automatic profile. Writes one warning per malformed value to

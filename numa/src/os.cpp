@@ -36,16 +36,16 @@ int LinuxOs::advise_huge(void* p, std::size_t bytes) {
 }
 
 int LinuxOs::bind(void* p, std::size_t bytes, unsigned node, bool move) {
-  constexpr unsigned kWordBits = 8 * sizeof(unsigned long);
-  constexpr unsigned kMaskBits = 1024;  // the kernel's largest MAX_NUMNODES
-  if (node >= kMaskBits) {
+  constexpr unsigned word_bits = 8 * sizeof(unsigned long);
+  constexpr unsigned mask_bits = 1024;  // the kernel's largest MAX_NUMNODES
+  if (node >= mask_bits) {
     errno = EINVAL;
     return -1;
   }
-  unsigned long mask[kMaskBits / kWordBits] = {};
-  mask[node / kWordBits] = 1ul << (node % kWordBits);
+  unsigned long mask[mask_bits / word_bits] = {};
+  mask[node / word_bits] = 1ul << (node % word_bits);
   // maxnode is one more than the mask's bits: the kernel drops the last one.
-  const long r = ::syscall(SYS_mbind, p, bytes, MPOL_BIND, mask, kMaskBits + 1,
+  const long r = ::syscall(SYS_mbind, p, bytes, MPOL_BIND, mask, mask_bits + 1,
                            move ? MPOL_MF_MOVE : 0);
   return r == 0 ? 0 : -1;
 }
@@ -56,10 +56,10 @@ std::uint64_t LinuxOs::now() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-constinit const OsOps kLinuxOs = make_os_ops<LinuxOs>();
+constinit const OsOps linux_os_ops = make_os_ops<LinuxOs>();
 
 namespace {
-bool aligned(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & (kSegment - 1)) == 0; }
+bool aligned(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & (segment_bytes - 1)) == 0; }
 }  // namespace
 
 void* map_aligned(const OsOps& os, std::size_t bytes, unsigned* unmaps) {
@@ -70,12 +70,12 @@ void* map_aligned(const OsOps& os, std::size_t bytes, unsigned* unmaps) {
   if (aligned(p)) return p;
   os.unmap(p, bytes);
   ++n;
-  if (bytes > SIZE_MAX - kSegment) return nullptr;
-  const std::size_t over = bytes + kSegment;
+  if (bytes > SIZE_MAX - segment_bytes) return nullptr;
+  const std::size_t over = bytes + segment_bytes;
   auto* raw = static_cast<std::uint8_t*>(os.map(nullptr, over));
   if (raw == nullptr) return nullptr;
   const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(raw);
-  const std::size_t head = (kSegment - (a & (kSegment - 1))) & (kSegment - 1);
+  const std::size_t head = (segment_bytes - (a & (segment_bytes - 1))) & (segment_bytes - 1);
   if (head) os.unmap(raw, head), ++n;
   const std::size_t tail = over - head - bytes;
   if (tail) os.unmap(raw + head + bytes, tail), ++n;

@@ -68,7 +68,7 @@ struct LinuxOs {
 };
 static_assert(OsBackend<LinuxOs>);
 
-extern const OsOps kLinuxOs;
+extern const OsOps linux_os_ops;
 
 // A mapping of `bytes` (a multiple of the 2 MiB segment size) starting on a
 // 2 MiB boundary, or nullptr. Tries a plain mapping first (recent kernels

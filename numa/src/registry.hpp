@@ -24,11 +24,11 @@ namespace manyalloc::numa {
 
 class Registry {
  public:
-  static constexpr unsigned kAddressBits = 48;
-  static constexpr unsigned kLeafBits = 13;
-  static constexpr unsigned kTopBits = kAddressBits - kSegmentShift - kLeafBits;
-  static constexpr std::size_t kLeafSlots = std::size_t{1} << kLeafBits;
-  static constexpr std::size_t kTopSlots = std::size_t{1} << kTopBits;
+  static constexpr unsigned address_bits = 48;
+  static constexpr unsigned leaf_bits = 13;
+  static constexpr unsigned top_bits = address_bits - segment_shift - leaf_bits;
+  static constexpr std::size_t leaf_slots = std::size_t{1} << leaf_bits;
+  static constexpr std::size_t top_slots = std::size_t{1} << top_bits;
   using Slot = std::atomic<Segment*>;
 
   constexpr Registry() = default;
@@ -38,10 +38,10 @@ class Registry {
   // The descriptor whose segment contains p, or nullptr. Wait-free.
   Segment* lookup(const void* p) const noexcept {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
-    if (a >> kAddressBits) return nullptr;
-    const Slot* leaf = top_[a >> (kSegmentShift + kLeafBits)].load(std::memory_order_acquire);
+    if (a >> address_bits) return nullptr;
+    const Slot* leaf = top_[a >> (segment_shift + leaf_bits)].load(std::memory_order_acquire);
     if (leaf == nullptr) return nullptr;
-    return leaf[(a >> kSegmentShift) & (kLeafSlots - 1)].load(std::memory_order_acquire);
+    return leaf[(a >> segment_shift) & (leaf_slots - 1)].load(std::memory_order_acquire);
   }
 
   // Makes sure the leaves covering [base, base + bytes) exist, so that a
@@ -56,11 +56,11 @@ class Registry {
 
   // Bytes of leaves mapped (statistics).
   std::size_t leaf_bytes() const noexcept {
-    return leaves_.load(std::memory_order_relaxed) * kLeafSlots * sizeof(Slot);
+    return leaves_.load(std::memory_order_relaxed) * leaf_slots * sizeof(Slot);
   }
 
  private:
-  std::atomic<Slot*> top_[kTopSlots]{};
+  std::atomic<Slot*> top_[top_slots]{};
   std::atomic<std::size_t> leaves_{0};
 };
 

@@ -19,15 +19,15 @@ namespace manyalloc::numa {
 namespace {
 
 // Idle-owner merge (lowmem; invariants.hpp): the thread that queues the
-// kIdleMergeRuns-th run since the owner last took its RFQ merges the queue
+// idle_merge_runs-th run since the owner last took its RFQ merges the queue
 // for it (heap_merge_for_owner). An owner that allocates takes its queue at
-// least every kRfqPollEvery-th allocation from a run, so the count mostly
+// least every rfq_poll_interval-th allocation from a run, so the count mostly
 // reaches the threshold on a heap whose thread sleeps or has exited.
 // Larson-like workload, lowmem, 16 threads (2-core VM, 3 runs, peak RSS):
 // no merge 15.0 MiB; threshold 128 runs 12.9, 32 12.5, 16 12.1, 8 11.9 MiB,
 // all at the same speed; but with 8 the xmalloc-like workload took 6 % longer
 // than with 32 (merging for owners that do allocate).
-constexpr std::uint32_t kIdleMergeRuns = 16;
+constexpr std::uint32_t idle_merge_runs = 16;
 
 // Publishes the frees `bits` (non-zero) of word w of run r.
 void publish(Context& c, Run& r, std::uint32_t w, std::uint64_t bits) {
@@ -74,7 +74,7 @@ void publish(Context& c, Run& r, std::uint32_t w, std::uint64_t bits) {
     const std::uint32_t queued_runs =
         pushed ? owner->rfq_pushes.fetch_add(1, std::memory_order_relaxed) + 1
                : owner->rfq_pushes.load(std::memory_order_relaxed);
-    if (queued_runs >= kIdleMergeRuns) heap_merge_for_owner(*owner);
+    if (queued_runs >= idle_merge_runs) heap_merge_for_owner(*owner);
   }
 }
 

@@ -157,7 +157,7 @@ bool thread_heap_migrate(int node) noexcept {
   Heap* h = thread_heap();
   if (h == nullptr) return false;
   Context& c = *h->ctx;
-  if (node < -1 || node >= topology_load(c) || node >= static_cast<int>(kMaxNodes)) return false;
+  if (node < -1 || node >= topology_load(c) || node >= static_cast<int>(max_nodes)) return false;
   Source* s = node < 0 ? &c.common() : c.node_source(node);
   if (s == h->source) return true;
   // Binding does not allocate (os.hpp, bind), so it may run under the lock.

@@ -1,7 +1,7 @@
 // Size classes of small chunks and the geometry of their runs.
 //
 // Classes: 16..128 bytes in steps of 16, then four classes per power of two
-// (160, 192, 224, 256, 320, ...) up to kMaxSmall = 256 KiB: the internal
+// (160, 192, 224, 256, 320, ...) up to max_small = 256 KiB: the internal
 // waste of a chunk is below 25 % and the class of a size is computed with a
 // few shifts, no table. A class of size 2^k * m is a multiple of 2^(k-2), so
 // an aligned request finds a suitable class (see class_for_aligned).
@@ -14,52 +14,52 @@
 namespace manyalloc::numa {
 
 // Geometry (see invariants.hpp for what lives where).
-inline constexpr std::size_t kOsPage = 4096;
-inline constexpr unsigned kSegmentShift = 21;
-inline constexpr std::size_t kSegment = std::size_t{1} << kSegmentShift;  // 2 MiB
-inline constexpr unsigned kPageShift = 15;
-inline constexpr std::size_t kPage = std::size_t{1} << kPageShift;         // 32 KiB run page
-inline constexpr unsigned kPagesPerSegment = kSegment / kPage;              // 64
+inline constexpr std::size_t os_page = 4096;
+inline constexpr unsigned segment_shift = 21;
+inline constexpr std::size_t segment_bytes = std::size_t{1} << segment_shift;  // 2 MiB
+inline constexpr unsigned page_shift = 15;
+inline constexpr std::size_t page_bytes = std::size_t{1} << page_shift;         // 32 KiB run page
+inline constexpr unsigned pages_per_segment = segment_bytes / page_bytes;              // 64
 // One bit per page of a segment (SmallSegment::used_pages, idle_pages).
 using PageMask = std::uint64_t;
-inline constexpr PageMask kAllPages = ~PageMask{0};
-static_assert(kPagesPerSegment == 64, "PageMask has one bit per page");
-inline constexpr std::size_t kMaxSmall = 256 * 1024;  // larger requests -> large segment
-inline constexpr unsigned kMaxChunks = kPage / 16;    // 2048 chunks of 16 B in 32 KiB
-inline constexpr unsigned kBitmapWords = kMaxChunks / 64;
-inline constexpr unsigned kInlineWords = 8;  // in the run descriptor (invariants.hpp)
-inline constexpr unsigned kMaxNodes = 64;
-inline constexpr unsigned kMaxSources = kMaxNodes + 1;  // index 0: the common source
+inline constexpr PageMask all_pages = ~PageMask{0};
+static_assert(pages_per_segment == 64, "PageMask has one bit per page");
+inline constexpr std::size_t max_small = 256 * 1024;  // larger requests -> large segment
+inline constexpr unsigned max_chunks = page_bytes / 16;    // 2048 chunks of 16 B in 32 KiB
+inline constexpr unsigned bitmap_words = max_chunks / 64;
+inline constexpr unsigned inline_words = 8;  // in the run descriptor (invariants.hpp)
+inline constexpr unsigned max_nodes = 64;
+inline constexpr unsigned max_sources = max_nodes + 1;  // index 0: the common source
 // Allocations from runs between two checks of the remote free queue (heap.hpp).
-inline constexpr std::uint8_t kRfqPollEvery = 255;
+inline constexpr std::uint8_t rfq_poll_interval = 255;
 
 
-inline constexpr unsigned kLinearClasses = 8;  // 16 .. 128
-inline constexpr unsigned kNumClasses = kLinearClasses + 4 * 11;  // up to 256 KiB
+inline constexpr unsigned linear_classes = 8;  // 16 .. 128
+inline constexpr unsigned num_classes = linear_classes + 4 * 11;  // up to 256 KiB
 
 constexpr std::size_t class_size(unsigned c) {
-  if (c < kLinearClasses) return (c + 1) * 16;
-  const unsigned g = (c - kLinearClasses) / 4, i = (c - kLinearClasses) % 4;
+  if (c < linear_classes) return (c + 1) * 16;
+  const unsigned g = (c - linear_classes) / 4, i = (c - linear_classes) % 4;
   const std::size_t base = std::size_t{128} << g;
   return base + (i + 1) * (base / 4);
 }
 
-// Smallest class whose size is >= size; size must be <= kMaxSmall.
+// Smallest class whose size is >= size; size must be <= max_small.
 constexpr unsigned size_to_class(std::size_t size) {
   if (size <= 128) return size == 0 ? 0 : static_cast<unsigned>((size + 15) / 16 - 1);
   const unsigned k = static_cast<unsigned>(std::bit_width(size - 1)) - 1;  // 2^k < size <= 2^(k+1)
   const std::size_t base = std::size_t{1} << k;
   const unsigned i = static_cast<unsigned>((size - base - 1) >> (k - 2));
-  return kLinearClasses + (k - 7) * 4 + i;
+  return linear_classes + (k - 7) * 4 + i;
 }
 
 // Smallest class >= size whose chunks are all aligned to `align` (a power of
-// two <= kPage; runs start on kPage boundaries). Returns kNumClasses if none.
+// two <= page_bytes; runs start on page_bytes boundaries). Returns num_classes if none.
 constexpr unsigned class_for_aligned(std::size_t size, std::size_t align) {
-  if (size > kMaxSmall) return kNumClasses;
-  for (unsigned c = size_to_class(size); c < kNumClasses; ++c)
+  if (size > max_small) return num_classes;
+  for (unsigned c = size_to_class(size); c < num_classes; ++c)
     if (class_size(c) % align == 0) return c;
-  return kNumClasses;
+  return num_classes;
 }
 
 // Bytes of a run: at least 8 chunks, at least one 32 KiB page, at most a
@@ -69,35 +69,35 @@ constexpr unsigned class_for_aligned(std::size_t size, std::size_t align) {
 // 2-3 mostly free runs per thread in t-test1 (peak RSS 1.31x glibc).
 constexpr std::size_t run_bytes(unsigned c) {
   const std::size_t want = std::bit_ceil(class_size(c) * 8);
-  return want < kPage ? kPage : (want > kSegment ? kSegment : want);
+  return want < page_bytes ? page_bytes : (want > segment_bytes ? segment_bytes : want);
 }
-constexpr unsigned run_pages(unsigned c) { return static_cast<unsigned>(run_bytes(c) / kPage); }
+constexpr unsigned run_pages(unsigned c) { return static_cast<unsigned>(run_bytes(c) / page_bytes); }
 constexpr unsigned run_chunks(unsigned c) {
   return static_cast<unsigned>(run_bytes(c) / class_size(c));
 }
 
 // Division of a byte offset inside a run (< 2 MiB) by a chunk size
 // (<= 256 KiB) as a multiply and a shift: exact because offset * size < 2^40.
-inline constexpr unsigned kRecipShift = 40;
+inline constexpr unsigned recip_shift = 40;
 constexpr std::uint64_t reciprocal(std::size_t chunk_size) {
-  return ((std::uint64_t{1} << kRecipShift) / chunk_size) + 1;
+  return ((std::uint64_t{1} << recip_shift) / chunk_size) + 1;
 }
 constexpr std::uint32_t divide(std::size_t offset, std::uint64_t recip) {
-  return static_cast<std::uint32_t>((offset * recip) >> kRecipShift);
+  return static_cast<std::uint32_t>((offset * recip) >> recip_shift);
 }
 
-// Class of the sizes up to kTableMax by one table lookup (malloc's fast path).
-inline constexpr std::size_t kTableMax = 1024;
+// Class of the sizes up to table_max by one table lookup (malloc's fast path).
+inline constexpr std::size_t table_max = 1024;
 struct SmallClassTable {
-  std::uint8_t cls[kTableMax / 16 + 1];
+  std::uint8_t cls[table_max / 16 + 1];
   constexpr SmallClassTable() : cls{} {
-    for (std::size_t i = 0; i <= kTableMax / 16; ++i)
+    for (std::size_t i = 0; i <= table_max / 16; ++i)
       cls[i] = static_cast<std::uint8_t>(size_to_class(i * 16));
   }
 };
-inline constexpr SmallClassTable kSmallClasses{};
+inline constexpr SmallClassTable small_classes{};
 constexpr unsigned class_of(std::size_t size) {
-  return size <= kTableMax ? kSmallClasses.cls[(size + 15) >> 4] : size_to_class(size);
+  return size <= table_max ? small_classes.cls[(size + 15) >> 4] : size_to_class(size);
 }
 
 // Per-class tables for the free fast path (no run descriptor is read there).
@@ -110,12 +110,12 @@ struct ClassInfo {
 // class (at least 4 chunks), none above 8 KiB. Cached chunks were written
 // by the program and stay resident; 64 chunks of every class up to 16 KiB
 // could hold 1.8 MiB per thread, which showed in the peak RSS of t-test1.
-inline constexpr unsigned kCacheMax = 64;
+inline constexpr unsigned cache_max = 64;
 constexpr std::uint32_t cache_capacity(unsigned c) {
   const std::size_t s = class_size(c);
   if (s > 8192) return 0;
   const std::size_t n = 16384 / s;
-  return n >= kCacheMax ? kCacheMax : n < 4 ? 4 : static_cast<std::uint32_t>(n);
+  return n >= cache_max ? cache_max : n < 4 ? 4 : static_cast<std::uint32_t>(n);
 }
 // Lowmem keeps half of that: cached chunks are free memory that stays
 // resident until a purge writes the caches back. 16 threads, 2-core VM,
@@ -126,37 +126,37 @@ constexpr std::uint32_t cache_capacity(unsigned c) {
 // the faults and twice the time), larson 0.894 -> 0.870.
 constexpr std::uint32_t lowmem_cache_capacity(unsigned c) { return (cache_capacity(c) + 1) / 2; }
 
-// The classes' stacks are packed in one array of kCacheSlots pointers
-// (Heap::cache_slots), class c's from kCacheLayout.first[c]: rows of
-// kCacheMax pointers for every class took 26 KiB per heap, and each class
+// The classes' stacks are packed in one array of cache_slot_count pointers
+// (Heap::cache_slots), class c's from cache_layout.first[c]: rows of
+// cache_max pointers for every class took 26 KiB per heap, and each class
 // a thread used made its row's page resident.
 struct CacheLayout {
-  std::uint16_t first[kNumClasses];
+  std::uint16_t first[num_classes];
   std::uint32_t total;
   constexpr CacheLayout() : first{}, total(0) {
-    for (unsigned c = 0; c < kNumClasses; ++c) {
+    for (unsigned c = 0; c < num_classes; ++c) {
       first[c] = static_cast<std::uint16_t>(total);
       total += cache_capacity(c);
     }
   }
 };
-inline constexpr CacheLayout kCacheLayout{};
-inline constexpr std::size_t kCacheSlots = kCacheLayout.total;
-static_assert(kCacheSlots <= 0xffff, "CacheLayout::first is 16 bits");
+inline constexpr CacheLayout cache_layout{};
+inline constexpr std::size_t cache_slot_count = cache_layout.total;
+static_assert(cache_slot_count <= 0xffff, "CacheLayout::first is 16 bits");
 
 struct ClassTable {
-  ClassInfo info[kNumClasses];
+  ClassInfo info[num_classes];
   constexpr ClassTable() : info{} {
-    for (unsigned c = 0; c < kNumClasses; ++c)
+    for (unsigned c = 0; c < num_classes; ++c)
       info[c] = ClassInfo{static_cast<std::uint32_t>(class_size(c)), run_chunks(c),
                           reciprocal(class_size(c))};
   }
 };
-inline constexpr ClassTable kClasses{};
+inline constexpr ClassTable class_table{};
 
-static_assert(class_size(kNumClasses - 1) == kMaxSmall);
-static_assert(run_chunks(0) == kMaxChunks);
-static_assert(size_to_class(kMaxSmall) == kNumClasses - 1);
-static_assert(class_of(0) == 0 && class_of(kTableMax) == size_to_class(kTableMax));
+static_assert(class_size(num_classes - 1) == max_small);
+static_assert(run_chunks(0) == max_chunks);
+static_assert(size_to_class(max_small) == num_classes - 1);
+static_assert(class_of(0) == 0 && class_of(table_max) == size_to_class(table_max));
 
 }  // namespace manyalloc::numa

@@ -10,7 +10,7 @@ namespace manyalloc::numa {
 
 namespace {
 
-constexpr std::size_t kMaxCachedLarge = 64;  // bounds the best-fit scan
+constexpr std::size_t max_cached_large = 64;  // bounds the best-fit scan
 
 void push(Segment*& head, Segment* s) {
   s->prev = nullptr;
@@ -120,7 +120,7 @@ bool split_large(Context& c, LargeSegment* seg, std::size_t bytes) {
   bool cached = false;
   {
     SpinGuard g(s.lock);
-    if (s.large_count < kMaxCachedLarge) {
+    if (s.large_count < max_cached_large) {
       cache_push(c, s, s.large_cache, tail, c.os->now());
       ++s.large_count;
       cached = true;
@@ -201,7 +201,7 @@ SmallSegment* source_take_small(Context& c, Source& s) {
     if (s.small_cache != nullptr) {
       seg = static_cast<SmallSegment*>(s.small_cache);
       unlink(s.small_cache, seg);
-      s.cached_bytes.fetch_sub(kSegment, std::memory_order_relaxed);
+      s.cached_bytes.fetch_sub(segment_bytes, std::memory_order_relaxed);
     }
   }
   if (seg != nullptr) {
@@ -211,7 +211,7 @@ SmallSegment* source_take_small(Context& c, Source& s) {
   seg = c.small_pool.create(*c.os);
   if (seg == nullptr) return nullptr;
   seg->kind = SegKind::small;
-  if (!source_map(c, s, seg, kSegment)) {
+  if (!source_map(c, s, seg, segment_bytes)) {
     c.small_pool.destroy(seg, *c.os);
     return nullptr;
   }
@@ -229,7 +229,7 @@ void source_give_small(Context& c, SmallSegment* seg) {
     // Lowmem keeps its small cache for large blocks (a heap keeps an empty
     // segment of its own until its next purge, heap.cpp).
     if (c.opts.profile != Profile::lowmem &&
-        s.cached_bytes.load(std::memory_order_relaxed) + kSegment <= c.opts.cache_max) {
+        s.cached_bytes.load(std::memory_order_relaxed) + segment_bytes <= c.opts.cache_max) {
       cache_push(c, s, s.small_cache, seg, now);
       cached = true;
     }
@@ -239,9 +239,9 @@ void source_give_small(Context& c, SmallSegment* seg) {
 }
 
 LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
-  if (bytes > SIZE_MAX - kSegment) return nullptr;
+  if (bytes > SIZE_MAX - segment_bytes) return nullptr;
   source_decay(c, s);
-  bytes = (bytes + kSegment - 1) & ~(kSegment - 1);
+  bytes = (bytes + segment_bytes - 1) & ~(segment_bytes - 1);
   LargeSegment* seg = nullptr;
   {
     SpinGuard g(s.lock);
@@ -274,16 +274,16 @@ LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
     // use (Hera pattern, 2 threads: peak RSS +4 %), and the rest goes to the
     // cache, within its budget, or back to the OS.
     const bool much_larger = c.opts.profile == Profile::lowmem ? seg->bytes > bytes
-                                                               : seg->bytes >= 2 * bytes + kSegment;
+                                                               : seg->bytes >= 2 * bytes + segment_bytes;
     if (much_larger && split_large(c, seg, bytes)) {
       s.reuses.fetch_add(1, std::memory_order_relaxed);
-      s.faults_avoided.fetch_add(reused / kOsPage, std::memory_order_relaxed);
+      s.faults_avoided.fetch_add(reused / os_page, std::memory_order_relaxed);
       return seg;
     }
     const bool resize = seg->bytes < bytes || much_larger;
     if (!resize || source_resize_large(c, seg, bytes)) {
       s.reuses.fetch_add(1, std::memory_order_relaxed);
-      s.faults_avoided.fetch_add(reused / kOsPage, std::memory_order_relaxed);
+      s.faults_avoided.fetch_add(reused / os_page, std::memory_order_relaxed);
       return seg;
     }
     unmap_segment(c, seg);  // could not resize: start afresh
@@ -310,7 +310,7 @@ void source_give_large(Context& c, LargeSegment* seg) {
     // (mimalloc-bench's malloc-large: numa/DESIGN.md). Older ones beyond the
     // budget make room (restore_budget).
     SpinGuard g(s.lock);
-    if (c.opts.cache_max != 0 && s.large_count < kMaxCachedLarge) {
+    if (c.opts.cache_max != 0 && s.large_count < max_cached_large) {
       cache_push(c, s, s.large_cache, seg, now);
       ++s.large_count;
       cached = true;

@@ -17,7 +17,7 @@ void stats_gather(Context& c, manyalloc_numa_stats& out) noexcept {
   out.nsources = static_cast<std::uint32_t>(1 + (nodes > 1 || c.opts.profile == Profile::numa ? nodes : 0));
   if (out.nsources > MANYALLOC_NUMA_MAX_SOURCES) out.nsources = MANYALLOC_NUMA_MAX_SOURCES;
   constexpr auto rl = std::memory_order_relaxed;
-  for (std::uint32_t i = 0; i < kMaxSources && i < MANYALLOC_NUMA_MAX_SOURCES; ++i) {
+  for (std::uint32_t i = 0; i < max_sources && i < MANYALLOC_NUMA_MAX_SOURCES; ++i) {
     const Source& s = c.sources[i];
     manyalloc_numa_source_stats& o = out.sources[i];
     o.node = c.source_node(s);

@@ -80,7 +80,7 @@ int topology_load(Context& c) {
   if (ok) {
     int n = numa_node_count(*a, topo);
     if (n < 1) n = 1;
-    if (n > static_cast<int>(kMaxNodes)) n = kMaxNodes;
+    if (n > static_cast<int>(max_nodes)) n = max_nodes;
     g_topo = topo;
     g_this_system = a->topology_is_thissystem(topo) != 0;
     g_nodes = n;

@@ -69,8 +69,8 @@ TEST(LowmemApi, ForkedChildAdoptsAnOrphanThatWasBeingMerged) {
   // then waits for it forever (seen with GCC 12's AddressSanitizer).
   GTEST_SKIP() << "the sanitizer's allocator is not fork-safe while other threads allocate";
 #endif
-  constexpr int kChunks = 1 << 15;
-  std::vector<void*> chunks(kChunks);
+  constexpr int chunk_count = 1 << 15;
+  std::vector<void*> chunks(chunk_count);
   int forks = 0, bad_children = 0;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   for (int round = 0; round < 50 && std::chrono::steady_clock::now() < until; ++round) {

@@ -32,13 +32,13 @@ struct Entry {
   size_t (*usable_)(void*);
 };
 
-inline const Entry kPrefixed{"manyalloc_numa_*", manyalloc_numa_malloc, manyalloc_numa_free,
+inline const Entry prefixed_names{"manyalloc_numa_*", manyalloc_numa_malloc, manyalloc_numa_free,
                              manyalloc_numa_calloc, manyalloc_numa_realloc,
                              manyalloc_numa_reallocarray, manyalloc_numa_memalign,
                              manyalloc_numa_posix_memalign, manyalloc_numa_aligned_alloc,
                              manyalloc_numa_valloc, manyalloc_numa_pvalloc,
                              manyalloc_numa_usable_size};
-inline const Entry kStandard{"standard names", ::malloc, ::free, ::calloc, ::realloc,
+inline const Entry standard_names{"standard names", ::malloc, ::free, ::calloc, ::realloc,
                              ::reallocarray, ::memalign, ::posix_memalign, ::aligned_alloc,
                              ::valloc, ::pvalloc, ::malloc_usable_size};
 
@@ -52,8 +52,8 @@ inline bool standard_names_are_ours() {
 }
 
 inline std::vector<const Entry*> entries() {
-  std::vector<const Entry*> v{&kPrefixed};
-  if (standard_names_are_ours()) v.push_back(&kStandard);
+  std::vector<const Entry*> v{&prefixed_names};
+  if (standard_names_are_ours()) v.push_back(&standard_names);
   return v;
 }
 

@@ -28,21 +28,21 @@
 
 namespace {
 
-constexpr std::size_t kStride = 64 * 1024;  // one stamp per 64 KiB
-constexpr int kMaxArrays = 8;
+constexpr std::size_t stride = 64 * 1024;  // one stamp per 64 KiB
+constexpr int max_arrays = 8;
 
 std::atomic<long> g_errors{0}, g_ops{0}, g_reallocs{0};
 
 #if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
+constexpr bool tsan = true;
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-constexpr bool kTsan = true;
+constexpr bool tsan = true;
 #else
-constexpr bool kTsan = false;
+constexpr bool tsan = false;
 #endif
 #else
-constexpr bool kTsan = false;
+constexpr bool tsan = false;
 #endif
 std::atomic<long> g_tsan_order{0};
 
@@ -54,16 +54,16 @@ std::atomic<long> g_tsan_order{0};
 // therefore followed by an acq_rel step on one counter, which orders it after
 // every earlier call of every thread (as the kernel's mmap lock does).
 void after_allocator_call() {
-  if constexpr (kTsan) g_tsan_order.fetch_add(1, std::memory_order_acq_rel);
+  if constexpr (tsan) g_tsan_order.fetch_add(1, std::memory_order_acq_rel);
 }
 
 std::uint64_t stamp_word(std::uint32_t tag, std::size_t i) {
   return (std::uint64_t{tag} << 32) ^ (i * 0x9E3779B1u) ^ 0x5A5A0000u;
 }
 
-// Stamps [from, n) at every kStride and the last word.
+// Stamps [from, n) at every stride and the last word.
 void stamp(std::uint8_t* p, std::size_t from, std::size_t n, std::uint32_t tag) {
-  for (std::size_t i = (from + kStride - 1) / kStride * kStride; i + 8 <= n; i += kStride) {
+  for (std::size_t i = (from + stride - 1) / stride * stride; i + 8 <= n; i += stride) {
     const std::uint64_t w = stamp_word(tag, i);
     std::memcpy(p + i, &w, 8);
   }
@@ -71,12 +71,12 @@ void stamp(std::uint8_t* p, std::size_t from, std::size_t n, std::uint32_t tag) 
   std::memcpy(p + n - 8, &w, 8);
 }
 
-// Checks the kStride stamps of [0, n) (not the last word when `tail` is
+// Checks the stride stamps of [0, n) (not the last word when `tail` is
 // false: after a shrink it was cut off).
 bool check(const std::uint8_t* p, std::size_t n, std::uint32_t tag, bool tail, int t,
            const char* when) {
   bool ok = true;
-  for (std::size_t i = 0; i + 8 <= n; i += kStride) {
+  for (std::size_t i = 0; i + 8 <= n; i += stride) {
     std::uint64_t w;
     std::memcpy(&w, p + i, 8);
     if (w != stamp_word(tag, i)) {
@@ -113,9 +113,9 @@ using manyalloc::numa::Rng;
 void worker(int t, int narrays, std::size_t lo, std::size_t hi,
             std::chrono::steady_clock::time_point deadline) {
   Rng r(static_cast<std::uint64_t>(t) + 1);
-  std::uint8_t* arr[kMaxArrays] = {};
-  std::size_t len[kMaxArrays] = {};
-  std::uint32_t tag[kMaxArrays] = {};
+  std::uint8_t* arr[max_arrays] = {};
+  std::size_t len[max_arrays] = {};
+  std::uint32_t tag[max_arrays] = {};
   long errors = 0, ops = 0, reallocs = 0;
   std::uint32_t next_tag = static_cast<std::uint32_t>(t) << 24;
   while (std::chrono::steady_clock::now() < deadline && errors == 0) {
@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   const std::size_t lo = (argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1024) * 1024;
   const std::size_t hi = (argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 12288) * 1024;
   const int narrays = argc > 5 ? std::atoi(argv[5]) : 3;
-  if (threads < 1 || lo <= 256 * 1024 || hi < lo || narrays < 1 || narrays > kMaxArrays) {
+  if (threads < 1 || lo <= 256 * 1024 || hi < lo || narrays < 1 || narrays > max_arrays) {
     std::fprintf(stderr, "numa_large_stress: bad arguments (arrays must be large: > 256 KiB)\n");
     return 2;
   }

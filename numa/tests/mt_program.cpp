@@ -10,12 +10,12 @@
 #include <vector>
 
 int main() {
-  constexpr int kThreads = 4;
+  constexpr int thread_count = 4;
   std::mutex m;
   std::vector<std::shared_ptr<std::string>> shared;
-  std::vector<unsigned long> sums(kThreads);
+  std::vector<unsigned long> sums(thread_count);
   std::vector<std::thread> pool;
-  for (int t = 0; t < kThreads; ++t) {
+  for (int t = 0; t < thread_count; ++t) {
     pool.emplace_back([t, &m, &shared, &sums] {
       std::map<std::string, std::vector<int>> index;
       unsigned long sum = 0;

@@ -58,24 +58,24 @@ struct FaultyOs : LinuxOs {
   }
 };
 static_assert(OsBackend<FaultyOs>);
-inline constexpr OsOps kFaultyOs = make_os_ops<FaultyOs>();
+inline constexpr OsOps faulty_os = make_os_ops<FaultyOs>();
 
 // A private allocator context on the faulty OS, or on `os` (not the
 // process's malloc), with the profile's defaults (options.cpp) unless
 // cache_max is given (0: nothing is cached).
-inline constexpr std::size_t kProfileDefault = SIZE_MAX;
+inline constexpr std::size_t profile_default = SIZE_MAX;
 inline std::unique_ptr<Context> make_context(Profile profile = Profile::uma,
-                                             std::size_t cache_max = kProfileDefault,
-                                             const OsOps& os = kFaultyOs) {
+                                             std::size_t cache_max = profile_default,
+                                             const OsOps& os = faulty_os) {
   Faults::reset();
   auto c = std::make_unique<Context>();
   Options o;
   o.profile = profile;
   const bool low = profile == Profile::lowmem;
-  o.cache_max = cache_max != kProfileDefault ? cache_max
-                : low                         ? kLowmemCacheMax
+  o.cache_max = cache_max != profile_default ? cache_max
+                : low                         ? lowmem_cache_max
                                               : std::size_t{1} << 30;
-  o.decay_ms = low ? kDecayMsLowmem : kDecayMs;
+  o.decay_ms = low ? decay_ms_lowmem : default_decay_ms;
   context_setup(*c, o);
   c->os = &os;
   return c;

@@ -22,7 +22,7 @@ namespace {
 using test::Faults;
 using test::make_context;
 
-constexpr Profile kProfiles[] = {Profile::lowmem, Profile::uma, Profile::numa};
+constexpr Profile profiles[] = {Profile::lowmem, Profile::uma, Profile::numa};
 
 const char* name(Profile p) { return profile_name(p); }
 
@@ -43,9 +43,9 @@ struct Fixture {
 // Whether the OS page holding p is resident (false when it is not mapped
 // any more: given back with its segment).
 bool resident(const void* p) {
-  const auto page = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{kOsPage - 1};
+  const auto page = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{os_page - 1};
   unsigned char vec = 0;
-  if (mincore(reinterpret_cast<void*>(page), kOsPage, &vec) != 0) {
+  if (mincore(reinterpret_cast<void*>(page), os_page, &vec) != 0) {
     EXPECT_EQ(errno, ENOMEM);
     return false;
   }
@@ -79,7 +79,7 @@ std::vector<void*> background(Fixture& f) {
 int churn(Fixture& f, std::size_t n, int iters) {
   const int before = Fixture::givebacks();
   for (int i = 0; i < iters; ++i) {
-    void* p = n <= kMaxSmall ? heap_alloc(*f.h, size_to_class(n))
+    void* p = n <= max_small ? heap_alloc(*f.h, size_to_class(n))
                              : large_alloc(*f.c, f.c->common(), n, 16, false);
     EXPECT_NE(p, nullptr);
     if (p == nullptr) break;
@@ -94,7 +94,7 @@ int churn(Fixture& f, std::size_t n, int iters) {
 // (before: lowmem one madvise per iteration for 16 and 32 KiB and one munmap
 // for 300 KB; uma one madvise per iteration with the background).
 TEST(Giveback, ChurnLoopDoesNotGiveBackOnEveryFree) {
-  for (Profile prof : kProfiles)
+  for (Profile prof : profiles)
     for (bool with_background : {false, true})
       for (std::size_t n : {std::size_t{16384}, std::size_t{32768}, std::size_t{300000}}) {
         Fixture f(prof);
@@ -113,7 +113,7 @@ TEST(Giveback, ChurnLoopDoesNotGiveBackOnEveryFree) {
 // between two purges; lowmem's RSS therefore does not keep what it stopped
 // using.
 TEST(Giveback, DecayDecommitsWhatIsNotReused) {
-  for (Profile prof : kProfiles) {
+  for (Profile prof : profiles) {
     Fixture f(prof);
     // 32 MiB of 4 KiB chunks, freed below: enough for two purges in every
     // profile (uma: after 8 MiB, then after as many bytes as are in use).
@@ -139,7 +139,7 @@ TEST(Giveback, DecayDecommitsWhatIsNotReused) {
 // malloc_trim gives back at once everything kept: the empty current run and
 // the idle pages.
 TEST(Giveback, TrimDecommitsKeptRunsAndIdlePages) {
-  for (Profile prof : kProfiles) {
+  for (Profile prof : profiles) {
     Fixture f(prof);
     std::vector<void*> live = background(f);
     auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, size_to_class(32768)));
@@ -159,11 +159,11 @@ TEST(Giveback, TrimDecommitsKeptRunsAndIdlePages) {
 // resident idle pages stay bounded, and the calls are far fewer than the
 // runs released.
 TEST(Giveback, BudgetBoundsIdlePagesWithFewCalls) {
-  for (Profile prof : kProfiles) {
+  for (Profile prof : profiles) {
     Fixture f(prof);
     const unsigned cls = size_to_class(2048);  // one-page runs of 16 chunks
     std::vector<void*> v;
-    const unsigned runs = 4 * kPagesPerSegment;  // 8 MiB of runs
+    const unsigned runs = 4 * pages_per_segment;  // 8 MiB of runs
     for (unsigned i = 0; i < runs * run_chunks(cls); ++i) v.push_back(heap_alloc(*f.h, cls));
     const int before = Fixture::givebacks();
     unsigned max_idle = 0;
@@ -195,7 +195,7 @@ TEST(Giveback, BudgetBoundsIdlePagesWithFewCalls) {
 // 4 MiB), and are reused at once; a cached one is unmapped after the decay
 // delay, and one beyond the cache's budget at once.
 TEST(Giveback, LargeBlocksAreCachedThenDecay) {
-  for (Profile prof : kProfiles) {
+  for (Profile prof : profiles) {
     Fixture f(prof);
     Source& s = f.c->common();
     Faults::clock_ns = 1'000'000'000'000;  // the test's clock from here on
@@ -203,7 +203,7 @@ TEST(Giveback, LargeBlocksAreCachedThenDecay) {
     ASSERT_NE(p, nullptr);
     std::memset(p, 1, 300000);
     f.free(p);
-    EXPECT_EQ(s.cached_bytes.load(), kSegment) << name(prof);
+    EXPECT_EQ(s.cached_bytes.load(), segment_bytes) << name(prof);
     EXPECT_TRUE(resident(p));
     auto* q = static_cast<std::uint8_t*>(large_alloc(*f.c, s, 300000, 16, false));
     EXPECT_EQ(s.reuses.load(), 1u) << name(prof);
@@ -211,7 +211,7 @@ TEST(Giveback, LargeBlocksAreCachedThenDecay) {
     // Before the delay nothing decays; after it, everything cached goes.
     Faults::clock_ns += std::uint64_t{f.c->opts.decay_ms} * 1'000'000 - 1;
     source_decay(*f.c, s);
-    EXPECT_EQ(s.cached_bytes.load(), kSegment) << name(prof);
+    EXPECT_EQ(s.cached_bytes.load(), segment_bytes) << name(prof);
     Faults::clock_ns += 1;
     source_decay(*f.c, s);
     EXPECT_EQ(s.cached_bytes.load(), 0u) << name(prof);
@@ -219,8 +219,8 @@ TEST(Giveback, LargeBlocksAreCachedThenDecay) {
     EXPECT_EQ(f.c->os_calls.decayed.load(), 1u);
     // Beyond the budget (lowmem: 4 MiB) only the newest block is kept, and
     // only until the source maps fresh memory.
-    void* big = large_alloc(*f.c, s, 5 * kSegment, 16, false);
-    void* big2 = large_alloc(*f.c, s, 5 * kSegment, 16, false);
+    void* big = large_alloc(*f.c, s, 5 * segment_bytes, 16, false);
+    void* big2 = large_alloc(*f.c, s, 5 * segment_bytes, 16, false);
     ASSERT_NE(big, nullptr);
     ASSERT_NE(big2, nullptr);
     f.free(big);
@@ -228,7 +228,7 @@ TEST(Giveback, LargeBlocksAreCachedThenDecay) {
     if (prof == Profile::lowmem) {
       EXPECT_EQ(s.large_count, 1u);
       EXPECT_EQ(s.mapped_bytes.load(), s.cached_bytes.load());
-      void* small = large_alloc(*f.c, s, kSegment + 1, 16, false);  // 4 MiB, fresh
+      void* small = large_alloc(*f.c, s, segment_bytes + 1, 16, false);  // 4 MiB, fresh
       EXPECT_EQ(s.cached_bytes.load(), 0u);
       f.free(small);
     } else {
@@ -246,22 +246,22 @@ TEST(Giveback, PurgesLetTheSourceCacheDecay) {
   Faults::clock_ns = 1'000'000'000'000;
   void* p = large_alloc(*f.c, s, 1 << 20, 16, false);
   f.free(p);
-  EXPECT_EQ(s.cached_bytes.load(), kSegment);
+  EXPECT_EQ(s.cached_bytes.load(), segment_bytes);
   Faults::clock_ns += std::uint64_t{f.c->opts.decay_ms} * 1'000'000;
   heap_purge(*f.h);
   EXPECT_EQ(s.cached_bytes.load(), 0u);
-  EXPECT_EQ(s.mapped_bytes.load() % kSegment, 0u);
+  EXPECT_EQ(s.mapped_bytes.load() % segment_bytes, 0u);
 }
 
 // Every call that gives memory back is in the statistics' counters.
 TEST(Giveback, EveryCallIsCounted) {
-  for (Profile prof : kProfiles) {
+  for (Profile prof : profiles) {
     Fixture f(prof);
     std::vector<void*> live = background(f);
     churn(f, 32768, 50);
     churn(f, 300000, 50);
-    void* big = large_alloc(*f.c, f.c->common(), 9 * kSegment, 16, false);
-    large_realloc(*f.c, *static_cast<LargeSegment*>(f.c->registry.lookup(big)), 3 * kSegment);
+    void* big = large_alloc(*f.c, f.c->common(), 9 * segment_bytes, 16, false);
+    large_realloc(*f.c, *static_cast<LargeSegment*>(f.c->registry.lookup(big)), 3 * segment_bytes);
     f.free(big);
     for (void* q : live) f.free(q);
     heap_trim(*f.h);

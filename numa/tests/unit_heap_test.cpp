@@ -47,15 +47,15 @@ std::vector<std::uint8_t*> alloc_written(HeapFixture& f, unsigned cls, unsigned 
 
 // Whether the OS page holding p is resident.
 bool resident(const void* p) {
-  const auto page = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{kOsPage - 1};
+  const auto page = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{os_page - 1};
   unsigned char vec = 0;
-  EXPECT_EQ(mincore(reinterpret_cast<void*>(page), kOsPage, &vec), 0);
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(page), os_page, &vec), 0);
   return (vec & 1) != 0;
 }
 
 TEST(Heap, EveryClassGivesDisjointAlignedChunks) {
   HeapFixture f;
-  for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+  for (unsigned cls = 0; cls < num_classes; ++cls) {
     const std::size_t cs = class_size(cls);
     const unsigned n = std::min(3 * run_chunks(cls), 600u);
     std::vector<std::uint8_t*> v;
@@ -81,17 +81,17 @@ TEST(Heap, EveryClassGivesDisjointAlignedChunks) {
   // Everything free: only the current runs of classes below 16 KiB (runs of
   // at most 128 KiB) and one spare segment are kept; the rest is cached.
   EXPECT_LE(f.c->common().mapped_bytes.load() - f.c->common().cached_bytes.load(),
-            4 * kSegment);
+            4 * segment_bytes);
 }
 
 TEST(Heap, LowmemGivesEmptySegmentsBack) {
   HeapFixture f(Profile::lowmem);
   std::vector<void*> v;
   for (int i = 0; i < 20000; ++i) v.push_back(heap_alloc(*f.h, size_to_class(1000)));
-  EXPECT_GT(f.c->common().mapped_bytes.load(), 8 * kSegment);
+  EXPECT_GT(f.c->common().mapped_bytes.load(), 8 * segment_bytes);
   for (void* p : v) f.free(p, f.h);
   // Only the current run's segment stays.
-  EXPECT_LE(f.c->common().mapped_bytes.load(), kSegment);
+  EXPECT_LE(f.c->common().mapped_bytes.load(), segment_bytes);
 }
 
 TEST(Heap, PurgeDecommitsOnlyPagesWithoutLiveChunks) {
@@ -174,7 +174,7 @@ TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunksOutsideLowmem) {
 TEST(Heap, BitmapWordsAboveTheHighWaterMarkAreNotWritten) {
   HeapFixture f(Profile::lowmem);
   const unsigned cls = size_to_class(16);
-  ASSERT_GT(run_chunks(cls) / 64, kInlineWords);
+  ASSERT_GT(run_chunks(cls) / 64, inline_words);
   std::vector<std::uint8_t*> v = alloc_written(f, cls, 400);
   auto* seg = static_cast<SmallSegment*>(f.c->registry.lookup(v[0]));
   ASSERT_NE(seg, nullptr);
@@ -381,9 +381,9 @@ TEST(Heap, CacheWriteBackRefusesPointersThatAreNoChunkOfTheClass) {
 
 TEST(Heap, RemoteFreesAreQueuedAndMergedByTheOwner) {
   HeapFixture f;
-  constexpr int kN = 20000;
+  constexpr int item_count = 20000;
   std::vector<void*> v;
-  for (int i = 0; i < kN; ++i) v.push_back(heap_alloc(*f.h, size_to_class(16 + (i % 7) * 48)));
+  for (int i = 0; i < item_count; ++i) v.push_back(heap_alloc(*f.h, size_to_class(16 + (i % 7) * 48)));
   const std::uint64_t in_use = heap_small_in_use(*f.h);
   std::thread other([&] {
     for (void* p : v) f.free(p, nullptr);  // a thread without a heap of this context
@@ -393,7 +393,7 @@ TEST(Heap, RemoteFreesAreQueuedAndMergedByTheOwner) {
   EXPECT_FALSE(f.h->rfq.maybe_empty());
   heap_flush_remote(*f.h);
   EXPECT_EQ(heap_small_in_use(*f.h), 0u);
-  EXPECT_EQ(f.h->remote_frees.load(), static_cast<std::uint64_t>(kN));
+  EXPECT_EQ(f.h->remote_frees.load(), static_cast<std::uint64_t>(item_count));
   EXPECT_EQ(f.c->misuses.load(), 0u);
   // Remote double free: the second one is caught at once or at merge time.
   void* p = heap_alloc(*f.h, 2);
@@ -471,17 +471,17 @@ TEST(Heap, ConcurrentRemoteFreesWhileTheOwnerAllocates) {
   for (Profile profile : {Profile::uma, Profile::lowmem}) {
     SCOPED_TRACE(profile_name(profile));
     HeapFixture f(profile);
-    constexpr int kRounds = 50, kPer = 400;
+    constexpr int rounds = 50, per_round = 400;
     std::vector<void*> all;
-    for (int i = 0; i < kRounds * kPer; ++i) all.push_back(heap_alloc(*f.h, static_cast<unsigned>(i % 12)));
+    for (int i = 0; i < rounds * per_round; ++i) all.push_back(heap_alloc(*f.h, static_cast<unsigned>(i % 12)));
     std::shuffle(all.begin(), all.end(), std::mt19937(7));
-    std::vector<std::vector<void*>> batches(kRounds);
-    for (int i = 0; i < kRounds * kPer; ++i) batches[static_cast<std::size_t>(i / kPer)].push_back(all[i]);
+    std::vector<std::vector<void*>> batches(rounds);
+    for (int i = 0; i < rounds * per_round; ++i) batches[static_cast<std::size_t>(i / per_round)].push_back(all[i]);
     std::atomic<int> freed{0}, halfway{0};
     std::atomic<bool> owner_paused{false};
     auto free_half = [&](int parity, Heap* self) {
-      for (int k = parity; k < kRounds; k += 2) {
-        if (k / 2 == kRounds / 4) {  // the second half waits for the owner's pause
+      for (int k = parity; k < rounds; k += 2) {
+        if (k / 2 == rounds / 4) {  // the second half waits for the owner's pause
           halfway.fetch_add(1);
           while (!owner_paused.load()) std::this_thread::yield();
         }
@@ -502,7 +502,7 @@ TEST(Heap, ConcurrentRemoteFreesWhileTheOwnerAllocates) {
       }
     }
     owner_paused.store(true);
-    while (freed.load() < kRounds) std::this_thread::yield();
+    while (freed.load() < rounds) std::this_thread::yield();
     immediate.join();
     batched.join();
     if (profile == Profile::lowmem) EXPECT_GT(f.h->idle_merges.load(), 0u);
@@ -536,7 +536,7 @@ TEST(Heap, LowmemFreersMergeTheQueueOfAnIdleOwner) {
     if (k == idle_lowmem) {
       EXPECT_GT(f.h->idle_merges.load(), 0u);
       // Only the runs queued since the last merge (fewer than
-      // kIdleMergeRuns, remote_free.cpp) wait for the owner.
+      // idle_merge_runs, remote_free.cpp) wait for the owner.
       EXPECT_LE(heap_small_in_use(*f.h), in_use / 4);
       EXPECT_LT(f.c->common().mapped_bytes.load(), mapped);  // an emptied segment is unmapped
     } else {

@@ -42,7 +42,7 @@ struct Intruder {
     if (!armed) return;
     armed = false;
     next_hint = static_cast<std::uint8_t*>(freed);
-    seg = source_take_large(*ctx, ctx->common(), kSegment);
+    seg = source_take_large(*ctx, ctx->common(), segment_bytes);
     next_hint = nullptr;
   }
 };
@@ -73,14 +73,14 @@ struct IntruderOs : LinuxOs {
   }
 };
 static_assert(OsBackend<IntruderOs>);
-constexpr OsOps kIntruderOs = make_os_ops<IntruderOs>();
+constexpr OsOps intruder_os = make_os_ops<IntruderOs>();
 
 // Each test: a lowmem context without a cache of free segments (every
 // shrink and free gives its range back at once), whose OS calls the
 // intruder watches, and one large block of it (p) with its segment.
 class LargeRace : public ::testing::Test {
  protected:
-  LargeRace() : c(test::make_context(Profile::lowmem, 0, kIntruderOs)) { Intruder::reset(c.get()); }
+  LargeRace() : c(test::make_context(Profile::lowmem, 0, intruder_os)) { Intruder::reset(c.get()); }
 
   // Takes the block: `bytes` from the common source.
   void alloc_block(std::size_t bytes) {
@@ -109,18 +109,18 @@ void expect_intruder_at(const Context& c, const std::uint8_t* released) {
   ASSERT_NE(Intruder::seg, nullptr) << "the intruder's mapping did not happen";
   ASSERT_EQ(Intruder::seg->base, released) << "mmap did not reuse the released range";
   EXPECT_EQ(c.registry.lookup(released), Intruder::seg);
-  EXPECT_EQ(c.registry.lookup(released + kSegment - 1), Intruder::seg);
+  EXPECT_EQ(c.registry.lookup(released + segment_bytes - 1), Intruder::seg);
 }
 
 TEST_F(LargeRace, ShrinkDoesNotForgetASegmentMappedOnTheReleasedTail) {
-  ASSERT_NO_FATAL_FAILURE(alloc_block(8 * kSegment));
+  ASSERT_NO_FATAL_FAILURE(alloc_block(8 * segment_bytes));
   std::memset(p, 0x5A, 1000);
   Intruder::armed = true;
   // lowmem: any shrink gives the tail back at once.
-  void* q = large_realloc(*c, *seg, 3 * kSegment);
+  void* q = large_realloc(*c, *seg, 3 * segment_bytes);
   ASSERT_EQ(q, p);
   std::uint8_t* tail = seg->base + seg->bytes;  // the first byte given back
-  ASSERT_LT(seg->bytes, 8 * kSegment);
+  ASSERT_LT(seg->bytes, 8 * segment_bytes);
   ASSERT_NO_FATAL_FAILURE(expect_intruder_at(*c, tail));
   EXPECT_EQ(c->registry.lookup(p), seg);
   EXPECT_EQ(c->registry.lookup(tail - 1), seg);
@@ -129,41 +129,41 @@ TEST_F(LargeRace, ShrinkDoesNotForgetASegmentMappedOnTheReleasedTail) {
 }
 
 TEST_F(LargeRace, MoveDoesNotForgetASegmentMappedOnTheOldRange) {
-  ASSERT_NO_FATAL_FAILURE(alloc_block(3 * kSegment));
+  ASSERT_NO_FATAL_FAILURE(alloc_block(3 * segment_bytes));
   std::uint8_t* old_base = seg->base;
   const std::size_t off = static_cast<std::size_t>(static_cast<std::uint8_t*>(p) - old_base);
-  std::memset(p, 0xC3, 3 * kSegment - off);
+  std::memset(p, 0xC3, 3 * segment_bytes - off);
   Intruder::armed = true;
   Intruder::refuse_in_place = true;  // growth must move the pages
-  void* q = large_realloc(*c, *seg, 6 * kSegment);
+  void* q = large_realloc(*c, *seg, 6 * segment_bytes);
   Intruder::refuse_in_place = false;
   ASSERT_NE(q, nullptr);
   ASSERT_NE(seg->base, old_base);
   ASSERT_NO_FATAL_FAILURE(expect_intruder_at(*c, old_base));
   EXPECT_EQ(c->registry.lookup(q), seg);
-  EXPECT_EQ(c->registry.lookup(seg->base + 5 * kSegment), seg);
+  EXPECT_EQ(c->registry.lookup(seg->base + 5 * segment_bytes), seg);
   EXPECT_EQ(static_cast<std::uint8_t*>(q)[0], 0xC3);
-  EXPECT_EQ(static_cast<std::uint8_t*>(q)[3 * kSegment - off - 1], 0xC3);
+  EXPECT_EQ(static_cast<std::uint8_t*>(q)[3 * segment_bytes - off - 1], 0xC3);
   EXPECT_TRUE(large_is_start(*seg, q));
   free_both(*c, *seg, q);
 }
 
 // A failed move leaves the segment registered where it is.
 TEST_F(LargeRace, FailedMoveKeepsTheSegmentRegistered) {
-  ASSERT_NO_FATAL_FAILURE(alloc_block(2 * kSegment));
+  ASSERT_NO_FATAL_FAILURE(alloc_block(2 * segment_bytes));
   std::uint8_t* base = seg->base;
   Intruder::refuse_in_place = true;
   Intruder::fail_move = true;
   errno = 0;
-  EXPECT_EQ(large_realloc(*c, *seg, 5 * kSegment), nullptr);
+  EXPECT_EQ(large_realloc(*c, *seg, 5 * segment_bytes), nullptr);
   EXPECT_EQ(errno, 0);
   Intruder::refuse_in_place = false;
   Intruder::fail_move = false;
   EXPECT_EQ(seg->base, base);
-  EXPECT_EQ(seg->bytes, 2 * kSegment);
+  EXPECT_EQ(seg->bytes, 2 * segment_bytes);
   EXPECT_EQ(c->registry.lookup(p), seg);
-  EXPECT_EQ(c->registry.lookup(base + 2 * kSegment - 1), seg);
-  EXPECT_EQ(c->common().mapped_bytes.load(), 2 * kSegment);  // the target was given back
+  EXPECT_EQ(c->registry.lookup(base + 2 * segment_bytes - 1), seg);
+  EXPECT_EQ(c->common().mapped_bytes.load(), 2 * segment_bytes);  // the target was given back
   large_free(*c, *seg, p);
   EXPECT_EQ(c->common().mapped_bytes.load(), 0u);
 }

@@ -15,7 +15,7 @@ namespace manyalloc::numa {
 namespace {
 
 using test::Faults;
-using test::kFaultyOs;
+using test::faulty_os;
 
 TEST(Registry, SetLookupClearAtSegmentGranularity) {
   Faults::reset();
@@ -23,60 +23,60 @@ TEST(Registry, SetLookupClearAtSegmentGranularity) {
   Segment a{}, b{};
   auto* base = reinterpret_cast<std::uint8_t*>(std::uintptr_t{0x7f1200000000});
   EXPECT_EQ(reg->lookup(base), nullptr);
-  ASSERT_TRUE(reg->reserve(kFaultyOs, base, 3 * kSegment));
-  reg->set(base, 2 * kSegment, &a);
-  reg->set(base + 2 * kSegment, kSegment, &b);
+  ASSERT_TRUE(reg->reserve(faulty_os, base, 3 * segment_bytes));
+  reg->set(base, 2 * segment_bytes, &a);
+  reg->set(base + 2 * segment_bytes, segment_bytes, &b);
   EXPECT_EQ(reg->lookup(base), &a);
-  EXPECT_EQ(reg->lookup(base + kSegment + 12345), &a);
-  EXPECT_EQ(reg->lookup(base + 2 * kSegment - 1), &a);
-  EXPECT_EQ(reg->lookup(base + 2 * kSegment), &b);
-  EXPECT_EQ(reg->lookup(base + 3 * kSegment), nullptr);
+  EXPECT_EQ(reg->lookup(base + segment_bytes + 12345), &a);
+  EXPECT_EQ(reg->lookup(base + 2 * segment_bytes - 1), &a);
+  EXPECT_EQ(reg->lookup(base + 2 * segment_bytes), &b);
+  EXPECT_EQ(reg->lookup(base + 3 * segment_bytes), nullptr);
   EXPECT_EQ(reg->lookup(base - 1), nullptr);
-  reg->clear(base, 2 * kSegment);
+  reg->clear(base, 2 * segment_bytes);
   EXPECT_EQ(reg->lookup(base), nullptr);
-  EXPECT_EQ(reg->lookup(base + 2 * kSegment), &b);
+  EXPECT_EQ(reg->lookup(base + 2 * segment_bytes), &b);
   EXPECT_EQ(reg->lookup(reinterpret_cast<void*>(std::uintptr_t{1} << 50)), nullptr);
-  EXPECT_FALSE(reg->reserve(kFaultyOs, reinterpret_cast<void*>(std::uintptr_t{1} << 50), kSegment));
-  EXPECT_EQ(reg->leaf_bytes(), Registry::kLeafSlots * sizeof(void*));
+  EXPECT_FALSE(reg->reserve(faulty_os, reinterpret_cast<void*>(std::uintptr_t{1} << 50), segment_bytes));
+  EXPECT_EQ(reg->leaf_bytes(), Registry::leaf_slots * sizeof(void*));
 }
 
 TEST(Registry, RangeAcrossLeavesAndLeafMapFailure) {
   Faults::reset();
   auto reg = std::make_unique<Registry>();
   Segment a{};
-  const std::uintptr_t leaf_span = std::uintptr_t{1} << (kSegmentShift + Registry::kLeafBits);
-  auto* base = reinterpret_cast<std::uint8_t*>(3 * leaf_span - kSegment);
+  const std::uintptr_t leaf_span = std::uintptr_t{1} << (segment_shift + Registry::leaf_bits);
+  auto* base = reinterpret_cast<std::uint8_t*>(3 * leaf_span - segment_bytes);
   Faults::maps_left = 1;  // the second leaf cannot be mapped
-  EXPECT_FALSE(reg->reserve(kFaultyOs, base, 2 * kSegment));
+  EXPECT_FALSE(reg->reserve(faulty_os, base, 2 * segment_bytes));
   Faults::maps_left = -1;
-  ASSERT_TRUE(reg->reserve(kFaultyOs, base, 2 * kSegment));
-  reg->set(base, 2 * kSegment, &a);
+  ASSERT_TRUE(reg->reserve(faulty_os, base, 2 * segment_bytes));
+  reg->set(base, 2 * segment_bytes, &a);
   EXPECT_EQ(reg->lookup(base), &a);
-  EXPECT_EQ(reg->lookup(base + kSegment), &a);
+  EXPECT_EQ(reg->lookup(base + segment_bytes), &a);
 }
 
 TEST(Registry, ConcurrentReadersSeeOnlyPublishedDescriptors) {
   Faults::reset();
   auto reg = std::make_unique<Registry>();
-  constexpr int kSegs = 256;
-  std::vector<Segment> segs(kSegs);
-  for (Segment& s : segs) s.bytes = kSegment;  // written before any reader starts
+  constexpr int segment_count = 256;
+  std::vector<Segment> segs(segment_count);
+  for (Segment& s : segs) s.bytes = segment_bytes;  // written before any reader starts
   auto* base = reinterpret_cast<std::uint8_t*>(std::uintptr_t{0x7e0000000000});
   std::atomic<bool> stop{false};
   std::thread reader([&] {
     while (!stop.load()) {
-      for (int i = 0; i < kSegs; ++i) {
-        Segment* s = reg->lookup(base + i * kSegment + 100);
-        if (s != nullptr) ASSERT_EQ(s->bytes, kSegment);  // fully initialised
+      for (int i = 0; i < segment_count; ++i) {
+        Segment* s = reg->lookup(base + i * segment_bytes + 100);
+        if (s != nullptr) ASSERT_EQ(s->bytes, segment_bytes);  // fully initialised
       }
     }
   });
   for (int round = 0; round < 20; ++round) {
-    for (int i = 0; i < kSegs; ++i) {
-      ASSERT_TRUE(reg->reserve(kFaultyOs, base + i * kSegment, kSegment));
-      reg->set(base + i * kSegment, kSegment, &segs[i]);
+    for (int i = 0; i < segment_count; ++i) {
+      ASSERT_TRUE(reg->reserve(faulty_os, base + i * segment_bytes, segment_bytes));
+      reg->set(base + i * segment_bytes, segment_bytes, &segs[i]);
     }
-    for (int i = 0; i < kSegs; ++i) reg->clear(base + i * kSegment, kSegment);
+    for (int i = 0; i < segment_count; ++i) reg->clear(base + i * segment_bytes, segment_bytes);
   }
   stop = true;
   reader.join();
@@ -89,14 +89,14 @@ struct Node {
 
 TEST(MpscQueue, ManyProducersOneConsumerLoseNothing) {
   MpscQueue<Node, &Node::next> q;
-  constexpr int kProducers = 4, kPer = 5000;
-  std::vector<Node> nodes(kProducers * kPer);
+  constexpr int producers = 4, per_round = 5000;
+  std::vector<Node> nodes(producers * per_round);
   std::vector<std::thread> threads;
-  for (int t = 0; t < kProducers; ++t)
+  for (int t = 0; t < producers; ++t)
     threads.emplace_back([&, t] {
-      for (int i = 0; i < kPer; ++i) {
-        nodes[t * kPer + i].value = t * kPer + i;
-        q.push(&nodes[t * kPer + i]);
+      for (int i = 0; i < per_round; ++i) {
+        nodes[t * per_round + i].value = t * per_round + i;
+        q.push(&nodes[t * per_round + i]);
       }
     });
   std::vector<int> seen(nodes.size(), 0);
@@ -142,13 +142,13 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   Options o = load_options(1);
   EXPECT_EQ(o.profile, Profile::lowmem);
   EXPECT_EQ(o.cache_max, 64u << 20);  // set: honoured in lowmem too
-  EXPECT_EQ(o.decay_ms, kDecayMsLowmem);
+  EXPECT_EQ(o.decay_ms, decay_ms_lowmem);
   EXPECT_TRUE(o.huge_pages);
   EXPECT_TRUE(o.colour);  // bad value keeps the default
   ::unsetenv("MANYALLOC_NUMA_CACHE_MAX");
   ::setenv("MANYALLOC_NUMA_DECAY_MS", "250", 1);
   o = load_options(1);
-  EXPECT_EQ(o.cache_max, kLowmemCacheMax);  // lowmem's small cache of large blocks
+  EXPECT_EQ(o.cache_max, lowmem_cache_max);  // lowmem's small cache of large blocks
   EXPECT_EQ(o.decay_ms, 250u);
   ::setenv("MANYALLOC_NUMA_CACHE_MAX", "64M", 1);
   ::unsetenv("MANYALLOC_NUMA_DECAY_MS");
@@ -156,7 +156,7 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   o = load_options(4);
   EXPECT_EQ(o.profile, Profile::numa);
   EXPECT_EQ(o.cache_max, 64u << 20);
-  EXPECT_EQ(o.decay_ms, kDecayMs);
+  EXPECT_EQ(o.decay_ms, default_decay_ms);
   o = load_options(1);
   EXPECT_EQ(o.profile, Profile::uma);
   for (const char* n : {"MANYALLOC_NUMA_PROFILE", "MANYALLOC_NUMA_CACHE_MAX",

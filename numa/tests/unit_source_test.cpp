@@ -16,7 +16,7 @@ namespace {
 using test::Faults;
 using test::make_context;
 
-bool aligned(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & (kSegment - 1)) == 0; }
+bool aligned(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & (segment_bytes - 1)) == 0; }
 
 TEST(Source, SmallSegmentsAreAlignedRegisteredAndRecycled) {
   auto c = make_context();
@@ -24,12 +24,12 @@ TEST(Source, SmallSegmentsAreAlignedRegisteredAndRecycled) {
   SmallSegment* a = source_take_small(*c, s);
   ASSERT_NE(a, nullptr);
   EXPECT_TRUE(aligned(a->base));
-  EXPECT_EQ(a->bytes, kSegment);
+  EXPECT_EQ(a->bytes, segment_bytes);
   EXPECT_EQ(c->registry.lookup(a->base + 777), a);
-  EXPECT_EQ(s.mapped_bytes.load(), kSegment);
+  EXPECT_EQ(s.mapped_bytes.load(), segment_bytes);
   std::uint8_t* base = a->base;
   source_give_small(*c, a);
-  EXPECT_EQ(s.cached_bytes.load(), kSegment);
+  EXPECT_EQ(s.cached_bytes.load(), segment_bytes);
   EXPECT_EQ(c->registry.lookup(base), a);  // cached segments stay registered
   SmallSegment* b = source_take_small(*c, s);
   EXPECT_EQ(b, a);
@@ -52,23 +52,23 @@ TEST(Source, LowmemCachesLittle) {
   source_give_small(*c, a);
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
   EXPECT_EQ(s.cached_bytes.load(), 0u);
-  LargeSegment* l = source_take_large(*c, s, 5 * kSegment);
-  LargeSegment* m = source_take_large(*c, s, 6 * kSegment);
+  LargeSegment* l = source_take_large(*c, s, 5 * segment_bytes);
+  LargeSegment* m = source_take_large(*c, s, 6 * segment_bytes);
   ASSERT_NE(l, nullptr);
   ASSERT_NE(m, nullptr);
   source_give_large(*c, l);
-  EXPECT_EQ(s.cached_bytes.load(), 5 * kSegment);  // the newest, beyond the budget
+  EXPECT_EQ(s.cached_bytes.load(), 5 * segment_bytes);  // the newest, beyond the budget
   source_give_large(*c, m);
-  EXPECT_EQ(s.cached_bytes.load(), 6 * kSegment);  // the older one made room
-  EXPECT_EQ(s.mapped_bytes.load(), 6 * kSegment);
+  EXPECT_EQ(s.cached_bytes.load(), 6 * segment_bytes);  // the older one made room
+  EXPECT_EQ(s.mapped_bytes.load(), 6 * segment_bytes);
   a = source_take_small(*c, s);  // fresh memory: the cache goes back within 4 MiB
   EXPECT_EQ(s.cached_bytes.load(), 0u);
-  EXPECT_EQ(s.mapped_bytes.load(), kSegment);
-  LargeSegment* n = source_take_large(*c, s, kSegment);
-  LargeSegment* o = source_take_large(*c, s, kSegment);
+  EXPECT_EQ(s.mapped_bytes.load(), segment_bytes);
+  LargeSegment* n = source_take_large(*c, s, segment_bytes);
+  LargeSegment* o = source_take_large(*c, s, segment_bytes);
   source_give_large(*c, n);
   source_give_large(*c, o);
-  EXPECT_EQ(s.cached_bytes.load(), 2 * kSegment);  // within the budget: both kept
+  EXPECT_EQ(s.cached_bytes.load(), 2 * segment_bytes);  // within the budget: both kept
   source_give_small(*c, a);
   source_release_cache(*c, s);
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
@@ -77,16 +77,16 @@ TEST(Source, LowmemCachesLittle) {
 TEST(MetaPool, ReusedDescriptorsAreZeroAgain) {
   MetaPool<SmallSegment> small;
   MetaPool<LargeSegment> large;
-  SmallSegment* a = small.create(kLinuxOs);
-  LargeSegment* l = large.create(kLinuxOs);
+  SmallSegment* a = small.create(linux_os_ops);
+  LargeSegment* l = large.create(linux_os_ops);
   ASSERT_NE(a, nullptr);
   ASSERT_NE(l, nullptr);
   std::memset(static_cast<void*>(a), 0xab, sizeof *a);  // every page of the slot
   std::memset(static_cast<void*>(l), 0xcd, sizeof *l);
-  small.destroy(a, kLinuxOs);
-  large.destroy(l, kLinuxOs);
-  SmallSegment* b = small.create(kLinuxOs);
-  LargeSegment* m = large.create(kLinuxOs);
+  small.destroy(a, linux_os_ops);
+  large.destroy(l, linux_os_ops);
+  SmallSegment* b = small.create(linux_os_ops);
+  LargeSegment* m = large.create(linux_os_ops);
   EXPECT_EQ(b, a);  // the freed slots come back
   EXPECT_EQ(m, l);
   for (const auto* bytes : {reinterpret_cast<const std::uint8_t*>(b),
@@ -96,8 +96,8 @@ TEST(MetaPool, ReusedDescriptorsAreZeroAgain) {
     for (std::size_t i = 0; i < n; ++i) nonzero += bytes[i] != 0;
     EXPECT_EQ(nonzero, 0u);
   }
-  small.destroy(b, kLinuxOs);
-  large.destroy(m, kLinuxOs);
+  small.destroy(b, linux_os_ops);
+  large.destroy(m, linux_os_ops);
 }
 
 TEST(Source, MapFailureGivesNullAndLeavesNothingBehind) {
@@ -106,7 +106,7 @@ TEST(Source, MapFailureGivesNullAndLeavesNothingBehind) {
   Faults::maps_left = 0;
   errno = 0;
   EXPECT_EQ(source_take_small(*c, s), nullptr);
-  EXPECT_EQ(source_take_large(*c, s, 3 * kSegment), nullptr);
+  EXPECT_EQ(source_take_large(*c, s, 3 * segment_bytes), nullptr);
   EXPECT_EQ(errno, 0);  // the source keeps errno; the API sets ENOMEM
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
   Faults::maps_left = -1;
@@ -116,40 +116,40 @@ TEST(Source, MapFailureGivesNullAndLeavesNothingBehind) {
 TEST(Source, LargeCacheBestFitSplitAndGrow) {
   auto c = make_context();
   Source& s = c->common();
-  LargeSegment* a = source_take_large(*c, s, 4 * kSegment);
-  LargeSegment* b = source_take_large(*c, s, 10 * kSegment);
+  LargeSegment* a = source_take_large(*c, s, 4 * segment_bytes);
+  LargeSegment* b = source_take_large(*c, s, 10 * segment_bytes);
   ASSERT_TRUE(a && b);
   a->touched = a->bytes;
   b->touched = b->bytes;
   source_give_large(*c, a);
   source_give_large(*c, b);
   // Best fit: the 4-segment one for 3 segments.
-  LargeSegment* x = source_take_large(*c, s, 3 * kSegment + 1);
+  LargeSegment* x = source_take_large(*c, s, 3 * segment_bytes + 1);
   EXPECT_EQ(x, a);
-  EXPECT_EQ(x->bytes, 4 * kSegment);
-  EXPECT_EQ(s.faults_avoided.load(), 4 * kSegment / kOsPage);
+  EXPECT_EQ(x->bytes, 4 * segment_bytes);
+  EXPECT_EQ(s.faults_avoided.load(), 4 * segment_bytes / os_page);
   // Much larger than needed: split, the tail cached with its touched pages.
-  LargeSegment* y = source_take_large(*c, s, 2 * kSegment);
+  LargeSegment* y = source_take_large(*c, s, 2 * segment_bytes);
   EXPECT_EQ(y, b);
-  EXPECT_EQ(y->bytes, 2 * kSegment);
-  auto* tail = static_cast<LargeSegment*>(c->registry.lookup(y->base + 2 * kSegment));
+  EXPECT_EQ(y->bytes, 2 * segment_bytes);
+  auto* tail = static_cast<LargeSegment*>(c->registry.lookup(y->base + 2 * segment_bytes));
   ASSERT_NE(tail, nullptr);
   ASSERT_NE(tail, y);
-  EXPECT_EQ(tail->base, y->base + 2 * kSegment);
-  EXPECT_EQ(tail->bytes, 8 * kSegment);
-  EXPECT_EQ(tail->touched, 8 * kSegment);
-  EXPECT_EQ(c->registry.lookup(y->base + 10 * kSegment - 1), tail);
-  EXPECT_EQ(s.cached_bytes.load(), 8 * kSegment);
-  EXPECT_EQ(s.mapped_bytes.load(), 14 * kSegment);  // nothing unmapped
+  EXPECT_EQ(tail->base, y->base + 2 * segment_bytes);
+  EXPECT_EQ(tail->bytes, 8 * segment_bytes);
+  EXPECT_EQ(tail->touched, 8 * segment_bytes);
+  EXPECT_EQ(c->registry.lookup(y->base + 10 * segment_bytes - 1), tail);
+  EXPECT_EQ(s.cached_bytes.load(), 8 * segment_bytes);
+  EXPECT_EQ(s.mapped_bytes.load(), 14 * segment_bytes);  // nothing unmapped
   // Best fit again: the tail serves the next block.
-  LargeSegment* t = source_take_large(*c, s, 7 * kSegment);
+  LargeSegment* t = source_take_large(*c, s, 7 * segment_bytes);
   EXPECT_EQ(t, tail);
   // Smaller than needed: grown (touched pages kept).
   source_give_large(*c, y);
-  LargeSegment* z = source_take_large(*c, s, 6 * kSegment);
+  LargeSegment* z = source_take_large(*c, s, 6 * segment_bytes);
   EXPECT_EQ(z, b);
-  EXPECT_EQ(z->bytes, 6 * kSegment);
-  EXPECT_EQ(c->registry.lookup(z->base + 5 * kSegment), z);
+  EXPECT_EQ(z->bytes, 6 * segment_bytes);
+  EXPECT_EQ(c->registry.lookup(z->base + 5 * segment_bytes), z);
   source_give_large(*c, x);
   source_give_large(*c, z);
   source_give_large(*c, t);

@@ -5,21 +5,21 @@
 namespace manyalloc::region::detail {
 
 namespace {
-constexpr const char* kTransferNames[] = {"auto", "copy", nullptr};
-constexpr int kTransferValues[] = {MR_TRANSFER_AUTO, MR_TRANSFER_COPY};
-constexpr const char* kTransferMacros[] = {"MR_TRANSFER_AUTO", "MR_TRANSFER_COPY"};
-constexpr const char* kPrefaultNames[] = {"on", "off", nullptr};
-constexpr int kPrefaultValues[] = {MR_PREFAULT_ON, MR_PREFAULT_OFF};
-constexpr const char* kPrefaultMacros[] = {"MR_PREFAULT_ON", "MR_PREFAULT_OFF"};
+constexpr const char* transfer_names[] = {"auto", "copy", nullptr};
+constexpr int transfer_values[] = {MR_TRANSFER_AUTO, MR_TRANSFER_COPY};
+constexpr const char* transfer_macros[] = {"MR_TRANSFER_AUTO", "MR_TRANSFER_COPY"};
+constexpr const char* prefault_names[] = {"on", "off", nullptr};
+constexpr int prefault_values[] = {MR_PREFAULT_ON, MR_PREFAULT_OFF};
+constexpr const char* prefault_macros[] = {"MR_PREFAULT_ON", "MR_PREFAULT_OFF"};
 }  // namespace
 
-const env::Spec kOptionSpecs[opt_count] = {
+const env::Spec option_specs[opt_count] = {
     {"levels", env::Kind::text, 1, nullptr, "scheduler tree levels, 1 to 8 (default 1)"},
     {"fanout", env::Kind::text, 4, nullptr, "children per scheduler, 1 to 1048576 (default 4)"},
     {"gas_mib", env::Kind::text, 64 * 1024, nullptr,
      "global address space in whole MiB, 1 to 33554432 (default 65536)"},
-    {"transfer", env::Kind::choice, 0, kTransferNames, "how mr_send moves data: auto (default) or copy"},
-    {"prefault", env::Kind::choice, 0, kPrefaultNames, "map received pages in one call: on (default) or off"},
+    {"transfer", env::Kind::choice, 0, transfer_names, "how mr_send moves data: auto (default) or copy"},
+    {"prefault", env::Kind::choice, 0, prefault_names, "map received pages in one call: on (default) or off"},
     {"force_remote", env::Kind::flag, 0, nullptr,
      "every pair of ranks as on different hosts (no shared memory, every transfer copies): 1 or 0 (default 0)"},
 };
@@ -29,8 +29,8 @@ namespace {
 // The variable's full name, MANYALLOC_REGION_<NAME>.
 void variable_name(Option o, char (&out)[64]) {
   std::size_t n = 0;
-  for (const char* p = kOptionPrefix; *p && n + 1 < sizeof out; ++p) out[n++] = *p;
-  for (const char* p = kOptionSpecs[o].name; *p && n + 1 < sizeof out; ++p)
+  for (const char* p = option_prefix; *p && n + 1 < sizeof out; ++p) out[n++] = *p;
+  for (const char* p = option_specs[o].name; *p && n + 1 < sizeof out; ++p)
     out[n++] = (*p >= 'a' && *p <= 'z') ? static_cast<char>(*p - 'a' + 'A') : *p;
   out[n] = '\0';
 }
@@ -60,10 +60,10 @@ int parse_decimal(const char* s, std::uint64_t hi, std::uint64_t* out) {
 // A whole number from the environment in [lo, hi]; false with the reason.
 bool env_whole(Option o, std::uint64_t lo, std::uint64_t hi, const char* allowed, std::uint64_t* out, char* why,
                std::size_t n, const char** text) {
-  const env::Value v = env::read(kOptionPrefix, kOptionSpecs[o]);
+  const env::Value v = env::read(option_prefix, option_specs[o]);
   *text = v.from_env ? v.text : nullptr;
   if (!v.from_env) {
-    *out = static_cast<std::uint64_t>(kOptionSpecs[o].fallback);
+    *out = static_cast<std::uint64_t>(option_specs[o].fallback);
     return true;
   }
   std::uint64_t x = 0;
@@ -83,7 +83,7 @@ bool env_whole(Option o, std::uint64_t lo, std::uint64_t hi, const char* allowed
 // variable (one of its names, any case), else the first value.
 bool choice(int field, const char* field_name, Option o, const int (&values)[2], const char* const (&macros)[2],
             int* out, char* why, std::size_t n) {
-  const char* const* names = kOptionSpecs[o].choices;
+  const char* const* names = option_specs[o].choices;
   char name[64];
   variable_name(o, name);
   if (field != 0) {
@@ -95,7 +95,7 @@ bool choice(int field, const char* field_name, Option o, const int (&values)[2],
                   field_name, field, name, names[0], macros[0], values[0], macros[1], values[1]);
     return false;
   }
-  const env::Value v = env::read(kOptionPrefix, kOptionSpecs[o]);
+  const env::Value v = env::read(option_prefix, option_specs[o]);
   if (!v.valid) {
     std::snprintf(why, n, "mr_init: %s=\"%s\": not one of the names; allowed: %s, %s (any case)", name, v.text,
                   names[0], names[1]);
@@ -114,18 +114,18 @@ bool resolve_settings(const mr_config* cfg, Settings& s, char* why, std::size_t 
   char allowed[160];
   const char* text = nullptr;
 
-  std::snprintf(allowed, sizeof allowed, "whole numbers from 1 to %d (scheduler tree levels)", kMaxLevels);
+  std::snprintf(allowed, sizeof allowed, "whole numbers from 1 to %d (scheduler tree levels)", max_levels);
   if (c.levels != 0) {
-    if (c.levels < 0 || c.levels > kMaxLevels) {
+    if (c.levels < 0 || c.levels > max_levels) {
       std::snprintf(why, n, "mr_init: mr_config.levels=%d: out of range; allowed: 0 (MANYALLOC_REGION_LEVELS, else 1) or 1 to %d",
-                    c.levels, kMaxLevels);
+                    c.levels, max_levels);
       return false;
     }
     s.levels = c.levels;
     std::snprintf(s.levels_from, sizeof s.levels_from, "mr_config.levels=%d", c.levels);
   } else {
     std::uint64_t x = 0;
-    if (!env_whole(opt_levels, 1, kMaxLevels, allowed, &x, why, n, &text)) return false;
+    if (!env_whole(opt_levels, 1, max_levels, allowed, &x, why, n, &text)) return false;
     s.levels = static_cast<int>(x);
     if (text != nullptr)
       std::snprintf(s.levels_from, sizeof s.levels_from, "MANYALLOC_REGION_LEVELS=%s", text);
@@ -133,18 +133,18 @@ bool resolve_settings(const mr_config* cfg, Settings& s, char* why, std::size_t 
       std::snprintf(s.levels_from, sizeof s.levels_from, "default levels %d", s.levels);
   }
 
-  std::snprintf(allowed, sizeof allowed, "whole numbers from 1 to %d (children per scheduler)", kMaxFanout);
+  std::snprintf(allowed, sizeof allowed, "whole numbers from 1 to %d (children per scheduler)", max_fanout);
   if (c.fanout != 0) {
-    if (c.fanout < 0 || c.fanout > kMaxFanout) {
+    if (c.fanout < 0 || c.fanout > max_fanout) {
       std::snprintf(why, n, "mr_init: mr_config.fanout=%d: out of range; allowed: 0 (MANYALLOC_REGION_FANOUT, else 4) or 1 to %d",
-                    c.fanout, kMaxFanout);
+                    c.fanout, max_fanout);
       return false;
     }
     s.fanout = c.fanout;
     std::snprintf(s.fanout_from, sizeof s.fanout_from, "mr_config.fanout=%d", c.fanout);
   } else {
     std::uint64_t x = 0;
-    if (!env_whole(opt_fanout, 1, kMaxFanout, allowed, &x, why, n, &text)) return false;
+    if (!env_whole(opt_fanout, 1, max_fanout, allowed, &x, why, n, &text)) return false;
     s.fanout = static_cast<int>(x);
     if (text != nullptr)
       std::snprintf(s.fanout_from, sizeof s.fanout_from, "MANYALLOC_REGION_FANOUT=%s", text);
@@ -153,29 +153,29 @@ bool resolve_settings(const mr_config* cfg, Settings& s, char* why, std::size_t 
   }
 
   if (c.gas_bytes != 0) {
-    if (c.gas_bytes % kGasUnit != 0 || c.gas_bytes > kMaxGasMib * kGasUnit) {
+    if (c.gas_bytes % gas_unit != 0 || c.gas_bytes > max_gas_mib * gas_unit) {
       std::snprintf(why, n,
                     "mr_init: mr_config.gas_bytes=%llu: %s; allowed: 0 (MANYALLOC_REGION_GAS_MIB, else 64 GiB) or a "
                     "multiple of 1 MiB (1048576) up to 32 TiB",
                     static_cast<unsigned long long>(c.gas_bytes),
-                    c.gas_bytes % kGasUnit != 0 ? "not a multiple of 1 MiB" : "out of range");
+                    c.gas_bytes % gas_unit != 0 ? "not a multiple of 1 MiB" : "out of range");
       return false;
     }
     s.gas_bytes = c.gas_bytes;
   } else {
     std::snprintf(allowed, sizeof allowed,
                   "whole MiB from 1 to %llu (32 TiB), decimal digits only, no unit suffix",
-                  static_cast<unsigned long long>(kMaxGasMib));
+                  static_cast<unsigned long long>(max_gas_mib));
     std::uint64_t mib = 0;
-    if (!env_whole(opt_gas_mib, 1, kMaxGasMib, allowed, &mib, why, n, &text)) return false;
-    s.gas_bytes = mib * kGasUnit;
+    if (!env_whole(opt_gas_mib, 1, max_gas_mib, allowed, &mib, why, n, &text)) return false;
+    s.gas_bytes = mib * gas_unit;
   }
 
-  if (!choice(c.transfer, "transfer", opt_transfer, kTransferValues, kTransferMacros, &s.transfer, why, n)) return false;
-  if (!choice(c.prefault, "prefault", opt_prefault, kPrefaultValues, kPrefaultMacros, &s.prefault, why, n)) return false;
+  if (!choice(c.transfer, "transfer", opt_transfer, transfer_values, transfer_macros, &s.transfer, why, n)) return false;
+  if (!choice(c.prefault, "prefault", opt_prefault, prefault_values, prefault_macros, &s.prefault, why, n)) return false;
 
   {
-    const env::Value v = env::read(kOptionPrefix, kOptionSpecs[opt_force_remote]);
+    const env::Value v = env::read(option_prefix, option_specs[opt_force_remote]);
     if (!v.valid) {
       std::snprintf(why, n,
                     "mr_init: MANYALLOC_REGION_FORCE_REMOTE=\"%s\": not a flag; allowed: 1, 0, on, off, yes, no, "

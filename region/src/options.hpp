@@ -15,17 +15,17 @@
 
 namespace manyalloc::region::detail {
 
-inline constexpr const char* kOptionPrefix = "MANYALLOC_REGION_";
+inline constexpr const char* option_prefix = "MANYALLOC_REGION_";
 
 // The environment table, in the order of Option.
 enum Option : int { opt_levels, opt_fanout, opt_gas_mib, opt_transfer, opt_prefault, opt_force_remote, opt_count };
-extern const env::Spec kOptionSpecs[opt_count];
+extern const env::Spec option_specs[opt_count];
 
 // Ranges (inclusive).
-inline constexpr int kMaxLevels = 8;
-inline constexpr int kMaxFanout = 1 << 20;
-inline constexpr std::uint64_t kMaxGasMib = std::uint64_t{32} << 20;  // 32 TiB
-inline constexpr std::uint64_t kGasUnit = std::uint64_t{1} << 20;      // GAS sizes: whole MiB
+inline constexpr int max_levels = 8;
+inline constexpr int max_fanout = 1 << 20;
+inline constexpr std::uint64_t max_gas_mib = std::uint64_t{32} << 20;  // 32 TiB
+inline constexpr std::uint64_t gas_unit = std::uint64_t{1} << 20;      // GAS sizes: whole MiB
 
 struct Settings {
   int levels = 1;

@@ -39,39 +39,39 @@ struct Node {
   char pad[240];
 };
 static_assert(sizeof(Node) == 256);
-constexpr int kNodes = 2048;  // 512 KiB
+constexpr int nodes = 2048;  // 512 KiB
 
 // Tags of the user messages in phase 1.
-constexpr int kTags[] = {0, 1, 2, 3, 4, 5, 6, 7, 1000};
-constexpr int kNumTags = sizeof kTags / sizeof kTags[0];
-constexpr int kWords = 7;
+constexpr int test_tags[] = {0, 1, 2, 3, 4, 5, 6, 7, 1000};
+constexpr int num_tags = sizeof test_tags / sizeof test_tags[0];
+constexpr int word_count = 7;
 // Tags of the go-ahead and the later user message in phases 2 and 3.
-constexpr int kGoTag = 2, kAfterTag = 3;
+constexpr int go_tag = 2, after_tag_value = 3;
 
 // A user message that would pass for a transfer header of the library:
 // status ok, 1 region (id 77), no objects, no extents, copy.
-void fill(std::uint64_t (&m)[kWords], int tag) {
-  const std::uint64_t words[kWords] = {0, 1, 0, 0, 0, 77, static_cast<std::uint64_t>(tag)};
-  for (int i = 0; i < kWords; ++i) m[i] = words[i];
+void fill(std::uint64_t (&m)[word_count], int tag) {
+  const std::uint64_t words[word_count] = {0, 1, 0, 0, 0, 77, static_cast<std::uint64_t>(tag)};
+  for (int i = 0; i < word_count; ++i) m[i] = words[i];
 }
 
 // Receives one user message from `src` with `tag` (or any) and checks it.
 void check_user_message(MPI_Comm comm, int src, int tag, int want_tag) {
-  std::uint64_t m[kWords + 8] = {};
+  std::uint64_t m[word_count + 8] = {};
   MPI_Status st;
-  const int rc = MPI_Recv(m, kWords + 8, MPI_UINT64_T, src, tag, comm, &st);
+  const int rc = MPI_Recv(m, word_count + 8, MPI_UINT64_T, src, tag, comm, &st);
   int count = -1;
   if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_UINT64_T, &count);
   EXPECT_EQ(rc, MPI_SUCCESS);
-  EXPECT_EQ(count, kWords);
+  EXPECT_EQ(count, word_count);
   EXPECT_TRUE(st.MPI_TAG == want_tag && m[1] == 1 && m[5] == 77 && m[6] == static_cast<std::uint64_t>(want_tag));
 }
 
 Node* build_list(mr_rid_t r) {
   Node* head = nullptr;
-  void* objs[kNodes];
-  if (mr_balloc(sizeof(Node), r, kNodes, objs) != MR_OK) return nullptr;
-  for (int i = kNodes - 1; i >= 0; --i) {
+  void* objs[nodes];
+  if (mr_balloc(sizeof(Node), r, nodes, objs) != MR_OK) return nullptr;
+  for (int i = nodes - 1; i >= 0; --i) {
     auto* n = static_cast<Node*>(objs[i]);
     n->next = head;
     n->value = static_cast<std::uint64_t>(i) * 3 + 1;
@@ -113,15 +113,15 @@ TEST_F(Isolation, UserMessagesQueuedAheadOfATransfer) {
     EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &r), MR_OK);
     head = build_list(r);
     EXPECT_NE(head, nullptr);
-    std::uint64_t msgs[kNumTags][kWords];
-    MPI_Request reqs[kNumTags];
-    for (int i = 0; i < kNumTags; ++i) {
-      fill(msgs[i], kTags[i]);
-      MPI_Isend(msgs[i], kWords, MPI_UINT64_T, peer, kTags[i], user, &reqs[i]);
+    std::uint64_t msgs[num_tags][word_count];
+    MPI_Request reqs[num_tags];
+    for (int i = 0; i < num_tags; ++i) {
+      fill(msgs[i], test_tags[i]);
+      MPI_Isend(msgs[i], word_count, MPI_UINT64_T, peer, test_tags[i], user, &reqs[i]);
     }
     void* objs[] = {head};
     EXPECT_EQ(mr_send(peer, &r, 1, objs, 1), MR_OK);
-    EXPECT_EQ(MPI_Waitall(kNumTags, reqs, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    EXPECT_EQ(MPI_Waitall(num_tags, reqs, MPI_STATUSES_IGNORE), MPI_SUCCESS);
   } else {
     mr_rid_t got_r[2] = {0, 0};
     void* got_o[2] = {nullptr, nullptr};
@@ -130,10 +130,10 @@ TEST_F(Isolation, UserMessagesQueuedAheadOfATransfer) {
     EXPECT_TRUE(nr == 1 && no == 1 && got_r[0] != 77);
     r = got_r[0];
     head = static_cast<Node*>(got_o[0]);
-    for (int i = 0; i < kNumTags; ++i) check_user_message(user, peer, kTags[i], kTags[i]);
+    for (int i = 0; i < num_tags; ++i) check_user_message(user, peer, test_tags[i], test_tags[i]);
     if (nr == 1 && no == 1) {
       int count = 0;
-      EXPECT_TRUE(list_error(head, 0, &count) == 0 && count == kNodes);
+      EXPECT_TRUE(list_error(head, 0, &count) == 0 && count == nodes);
       for (Node* n = head; n != nullptr; n = n->next) n->value += 1;
     }
   }
@@ -142,12 +142,12 @@ TEST_F(Isolation, UserMessagesQueuedAheadOfATransfer) {
 // Phase 2: a wildcard user receive posted before a transfer arrives.
 TEST_F(Isolation, WildcardReceiveOnTheWorkerCommunicator) {
   if (me == 0) {
-    std::uint64_t m[kWords + 8] = {};
+    std::uint64_t m[word_count + 8] = {};
     MPI_Request req;
     MPI_Status st;
-    MPI_Irecv(m, kWords + 8, MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, user, &req);
+    MPI_Irecv(m, word_count + 8, MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, user, &req);
     std::uint64_t go = 1;
-    MPI_Send(&go, 1, MPI_UINT64_T, peer, kGoTag, user);
+    MPI_Send(&go, 1, MPI_UINT64_T, peer, go_tag, user);
     mr_rid_t got_r[2] = {0, 0};
     void* got_o[2] = {nullptr, nullptr};
     int nr = -1, no = -1;
@@ -155,20 +155,20 @@ TEST_F(Isolation, WildcardReceiveOnTheWorkerCommunicator) {
     EXPECT_TRUE(nr == 1 && no == 1 && got_r[0] == r && got_o[0] == head);
     if (nr == 1 && no == 1 && got_o[0] == head) {
       int count = 0;
-      EXPECT_TRUE(list_error(head, 1, &count) == 0 && count == kNodes);
+      EXPECT_TRUE(list_error(head, 1, &count) == 0 && count == nodes);
     }
     const int rc = MPI_Wait(&req, &st);
     int count = -1;
     if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_UINT64_T, &count);
-    EXPECT_TRUE(rc == MPI_SUCCESS && count == kWords && st.MPI_TAG == kAfterTag && m[6] == kAfterTag);
+    EXPECT_TRUE(rc == MPI_SUCCESS && count == word_count && st.MPI_TAG == after_tag_value && m[6] == after_tag_value);
   } else {
     std::uint64_t go = 0;
-    EXPECT_TRUE(MPI_Recv(&go, 1, MPI_UINT64_T, peer, kGoTag, user, MPI_STATUS_IGNORE) == MPI_SUCCESS && go == 1);
+    EXPECT_TRUE(MPI_Recv(&go, 1, MPI_UINT64_T, peer, go_tag, user, MPI_STATUS_IGNORE) == MPI_SUCCESS && go == 1);
     void* objs[] = {head};
     EXPECT_EQ(mr_send(peer, &r, 1, objs, 1), MR_OK);
-    std::uint64_t m[kWords];
-    fill(m, kAfterTag);
-    EXPECT_EQ(MPI_Send(m, kWords, MPI_UINT64_T, peer, kAfterTag, user), MPI_SUCCESS);
+    std::uint64_t m[word_count];
+    fill(m, after_tag_value);
+    EXPECT_EQ(MPI_Send(m, word_count, MPI_UINT64_T, peer, after_tag_value, user), MPI_SUCCESS);
   }
 }
 
@@ -182,10 +182,10 @@ TEST_F(Isolation, WildcardReceiveOnWorldWhileTalkingToTheScheduler) {
     world_peer = me == 0 ? wr + 1 : wr - 1;  // workers are the last ranks, in order
   }
   if (me == 1) {
-    std::uint64_t m[kWords + 8] = {};
+    std::uint64_t m[word_count + 8] = {};
     MPI_Request req;
     MPI_Status st;
-    MPI_Irecv(m, kWords + 8, MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &req);
+    MPI_Irecv(m, word_count + 8, MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &req);
     mr_rid_t mine = 0;
     EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &mine), MR_OK);
     for (int i = 0; i < 16; ++i) {
@@ -196,17 +196,17 @@ TEST_F(Isolation, WildcardReceiveOnWorldWhileTalkingToTheScheduler) {
     EXPECT_EQ(mr_sched_stats_get(0, &s), MR_OK);
     EXPECT_EQ(mr_rfree(mine), MR_OK);
     std::uint64_t go = 1;
-    MPI_Send(&go, 1, MPI_UINT64_T, peer, kGoTag, user);
+    MPI_Send(&go, 1, MPI_UINT64_T, peer, go_tag, user);
     const int rc = MPI_Wait(&req, &st);
     int count = -1;
     if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_UINT64_T, &count);
-    EXPECT_TRUE(rc == MPI_SUCCESS && count == kWords && st.MPI_TAG == 1 && st.MPI_SOURCE == world_peer && m[6] == 1);
+    EXPECT_TRUE(rc == MPI_SUCCESS && count == word_count && st.MPI_TAG == 1 && st.MPI_SOURCE == world_peer && m[6] == 1);
   } else {
     std::uint64_t go = 0;
-    EXPECT_EQ(MPI_Recv(&go, 1, MPI_UINT64_T, peer, kGoTag, user, MPI_STATUS_IGNORE), MPI_SUCCESS);
-    std::uint64_t m[kWords];
+    EXPECT_EQ(MPI_Recv(&go, 1, MPI_UINT64_T, peer, go_tag, user, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    std::uint64_t m[word_count];
     fill(m, 1);
-    EXPECT_EQ(MPI_Send(m, kWords, MPI_UINT64_T, world_peer, 1, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(MPI_Send(m, word_count, MPI_UINT64_T, world_peer, 1, MPI_COMM_WORLD), MPI_SUCCESS);
   }
 
   if (me == 0) {

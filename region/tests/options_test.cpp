@@ -13,17 +13,17 @@ namespace rd = manyalloc::region::detail;
 
 namespace {
 
-constexpr const char* kVars[] = {"MANYALLOC_REGION_LEVELS", "MANYALLOC_REGION_FANOUT", "MANYALLOC_REGION_GAS_MIB",
+constexpr const char* vars[] = {"MANYALLOC_REGION_LEVELS", "MANYALLOC_REGION_FANOUT", "MANYALLOC_REGION_GAS_MIB",
                                  "MANYALLOC_REGION_TRANSFER", "MANYALLOC_REGION_PREFAULT",
                                  "MANYALLOC_REGION_FORCE_REMOTE"};
 
 class Options : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : kVars) unsetenv(v);
+    for (const char* v : vars) unsetenv(v);
   }
   void TearDown() override {
-    for (const char* v : kVars) unsetenv(v);
+    for (const char* v : vars) unsetenv(v);
   }
   // Resolves; returns the reason ("" when accepted).
   std::string resolve(const mr_config* cfg = nullptr) {

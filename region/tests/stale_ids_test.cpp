@@ -3,7 +3,7 @@
 // with 5 ranks, 2 levels, fanout 2 (schedulers 0, 1, 2; one worker on each
 // leaf), in both transfer modes.
 //   Each worker creates a region, keeps its id (`first`) and frees it, then
-//   creates and frees a region kCycles times (more than the 1024 ids a leaf
+//   creates and frees a region cycle_count times (more than the 1024 ids a leaf
 //   holds, so every slot of the leaf is reused): after every cycle mr_alloc
 //   with `first` must fail with MR_ERR_NO_REGION, and every 256 cycles (and
 //   at the end) all the calls that take a region id (mr_alloc, mr_balloc,
@@ -31,7 +31,7 @@ const unsigned region_test::alarm_seconds = 110;  // a hang fails before ctest's
 
 namespace {
 
-constexpr int kCycles = 3000;
+constexpr int cycle_count = 3000;
 
 // Every call that takes a region id fails with MR_ERR_NO_REGION for `stale`
 // (mr_realloc of live_obj into it when live_obj is given).
@@ -80,7 +80,7 @@ TEST(StaleIds, FailForeverAfterTheirSlotIsReused) {
   EXPECT_EQ(mr_ralloc(live, MR_NO_HINT, &first), MR_OK);
   EXPECT_EQ(mr_rfree(first), MR_OK);
   expect_stale(first, live_obj);
-  for (int i = 1; i <= kCycles; ++i) {
+  for (int i = 1; i <= cycle_count; ++i) {
     mr_rid_t r = 0;
     EXPECT_EQ(mr_ralloc(live, MR_NO_HINT, &r), MR_OK);
     EXPECT_NE(r, first);
@@ -89,7 +89,7 @@ TEST(StaleIds, FailForeverAfterTheirSlotIsReused) {
     EXPECT_EQ(p, nullptr);
     EXPECT_EQ(mr_rfree(r), MR_OK);
     if (HasFailure()) break;  // the first failed cycle says enough
-    if (i % 256 == 0 || i == kCycles) {
+    if (i % 256 == 0 || i == cycle_count) {
       expect_stale(first, live_obj);
       use_live(live, 16);
     }
@@ -130,7 +130,7 @@ TEST(StaleIds, FailForeverAfterTheirSlotIsReused) {
       EXPECT_EQ(end.live_objects, start[static_cast<std::size_t>(s)].live_objects);
     }
   }
-  if (me == 0) std::printf("stale ids: %d workers, %d cycles each\n", nw, kCycles);
+  if (me == 0) std::printf("stale ids: %d workers, %d cycles each\n", nw, cycle_count);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // and changes nothing, while the first thread's calls keep working and get
 // their own replies. Run with 2 ranks (one scheduler, one worker).
 //   The worker's main thread creates a region, then two threads run at the
-//   same time: the main thread allocates kObjects objects in the region,
+//   same time: the main thread allocates object_count objects in the region,
 //   writes each and checks them; a second thread calls mr_alloc,
 //   mr_balloc, mr_ralloc, mr_rfree (of the live region), mr_free (of one
 //   of the main thread's objects), mr_sched_stats_get, mr_barrier and
@@ -34,8 +34,8 @@ namespace {
 // Failures of the second thread (it prints each; the test checks the count).
 std::atomic<int> thread_failures{0};
 
-constexpr int kObjects = 3000;
-constexpr int kCalls = 3000;
+constexpr int object_count = 3000;
+constexpr int call_count = 3000;
 
 // The second thread: every call is refused with MR_ERR_THREAD.
 void intruder(mr_rid_t region, void* victim, const std::atomic<bool>* go, const std::atomic<bool>* stop) {
@@ -53,7 +53,7 @@ void intruder(mr_rid_t region, void* victim, const std::atomic<bool>* go, const 
       std::fprintf(stderr, "second thread: %s: mr_last_error() = \"%s\"\n", call, e);
     }
   };
-  for (int i = 0; i < kCalls || !stop->load(); ++i) {
+  for (int i = 0; i < call_count || !stop->load(); ++i) {
     void* p = nullptr;
     expect("mr_alloc", mr_alloc(64, region, &p));
     if (p != nullptr) {
@@ -75,7 +75,7 @@ void intruder(mr_rid_t region, void* victim, const std::atomic<bool>* go, const 
       expect("mr_finalize", mr_finalize());
       if (mr_is_worker() != 1 || mr_num_workers() != 1) ++thread_failures;  // queries work from any thread
     }
-    if (i > 100 * kCalls) break;
+    if (i > 100 * call_count) break;
   }
 }
 
@@ -92,7 +92,7 @@ TEST(Threads, OnlyTheInitThreadMayCall) {
   std::thread t(intruder, region, victim, &go, &stop);
   go = true;
   std::vector<std::uint64_t*> objs;
-  for (int i = 0; i < kObjects; ++i) {
+  for (int i = 0; i < object_count; ++i) {
     void* p = nullptr;
     const mr_status s = mr_alloc(64, region, &p);
     EXPECT_EQ(s, MR_OK);
@@ -103,7 +103,7 @@ TEST(Threads, OnlyTheInitThreadMayCall) {
   }
   stop = true;
   t.join();
-  EXPECT_EQ(objs.size(), static_cast<std::size_t>(kObjects));
+  EXPECT_EQ(objs.size(), static_cast<std::size_t>(object_count));
   for (std::size_t i = 0; i < objs.size(); ++i)
     for (int w = 0; w < 8; ++w) EXPECT_EQ(objs[i][w], i * 8 + static_cast<std::uint64_t>(w));
   mr_sched_stats mid{};
