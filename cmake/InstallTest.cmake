@@ -8,13 +8,7 @@
 #                    the .pc file found next to the CMake package, and runs it.
 # Arguments (-D): PART BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR; for
 # numa_pkg_config also C_COMPILER PKG_CONFIG.
-function(run what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(rc)
-    message(FATAL_ERROR "${what} failed (${rc}):\n${ARGN}\n${out}")
-  endif()
-  set(run_output "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/ScriptRun.cmake)
 
 if(NOT PART MATCHES "^(find_package|numa_pkg_config)$")
   message(FATAL_ERROR "InstallTest.cmake: PART must be find_package or numa_pkg_config, not '${PART}'")

@@ -193,15 +193,22 @@ TEST(SlabWarpPath, DivergentSubsetsAllocateApart) {
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
 }
 
+// One emulated warp allocates a 32-byte chunk per lane.
+template <class Handle>
+std::vector<void*> one_warp_of_32_byte_chunks(acc::EmulatedGrid& grid, const Handle& handle) {
+  std::vector<void*> ptrs(32);
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 32); });
+  return ptrs;
+}
+
 // Frees of one page are combined per warp; a chunk freed by two lanes of
 // the same warp is one free and one reported double free.
 TEST(SlabWarpPath, DoubleFreeInsideOneWarpIsReportedOnce) {
   EmulatedHeap heap(std::size_t{16} << 20);
   const std::size_t fresh = heap.getAvailableSlots(32);
-  std::vector<void*> ptrs(32);
   acc::EmulatedGrid grid;
   const auto handle = heap.handle();
-  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 32); });
+  const std::vector<void*> ptrs = one_warp_of_32_byte_chunks(grid, handle);
   for (void* p : ptrs) ASSERT_NE(p, nullptr);
   grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t == 1 ? 0 : t]); });
   const auto st = heap.creation().statistics<acc::HostThreads>();
@@ -220,10 +227,9 @@ TEST(SlabWarpPath, DoubleFreeInsideOneWarpIsReportedOnce) {
 TEST(SlabWarpPath, StaleChunkInACombinedFreeIsReportedAndNothingIsLost) {
   EmulatedHeap heap(std::size_t{16} << 20);
   const std::size_t fresh = heap.getAvailableSlots(32);
-  std::vector<void*> ptrs(32);
   acc::EmulatedGrid grid;
   const auto handle = heap.handle();
-  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 32); });
+  const std::vector<void*> ptrs = one_warp_of_32_byte_chunks(grid, handle);
   for (void* p : ptrs) ASSERT_NE(p, nullptr);
   acc::HostThread host;
   handle.dealloc(host, ptrs[5]);

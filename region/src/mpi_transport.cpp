@@ -23,6 +23,17 @@ void recv_probed(const MPI_Status& st, int tag, MPI_Comm comm, std::vector<std::
   out.resize(static_cast<std::size_t>(count));
   MPI_Recv(out.data(), count, MPI_UINT64_T, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
 }
+
+// A message of `tag` on `comm` from any rank, if one has arrived: received
+// into `out`; returns its source, or -1 when none is there.
+int try_recv_tagged(int tag, MPI_Comm comm, std::vector<std::uint64_t>& out) {
+  int flag = 0;
+  MPI_Status st;
+  MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &st);
+  if (!flag) return -1;
+  recv_probed(st, tag, comm, out);
+  return st.MPI_SOURCE;
+}
 }  // namespace
 
 // Communicators. The library talks only on its own duplicates, so that no
@@ -81,14 +92,7 @@ void MpiTransport::send(int peer, const Message& msg) {
   MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_UINT64_T, peer, tag_ctl, impl_->ctl);
 }
 
-int MpiTransport::try_recv_any(Message& out) {
-  int flag = 0;
-  MPI_Status st;
-  MPI_Iprobe(MPI_ANY_SOURCE, tag_ctl, impl_->ctl, &flag, &st);
-  if (!flag) return -1;
-  recv_probed(st, tag_ctl, impl_->ctl, out);
-  return st.MPI_SOURCE;
-}
+int MpiTransport::try_recv_any(Message& out) { return try_recv_tagged(tag_ctl, impl_->ctl, out); }
 
 void MpiTransport::recv_from(int peer, Message& out) {
   MPI_Status st;
@@ -202,12 +206,7 @@ std::uint64_t MpiTransport::start_send(int peer, std::vector<std::uint64_t> head
 }
 
 int MpiTransport::try_recv_header(std::vector<std::uint64_t>& out) {
-  int flag = 0;
-  MPI_Status st;
-  MPI_Iprobe(MPI_ANY_SOURCE, tag_hdr, impl_->workers, &flag, &st);
-  if (!flag) return -1;
-  recv_probed(st, tag_hdr, impl_->workers, out);
-  return st.MPI_SOURCE;
+  return try_recv_tagged(tag_hdr, impl_->workers, out);
 }
 
 std::uint64_t MpiTransport::start_recv(int peer, std::span<const Extent> extents, bool discard) {

@@ -114,27 +114,27 @@ TEST(InitOptions, BadVariablesFailInit) {
 }
 
 TEST(InitOptions, BadConfigFieldsFailInit) {
-  mr_config bad{};
-  bad.levels = -1;
-  expect_init_error("config.levels=-1", &bad, {"mr_config.levels", "-1", "allowed"});
-  bad = mr_config{};
-  bad.levels = 9;
-  expect_init_error("config.levels=9", &bad, {"mr_config.levels", "9", "allowed"});
-  bad = mr_config{};
-  bad.fanout = -2;
-  expect_init_error("config.fanout=-2", &bad, {"mr_config.fanout", "-2", "allowed"});
-  bad = mr_config{};
-  bad.gas_bytes = 1000;
-  expect_init_error("config.gas_bytes=1000", &bad, {"mr_config.gas_bytes", "1000", "allowed"});
-  bad = mr_config{};
-  bad.load_threshold = -1;
-  expect_init_error("config.load_threshold=-1", &bad, {"mr_config.load_threshold", "-1", "allowed"});
-  bad = mr_config{};
-  bad.transfer = 7;
-  expect_init_error("config.transfer=7", &bad, {"mr_config.transfer", "7", "allowed"});
-  bad = mr_config{};
-  bad.prefault = -1;
-  expect_init_error("config.prefault=-1", &bad, {"mr_config.prefault", "-1", "allowed"});
+  struct BadField {
+    const char* field;
+    const char* value;
+    void (*set)(mr_config&);
+  };
+  const BadField cases[] = {
+      {"levels", "-1", [](mr_config& c) { c.levels = -1; }},
+      {"levels", "9", [](mr_config& c) { c.levels = 9; }},
+      {"fanout", "-2", [](mr_config& c) { c.fanout = -2; }},
+      {"gas_bytes", "1000", [](mr_config& c) { c.gas_bytes = 1000; }},
+      {"load_threshold", "-1", [](mr_config& c) { c.load_threshold = -1; }},
+      {"transfer", "7", [](mr_config& c) { c.transfer = 7; }},
+      {"prefault", "-1", [](mr_config& c) { c.prefault = -1; }},
+  };
+  for (const BadField& f : cases) {
+    mr_config bad{};
+    f.set(bad);
+    const std::string name = std::string("mr_config.") + f.field;
+    const std::string what = std::string("config.") + f.field + "=" + f.value;
+    expect_init_error(what.c_str(), &bad, {name.c_str(), f.value, "allowed"});
+  }
 }
 
 // Layouts that need more ranks than the job has (2): how many they need.

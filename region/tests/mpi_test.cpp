@@ -26,7 +26,7 @@
 
 namespace mr = manyalloc::region;
 
-const unsigned region_test::alarm_seconds = 0;  // ctest's timeout (120 s) ends a hang
+const unsigned region_test::alarm_seconds = 0;  // no alarm: the test's ctest TIMEOUT ends a hang
 
 struct Node {
   Node* next;

@@ -10,13 +10,7 @@
 # needed). Arguments (-D): SOURCE_DIR WORK_DIR GENERATOR C_COMPILER
 # CXX_COMPILER MPI_C_COMPILER MPI_CXX_COMPILER MPIEXEC NUMPROC_FLAG
 # MPIEXEC_EXTRA (;-list) PKG_CONFIG NM READELF.
-function(run what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(rc)
-    message(FATAL_ERROR "${what} failed (${rc}):\n${ARGN}\n${out}")
-  endif()
-  set(run_output "${out}" PARENT_SCOPE)
-endfunction()
+include(${SOURCE_DIR}/cmake/ScriptRun.cmake)
 
 file(REMOVE_RECURSE ${WORK_DIR})
 set(B ${WORK_DIR}/build)

@@ -387,12 +387,11 @@ class SizeClassSlabs {
       // 0 (all were handed out, none was freed before) and does not wait
       // for it.
       std::uint32_t* used = &h.pages[at.page].used;
-      const std::uint32_t page_bit = 1u << (at.page % 32u);
       if (freed == Slots::per_page(at.cls)) {
         (void)acc.atomic_sub_release(used, freed);
-        Pool::release_in_word(acc, h, at.page / 32u, page_bit);
+        Slots::retire(acc, h, at.page);
       } else if (freed != 0u && acc.atomic_sub_release(used, freed) == freed) {
-        Pool::release_in_word(acc, h, at.page / 32u, page_bit);
+        Slots::retire(acc, h, at.page);
       }
     }
     return mine;

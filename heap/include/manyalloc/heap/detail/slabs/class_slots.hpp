@@ -255,7 +255,7 @@ struct ClassSlots {
   // before the release.
   template <class Acc>
   MANYALLOC_FN static void retire(const Acc& acc, const SlabLayout& h, std::uint32_t page) {
-    PagePool::release(acc, h, page, 1u);
+    PagePool::release_in_word(acc, h, page / 32u, 1u << (page % 32u));
   }
 
   // Everything the leader of a group of `need` lanes of class `cls` does.

@@ -236,10 +236,7 @@ struct PagePool {
           if (got == need) {
             const std::uint32_t last = first + need - 1u;
             const auto tail = static_cast<std::uint32_t>(std::uint64_t{need} * 32u - k);
-            if (tail != 0u) {
-              count_released(acc, h, last, tail);
-              release_bits(acc, h, last, ~bits::low_mask(32u - tail));
-            }
+            if (tail != 0u) release_in_word(acc, h, last, ~bits::low_mask(32u - tail));
             return first * 32u;
           }
           run = 0;
@@ -303,8 +300,7 @@ struct PagePool {
       }
       const std::uint64_t n64 = end - page < 32u - pos ? end - page : 32u - pos;
       const auto n = static_cast<std::uint32_t>(n64);
-      count_released(acc, h, w, n);
-      release_bits(acc, h, w, bits::low_mask(n) << pos);
+      release_in_word(acc, h, w, bits::low_mask(n) << pos);
       page += n;
     }
   }
