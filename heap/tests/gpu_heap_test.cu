@@ -8,7 +8,7 @@
 #include "manyalloc_support/cuda_runner.hpp"
 #include "generic/heap_typed_tests.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 
 using CudaCases = ::testing::Types<ScatterCase<CudaRunner>, SlabsCase<CudaRunner>>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Cuda, HeapTest, CudaCases, CaseName);
@@ -137,4 +137,4 @@ TEST(CudaDeviceMalloc, BaselineAllocatesFromKernels) {
   EXPECT_EQ(c[1], 0u);
 }
 
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

@@ -13,7 +13,7 @@
 #include "manyalloc/heap/heap.hpp"
 #include "manyalloc_support/host_runner.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 namespace {
 
 namespace slabs = heap::detail::slabs;
@@ -342,4 +342,4 @@ TEST(SlabGrowingPool, ScatterUsesAGrowablePoolWhole) {
 }
 
 }  // namespace
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

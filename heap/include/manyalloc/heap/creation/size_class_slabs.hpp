@@ -39,7 +39,7 @@
 #include "manyalloc/heap/detail/slabs/size_classes.hpp"
 #include "manyalloc/heap/detail/slabs/invariants.hpp"
 
-namespace manyalloc::CreationPolicies {
+namespace manyalloc::heap::CreationPolicies {
 
 // Counters of a SizeClassSlabs heap (read on the host).
 struct SizeClassSlabsStatistics {
@@ -464,4 +464,4 @@ class SizeClassSlabs {
   Layout layout_{};
 };
 
-}  // namespace manyalloc::CreationPolicies
+}  // namespace manyalloc::heap::CreationPolicies

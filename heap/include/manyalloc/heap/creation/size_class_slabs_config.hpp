@@ -1,10 +1,10 @@
 // Configuration of CreationPolicies::SizeClassSlabs. Override per
 // instantiation by deriving and shadowing a member:
 //
-//   struct BigSlabs : manyalloc::CreationPolicies::SizeClassSlabsConfig {
+//   struct BigSlabs : manyalloc::heap::CreationPolicies::SizeClassSlabsConfig {
 //     static constexpr std::uint32_t slab_bytes = 1u << 18;
 //   };
-//   using Creation = manyalloc::CreationPolicies::SizeClassSlabs<BigSlabs>;
+//   using Creation = manyalloc::heap::CreationPolicies::SizeClassSlabs<BigSlabs>;
 #pragma once
 
 #include <concepts>
@@ -12,7 +12,7 @@
 
 #include "manyalloc/common/math.hpp"
 
-namespace manyalloc::CreationPolicies {
+namespace manyalloc::heap::CreationPolicies {
 
 struct SizeClassSlabsConfig {
   // Bytes per page. A slab is one page of one size class; a request larger
@@ -36,4 +36,4 @@ concept SizeClassSlabsConfiguration = requires {
     is_power_of_two(C::max_shards) && (C::max_shards >= 1) && (C::max_shards <= 1024) &&
     (C::segment_chunks >= 1);
 
-}  // namespace manyalloc::CreationPolicies
+}  // namespace manyalloc::heap::CreationPolicies
