@@ -71,6 +71,8 @@ const mp::Register our_heaps[] = {
         "Scatter+XMallocSIMD")),
 #if __has_include("manyalloc/heap/creation/size_class_slabs.hpp")
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>>("SizeClassSlabs")),
+    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<ma::heap::CreationPolicies::FineSizeClassesConfig>>>(
+        "SizeClassSlabs+FineClasses")),
 #endif
     mp::Register(ours<DeviceMallocHeap>("DeviceMalloc")),
 };
