@@ -47,9 +47,9 @@ inline std::vector<std::string> parse_names(const std::string& s) {
   std::string item;
   while (std::getline(in, item, ',')) {
     if (item != "scatter" && item != "scatter-tuned" && item != "slabs" && item != "lists" && item != "mp-lists" &&
-        item != "baseline")
+        item != "baseline" && item != "all")
       throw std::invalid_argument("unknown allocator '" + item +
-                                  "' (scatter, scatter-tuned, slabs, lists, mp-lists, baseline)");
+                                  "' (scatter, scatter-tuned, slabs, lists, mp-lists, baseline, all)");
     v.push_back(item);
   }
   return v;
@@ -90,8 +90,8 @@ inline const char* usage() {
          "  --heap-mb M        heap size for throughput/fragmentation/temporal/large/slots\n"
          "  --max-workers N    operator: largest N_worker (default: full occupancy)\n"
          "  --steps S          operator/temporal: measured kernel steps\n"
-         "  --allocators L     subset of scatter,scatter-tuned,slabs,lists,mp-lists,baseline\n"
-         "                     (default all)\n"
+         "  --allocators L     subset of scatter,scatter-tuned,slabs,lists,mp-lists,baseline,\n"
+         "                     or all (default: all but the list baselines lists, mp-lists)\n"
          "  --out FILE         JSON Lines output, appended (default heap_bench.jsonl)\n";
 }
 

@@ -109,8 +109,14 @@ class AllocatorSet {
   }
 
  private:
+  // Without --allocators the list baselines are left out: a list serves one
+  // request at a time, so at full occupancy they alone would take longer
+  // than every other configuration together (scripts/gpu_run.sh `figures`
+  // names them; `--allocators all` takes every configuration).
   bool on(const std::string& n) const {
-    return enabled_.empty() || std::find(enabled_.begin(), enabled_.end(), n) != enabled_.end();
+    if (enabled_.empty()) return n != lists_.name && n != multi_lists_.name;
+    return std::find(enabled_.begin(), enabled_.end(), "all") != enabled_.end() ||
+           std::find(enabled_.begin(), enabled_.end(), n) != enabled_.end();
   }
   FreshHeap<typename P::Scatter> scatter_{"scatter"};
   FreshHeap<typename P::ScatterTuned> tuned_{"scatter-tuned"};

@@ -48,7 +48,9 @@ using ListHeap = Allocator<Creation, DistributionPolicies::NoOp, OOMPolicies::Re
 // The list-based baselines of [Steinberger2012] section 4. They have no
 // pages: page_bytes only scales the suite's large requests. A MultiList
 // request must fit into one of its lists, so the requests of half the heap
-// are left out for it (serves_whole_heap).
+// are left out for it (serves_whole_heap). A list serves one request at a
+// time, so the suite gives them the paper's heap (16 MiB) and at most its
+// 16384 workers instead of a GPU's full occupancy.
 template <class Runner, class Creation, bool WholeHeap>
 struct ListCaseOf : Runner {
   using Heap = ListHeap<Runner, Creation>;
@@ -57,6 +59,8 @@ struct ListCaseOf : Runner {
   static constexpr bool serves_whole_heap = WholeHeap;
   static constexpr std::size_t page_bytes = 4096;
   static constexpr const char* case_name = WholeHeap ? "ListBased" : "MultiList";
+  static std::size_t heap_bytes() { return std::min<std::size_t>(Runner::heap_bytes(), std::size_t{16} << 20); }
+  static std::uint32_t many_workers() { return std::min<std::uint32_t>(Runner::many_workers(), 1u << 14); }
 };
 template <class Runner>
 using ListCase = ListCaseOf<Runner, CreationPolicies::ListBased<>, true>;
