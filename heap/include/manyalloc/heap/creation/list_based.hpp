@@ -95,6 +95,8 @@ class ListBased {
   using Properties = Config;
   static constexpr bool providesAvailableSlots = true;
   static constexpr bool needs_addressable_pool = true;
+  // Payloads start one header after a granule boundary (policy_checks.hpp).
+  static constexpr std::uint32_t chunk_alignment = heap::detail::lists::granule_bytes;
 
   ListBased() = default;
 
