@@ -49,8 +49,9 @@ using ListHeap = Allocator<Creation, DistributionPolicies::NoOp, OOMPolicies::Re
 // pages: page_bytes only scales the suite's large requests. A MultiList
 // request must fit into one of its lists, so the requests of half the heap
 // are left out for it (serves_whole_heap). A list serves one request at a
-// time, so the suite gives them the paper's heap (16 MiB) and at most its
-// 16384 workers instead of a GPU's full occupancy.
+// time, so the suite gives them the paper's heap (16 MiB) and at most 4096
+// workers (the largest count of its Figure 4) instead of a GPU's full
+// occupancy.
 template <class Runner, class Creation, bool WholeHeap>
 struct ListCaseOf : Runner {
   using Heap = ListHeap<Runner, Creation>;
@@ -60,7 +61,7 @@ struct ListCaseOf : Runner {
   static constexpr std::size_t page_bytes = 4096;
   static constexpr const char* case_name = WholeHeap ? "ListBased" : "MultiList";
   static std::size_t heap_bytes() { return std::min<std::size_t>(Runner::heap_bytes(), std::size_t{16} << 20); }
-  static std::uint32_t many_workers() { return std::min<std::uint32_t>(Runner::many_workers(), 1u << 14); }
+  static std::uint32_t many_workers() { return std::min<std::uint32_t>(Runner::many_workers(), 4096u); }
 };
 template <class Runner>
 using ListCase = ListCaseOf<Runner, CreationPolicies::ListBased<>, true>;
