@@ -26,6 +26,12 @@
 #                 scripts/prepare_gpu_carry.sh): build, run into
 #                 $OUT/peers.jsonl (log bench_peers.log), report in
 #                 $OUT/peers_report (~6 min)
+#     pic         particle-in-cell benchmark ([Eckert2014] 5.2, issue 18):
+#                 time per step (two species) and the largest population of
+#                 one species for 1-16 species, HeapBuffer / Scatter /
+#                 SizeClassSlabs / DeviceMalloc; $OUT/pic_steps.jsonl,
+#                 $OUT/pic_growth.jsonl (log bench_pic.log), report with the
+#                 plots of Figures 5.3-5.6 in $OUT/pic_report (~3 min)
 #   default: tests throughput coalescing   (one call stays under 10 minutes;
 #   run `suite` in a second call: the build directory is reused while warm)
 #
@@ -56,6 +62,9 @@ gtest_opt=()
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 targets=(manyalloc_heap_gpu_tests manyalloc_heap_distribution_gpu_tests manyalloc_heap_bench_cuda
          manyalloc_coalescing_bench)
+# A run of the pic stage alone builds only its program.
+[[ "${stages[*]}" == pic ]] && targets=(manyalloc_heap_pic_cuda)
+[[ " ${stages[*]} " == *" pic "* ]] && targets+=(manyalloc_heap_pic_cuda)
 say "== configure + build (sm_90): ${stages[*]}"
 cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DMANYALLOC_CUDA=ON -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_REGION=OFF "${gtest_opt[@]}" >>"$LOG" 2>&1 \
@@ -177,6 +186,22 @@ for stage in "${stages[@]}"; do
         tail -30 "$blog" | tee -a "$LOG"
         status=1
       fi ;;
+    pic)
+      say "== pic: particle-in-cell benchmark (steps, growth)"
+      pic=build-gpu/heap/bench/pic/manyalloc_heap_pic_cuda
+      rm -f "$OUT/pic_steps.jsonl" "$OUT/pic_growth.jsonl"
+      t0=$SECONDS
+      # Two processes: CUDA's malloc heap is sized once per process.
+      timeout 150 "$pic" --experiments steps --budget-s 15 --out "$OUT/pic_steps.jsonl" > "$OUT/bench_pic.log" 2>&1
+      rc=$?
+      timeout 120 "$pic" --experiments growth --budget-s 15 --out "$OUT/pic_growth.jsonl" >> "$OUT/bench_pic.log" 2>&1 \
+        || rc=1
+      say "pic: exit $rc, $((SECONDS - t0)) s"
+      grep -E "^(steps|growth) .*(median|max population|NOT|skipped)" "$OUT/bench_pic.log" | tee -a "$LOG"
+      [[ $rc -eq 0 ]] || status=1
+      python3 heap/bench/pic/report.py "$OUT/pic_steps.jsonl" "$OUT/pic_growth.jsonl" --out "$OUT/pic_report" \
+        --env "$OUT/environment.txt" > "$OUT/pic_report.log" 2>&1
+      say "pic report: exit $? (2: a check failed; run it here on the fetched JSONL where matplotlib is missing)" ;;
     *) say "unknown stage $stage"; status=1 ;;
   esac
 done

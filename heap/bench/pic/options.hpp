@@ -22,7 +22,7 @@ struct Options {
   double move = 0.1;               // share leaving its cell per step
   double convert = 0.002;          // chance per step to join the growing species
   std::uint32_t shift_period = 100;  // steps before another species starts growing
-  double budget_s = 30;            // per allocator: no further step after it
+  double budget_s = 30;            // per allocator and run: no further step after it
   // growth (Figure 5.6): species 0 grows until the first failed allocation.
   std::uint64_t growth_heap_mb = 2048;
   std::uint32_t growth_cells = 4096;
