@@ -8,7 +8,8 @@
 //           allocation fails; the record holds the largest population it
 //           reached (Figure 5.6).
 //
-// A platform P provides: Runner; Scatter, Slabs, Baseline heap types;
+// A platform P provides: Runner; shared_pool (a tuple of Entry, heaps.hpp);
+// Baseline heap type;
 // template <std::uint32_t N> HeapBuffer (split for N species);
 // heap_buffer_splits (std::integer_sequence of the N built);
 // baseline_name, baseline_bounded (false: the baseline never runs out);
@@ -24,6 +25,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -151,16 +153,8 @@ class Bench {
                        opt_.frame_bytes != 8192 ? "HeapBuffer is built for 8192-byte frames"
                                                 : "no HeapBuffer split built for this many species");
     }
-    guarded(experiment, "Scatter", species, [&] {
-      if (!enabled("Scatter")) return;
-      typename P::Scatter heap(heap_bytes);
-      f(heap, std::string("Scatter"));
-    });
-    guarded(experiment, "SizeClassSlabs", species, [&] {
-      if (!enabled("SizeClassSlabs")) return;
-      typename P::Slabs heap(heap_bytes);
-      f(heap, std::string("SizeClassSlabs"));
-    });
+    std::apply([&](auto... entry) { (shared_pool_heap(experiment, heap_bytes, species, f, entry), ...); },
+               typename P::shared_pool{});
     guarded(experiment, P::baseline_name, species, [&] {
       if (!enabled(P::baseline_name)) return;
       if (experiment == "growth" && !P::baseline_bounded) {
@@ -168,6 +162,15 @@ class Bench {
         return;
       }
       f(P::baseline(heap_bytes), std::string(P::baseline_name));
+    });
+  }
+
+  template <class F, class E>
+  void shared_pool_heap(const std::string& experiment, std::size_t heap_bytes, std::uint32_t species, F& f, E) {
+    if (!enabled(E::name)) return;
+    guarded(experiment, E::name, species, [&] {
+      typename E::heap heap(heap_bytes);
+      f(heap, std::string(E::name));
     });
   }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <tuple>
 #include <utility>
 
 #include "manyalloc/heap/heap.hpp"
@@ -21,6 +22,19 @@ struct FramePages : CreationPolicies::ScatterHeapConfig {
   static constexpr std::uint32_t pagesize = 8192;
 };
 
+// One heap configuration of ours with its name in the records.
+template <class Heap, class Name>
+struct Entry {
+  using heap = Heap;
+  static constexpr const char* name = Name::value;
+};
+struct ScatterName {
+  static constexpr const char* value = "Scatter";
+};
+struct SlabsName {
+  static constexpr const char* value = "SizeClassSlabs";
+};
+
 template <class Pool>
 struct Heaps {
   template <class Creation>
@@ -30,6 +44,9 @@ struct Heaps {
   using HeapBuffer = With<CreationPolicies::HeapBuffer<SplitFor<N>>>;
   using Scatter = With<CreationPolicies::Scatter<FramePages>>;
   using Slabs = With<CreationPolicies::SizeClassSlabs<>>;
+  // Our policies that share one pool among all species, in the order of the
+  // records; a new creation policy is one more Entry here.
+  using shared_pool = std::tuple<Entry<Scatter, ScatterName>, Entry<Slabs, SlabsName>>;
   // The splits built: the species counts of Figure 5.6's measured points.
   using heap_buffer_splits = std::integer_sequence<std::uint32_t, 1, 2, 4, 8, 16>;
 };
