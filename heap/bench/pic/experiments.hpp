@@ -54,6 +54,7 @@ struct Totals {
 
 struct CensusSum {
   std::uint64_t total = 0;
+  std::uint64_t frames = 0;
   std::uint64_t broken = 0;
   std::vector<std::uint64_t> per_species;
 };
@@ -134,6 +135,7 @@ class Bench {
     const auto h = a.census.to_host();
     for (std::size_t w = 0; w < std::size_t{sp.cells} * sp.species; ++w) {
       c.total += h[w].particles;
+      c.frames += h[w].frames;
       c.broken += h[w].broken;
       c.per_species[w % sp.species] += h[w].particles;
     }
@@ -262,6 +264,7 @@ class Bench {
       m.extra["seconds_gather"] = t_gather;
       m.extra["growing"] = sp.growing;
       m.extra["population_growing"] = static_cast<double>(c.per_species[sp.growing]);
+      m.extra["frames_in_use"] = static_cast<double>(c.frames);
       m.extra["heap_bytes"] = static_cast<double>(heap_bytes);
       emit(m);
       times.push_back(m.seconds);
@@ -274,6 +277,7 @@ class Bench {
     }
     teardown(mem, a, sp);
     auto m = record("steps_summary", name);
+    add_heap_reports(heap, m);
     m.threads = lists;
     m.ops = times.size();
     std::vector<double> sorted = times;
@@ -348,6 +352,7 @@ class Bench {
     }
     teardown(mem, a, sp);
     auto m = record("growth", name);
+    add_heap_reports(heap, m);
     m.threads = lists;
     m.bytes = heap_bytes;
     m.ops = k;
@@ -371,6 +376,19 @@ class Bench {
     std::fprintf(stderr, "growth %s species %u: max population %llu (%.1f%% of %g) after %u steps, verified %s\n",
                  name.c_str(), n, static_cast<unsigned long long>(max_pop), 100.0 * max_pop / capacity, capacity, k,
                  verified ? "yes" : "NO");
+  }
+
+  // HeapBuffer's own counts (2.4.4): requests refused at an empty ring and
+  // waits for a free still being written; a live frame offered must stay 0.
+  template <class Heap>
+  static void add_heap_reports(const Heap& heap, bench::Measurement& m) {
+    if constexpr (SplitBySpecies<Heap>) {
+      const auto r = heap.creation().template reports<typename Heap::backend>();
+      m.extra["ring_empty"] = r.empty;
+      m.extra["ring_late"] = r.late;
+      m.extra["ring_live_refused"] = r.live_refused;
+      m.extra["ring_misuse"] = r.misuse;
+    }
   }
 
   template <class Mem>

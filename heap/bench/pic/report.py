@@ -281,6 +281,13 @@ def main():
                 dev = hb[n]["max_population"] / predicted - 1
                 checks.append(("HeapBuffer: %d species hold %.4g, predicted %.4g (one species / n): %+.1f%%" % (
                     n, hb[n]["max_population"], predicted, 100 * dev), abs(dev) <= PREDICTION_TOLERANCE))
+    ring = [r for r in measured if "ring_live_refused" in r]
+    if ring:
+        live = sum(r["ring_live_refused"] + r.get("ring_misuse", 0) for r in ring)
+        empty = sum(r.get("ring_empty", 0) for r in ring)
+        checks.append(("HeapBuffer: no frame handed out while live and no bad free (%d); %d requests refused "
+                       "at an empty ring, each reported (the full ring of 2.4.4 seen at once)" % (live, empty),
+                       live == 0))
     checks.append(("every record verified", not unverified))
     md += ["## Checks", ""]
     for text, ok in checks:

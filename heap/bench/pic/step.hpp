@@ -210,6 +210,7 @@ struct Gather {
 // (frames.hpp) with every particle in the list of its species.
 struct Census {
   std::uint32_t particles;
+  std::uint32_t frames;
   std::uint32_t broken;
 };
 
@@ -218,7 +219,7 @@ struct Verify {
   StepParams sp;
   Census* census;  // cells * species
   MANYALLOC_FN static std::uint32_t walk(const FrameList& l, std::uint32_t cap, std::uint32_t species,
-                                         bool full_but_last, std::uint32_t& broken) {
+                                         bool full_but_last, std::uint32_t& frames_seen, std::uint32_t& broken) {
     std::uint32_t sum = 0, frames = 0;
     const std::byte* lastf = nullptr;
     for (std::byte* f = l.first; f != nullptr; f = header(f)->next) {
@@ -234,18 +235,19 @@ struct Verify {
       if (frames > (1u << 24)) { ++broken; break; }  // a cycle
     }
     if (sum != l.count || frames != l.frames || lastf != l.last) ++broken;
+    frames_seen += frames;
     return sum;
   }
   template <class Acc>
   MANYALLOC_FN void operator()(const Acc&, std::uint32_t w) const {
     const std::uint32_t s = w % sp.species;
     const std::uint32_t cap = frame_capacity(sp.frame_bytes);
-    std::uint32_t broken = 0;
-    std::uint32_t n = walk(g.lists[w], cap, s, true, broken);
+    std::uint32_t broken = 0, frames = 0;
+    std::uint32_t n = walk(g.lists[w], cap, s, true, frames, broken);
     for (std::uint32_t d = 0; d < directions; ++d) {
-      n += walk(g.outbox[std::size_t{w} * directions + d], cap, d == to_convert ? ~0u : s, false, broken);
+      n += walk(g.outbox[std::size_t{w} * directions + d], cap, s, false, frames, broken);
     }
-    census[w] = Census{n, broken};
+    census[w] = Census{n, frames, broken};
   }
 };
 
