@@ -1,5 +1,6 @@
-// The two experiments of the particle-in-cell benchmark ([Eckert2014] 5.2),
-// for any platform (main_cuda.cu, main_host.cpp):
+// The particle-in-cell benchmark program ([Eckert2014] 5.2): runs the two
+// experiments of run.hpp on every heap configuration
+// of a platform (main_cuda.cu, main_host.cpp):
 //
 //   steps   time per step of a two-species run (Figures 5.3-5.5), one record
 //           per step; the count of particles must be conserved every step.
@@ -31,50 +32,14 @@
 
 #include "options.hpp"
 #include "records.hpp"  // heap/bench/suite
+#include "run.hpp"
 #include "species_mem.hpp"
-#include "step.hpp"
 
 namespace manyalloc::heap::pic {
-
-struct Totals {
-  std::uint64_t allocs = 0, frees = 0, fails = 0, births = 0;
-  void add(const WorkerStats& s) {
-    allocs += s.allocs;
-    frees += s.frees;
-    fails += s.fails;
-    births += s.births;
-  }
-  void add_all(const Totals& o) {
-    allocs += o.allocs;
-    frees += o.frees;
-    fails += o.fails;
-    births += o.births;
-  }
-};
-
-struct CensusSum {
-  std::uint64_t total = 0;
-  std::uint64_t frames = 0;
-  std::uint64_t broken = 0;
-  std::vector<std::uint64_t> per_species;
-};
 
 template <class P>
 class Bench {
   using Runner = typename P::Runner;
-  template <class T>
-  using Buffer = typename Runner::template Buffer<T>;
-
-  // The device-side arrays of one run.
-  struct Arrays {
-    Buffer<FrameList> lists, outbox;
-    Buffer<WorkerStats> stats;
-    Buffer<Census> census;
-    Arrays(std::uint32_t cells, std::uint32_t species)
-        : lists(std::size_t{cells} * species), outbox(std::size_t{cells} * species * directions),
-          stats(std::size_t{cells} * species), census(std::size_t{cells} * species) {}
-    Grid grid() { return Grid{lists.data(), outbox.data(), stats.data()}; }
-  };
 
  public:
   Bench(Options o, std::FILE* out) : opt_(std::move(o)), out_(out), device_(Runner::device_name()) {}
@@ -119,27 +84,6 @@ class Bench {
     m.tags["command"] = opt_.command;
     m.verified = true;
     emit(m);
-  }
-
-  static Totals totals(const Buffer<WorkerStats>& b, std::size_t workers) {
-    Totals t;
-    const auto h = b.to_host();
-    for (std::size_t i = 0; i < workers; ++i) t.add(h[i]);
-    return t;
-  }
-
-  CensusSum census(Arrays& a, const StepParams& sp) {
-    Runner::run(sp.cells * sp.species, Verify{a.grid(), sp, a.census.data()});
-    CensusSum c;
-    c.per_species.assign(sp.species, 0);
-    const auto h = a.census.to_host();
-    for (std::size_t w = 0; w < std::size_t{sp.cells} * sp.species; ++w) {
-      c.total += h[w].particles;
-      c.frames += h[w].frames;
-      c.broken += h[w].broken;
-      c.per_species[w % sp.species] += h[w].particles;
-    }
-    return c;
   }
 
   // Calls f(heap, name) for each enabled allocator, the HeapBuffer split for
@@ -219,81 +163,9 @@ class Bench {
 
   template <class Heap>
   void steps(Heap& heap, const std::string& name, std::size_t heap_bytes) {
-    const SpeciesMem<Heap> mem(heap, opt_.species);
-    StepParams sp;
-    sp.cells = opt_.cells;
-    sp.species = opt_.species;
-    sp.frame_bytes = opt_.frame_bytes;
-    sp.move = static_cast<float>(opt_.move);
-    Arrays a(sp.cells, sp.species);
-    const std::uint32_t lists = sp.cells * sp.species;
-    Runner::run(lists, Init<SpeciesMem<Heap>>{mem, a.grid(), sp, opt_.per_list});
-    const Totals init = totals(a.stats, lists);
-    const CensusSum start = census(a, sp);
-    std::fprintf(stderr, "steps %s: %llu particles in %u cells x %u species\n", name.c_str(),
-                 static_cast<unsigned long long>(start.total), sp.cells, sp.species);
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<double> times;
-    bool all_verified = start.broken == 0 && init.fails == 0;
-    std::uint64_t fails = init.fails;
-    for (std::uint32_t k = 1; k <= opt_.steps; ++k) {
-      sp.step = k;
-      sp.growing = ((k - 1) / opt_.shift_period) % sp.species;
-      sp.convert = static_cast<float>(opt_.convert);
-      const double t_emit = Runner::timed_run(lists, Emit<SpeciesMem<Heap>>{mem, a.grid(), sp});
-      Totals t = totals(a.stats, lists);
-      const double t_gather = Runner::timed_run(sp.cells, Gather<SpeciesMem<Heap>>{mem, a.grid(), sp});
-      t.add_all(totals(a.stats, sp.cells));
-      const CensusSum c = census(a, sp);
-      const bool ok = c.total == start.total && c.broken == 0;
-      all_verified = all_verified && ok;
-      fails += t.fails;
-      auto m = record("steps", name);
-      m.threads = lists;
-      m.ops = t.allocs + t.frees;
-      m.seconds = t_emit + t_gather;
-      m.fails = t.fails;
-      m.verified = ok;
-      m.extra["step"] = k;
-      m.extra["species"] = sp.species;
-      m.extra["cells"] = sp.cells;
-      m.extra["particles"] = static_cast<double>(c.total);
-      m.extra["allocs"] = static_cast<double>(t.allocs);
-      m.extra["frees"] = static_cast<double>(t.frees);
-      m.extra["seconds_emit"] = t_emit;
-      m.extra["seconds_gather"] = t_gather;
-      m.extra["growing"] = sp.growing;
-      m.extra["population_growing"] = static_cast<double>(c.per_species[sp.growing]);
-      m.extra["frames_in_use"] = static_cast<double>(c.frames);
-      m.extra["heap_bytes"] = static_cast<double>(heap_bytes);
-      emit(m);
-      times.push_back(m.seconds);
-      if (!ok) {
-        std::fprintf(stderr, "steps %s: step %u NOT verified: %llu particles (expected %llu), %llu broken lists\n",
-                     name.c_str(), k, static_cast<unsigned long long>(c.total),
-                     static_cast<unsigned long long>(start.total), static_cast<unsigned long long>(c.broken));
-      }
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > opt_.budget_s) break;
-    }
-    teardown(mem, a, sp);
-    auto m = record("steps_summary", name);
-    add_heap_reports(heap, m);
-    m.threads = lists;
-    m.ops = times.size();
-    std::vector<double> sorted = times;
-    std::sort(sorted.begin(), sorted.end());
-    m.seconds = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-    m.fails = fails;
-    m.verified = all_verified;
-    m.extra["species"] = sp.species;
-    m.extra["cells"] = sp.cells;
-    m.extra["particles"] = static_cast<double>(start.total);
-    m.extra["steps_run"] = static_cast<double>(times.size());
-    m.extra["heap_bytes"] = static_cast<double>(heap_bytes);
-    emit(m);
-    std::fprintf(stderr, "steps %s: %zu steps, median %.3f ms, fails %llu, verified %s\n", name.c_str(),
-                 times.size(), m.seconds * 1e3, static_cast<unsigned long long>(fails),
-                 all_verified ? "yes" : "NO");
+    Runs<Runner>::steps(opt_, SpeciesMem<Heap>(heap, opt_.species), record("steps", name), heap_bytes,
+                        [&](const bench::Measurement& m) { emit(m); },
+                        [&](bench::Measurement& m) { add_heap_reports(heap, m); });
   }
 
   // ---- growth: Figure 5.6 ------------------------------------------------------
@@ -309,73 +181,9 @@ class Bench {
 
   template <class Heap>
   void growth(Heap& heap, const std::string& name, std::size_t heap_bytes, std::uint32_t n) {
-    const SpeciesMem<Heap> mem(heap, n);
-    StepParams sp;
-    sp.cells = opt_.growth_cells;
-    sp.species = n;
-    sp.frame_bytes = opt_.frame_bytes;
-    sp.move = static_cast<float>(opt_.move);
-    sp.growing = 0;
-    sp.inject = opt_.inject;
-    const std::uint32_t cap = frame_capacity(opt_.frame_bytes);
-    const double capacity = static_cast<double>(heap_bytes / opt_.frame_bytes) * cap;
-    const auto per_list = static_cast<std::uint32_t>(opt_.init_share * capacity / (static_cast<double>(sp.cells) * n));
-    Arrays a(sp.cells, sp.species);
-    const std::uint32_t lists = sp.cells * n;
-    Runner::run(lists, Init<SpeciesMem<Heap>>{mem, a.grid(), sp, per_list});
-    const Totals init = totals(a.stats, lists);
-    const CensusSum start = census(a, sp);
-    bool verified = start.broken == 0;
-    std::uint64_t births = 0, max_pop = start.per_species[0], fails = init.fails;
-    std::uint32_t k = 0, first_fail = 0;
-    double seconds = 0;
-    bool over_budget = false;
-    const auto t0 = std::chrono::steady_clock::now();
-    while (fails == 0 && k < opt_.max_growth_steps && !over_budget) {
-      ++k;
-      sp.step = k;
-      // The other species convert into species 0 within ramp_steps steps
-      // (a share 1/(ramp - k + 1) of what is left each step).
-      sp.convert = k <= opt_.ramp_steps ? 1.0f / static_cast<float>(opt_.ramp_steps - k + 1) : 1.0f;
-      sp.id_base = 0x40000000u + k * sp.cells * sp.inject;
-      seconds += Runner::timed_run(lists, Emit<SpeciesMem<Heap>>{mem, a.grid(), sp});
-      Totals t = totals(a.stats, lists);
-      seconds += Runner::timed_run(sp.cells, Gather<SpeciesMem<Heap>>{mem, a.grid(), sp});
-      t.add_all(totals(a.stats, sp.cells));
-      births += t.births;
-      const CensusSum c = census(a, sp);
-      verified = verified && c.broken == 0 && c.total == start.total + births;
-      max_pop = std::max<std::uint64_t>(max_pop, c.per_species[0]);
-      fails += t.fails;
-      if (t.fails != 0) first_fail = k;
-      over_budget = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > opt_.budget_s;
-    }
-    teardown(mem, a, sp);
-    auto m = record("growth", name);
-    add_heap_reports(heap, m);
-    m.threads = lists;
-    m.bytes = heap_bytes;
-    m.ops = k;
-    m.seconds = seconds;
-    m.fails = fails;
-    m.verified = verified;
-    m.extra["species"] = n;
-    m.extra["cells"] = sp.cells;
-    m.extra["max_population"] = static_cast<double>(max_pop);
-    m.extra["first_fail_step"] = first_fail;
-    m.extra["steps_run"] = k;
-    m.extra["initial_per_species"] = static_cast<double>(per_list) * sp.cells;
-    m.extra["frame_capacity"] = cap;
-    m.extra["heap_bytes"] = static_cast<double>(heap_bytes);
-    m.extra["ideal_particles"] = capacity;
-    if (first_fail == 0) {
-      m.tags["note"] = over_budget ? "stopped at the time budget before any allocation failed"
-                                   : "no allocation failed within max_growth_steps";
-    }
-    emit(m);
-    std::fprintf(stderr, "growth %s species %u: max population %llu (%.1f%% of %g) after %u steps, verified %s\n",
-                 name.c_str(), n, static_cast<unsigned long long>(max_pop), 100.0 * max_pop / capacity, capacity, k,
-                 verified ? "yes" : "NO");
+    Runs<Runner>::growth(opt_, SpeciesMem<Heap>(heap, n), record("growth", name), heap_bytes, n,
+                         [&](const bench::Measurement& m) { emit(m); },
+                         [&](bench::Measurement& m) { add_heap_reports(heap, m); });
   }
 
   // HeapBuffer's own counts (2.4.4): requests refused at an empty ring and
@@ -389,11 +197,6 @@ class Bench {
       m.extra["ring_live_refused"] = r.live_refused;
       m.extra["ring_misuse"] = r.misuse;
     }
-  }
-
-  template <class Mem>
-  void teardown(const Mem& mem, Arrays& a, const StepParams& sp) {
-    Runner::run(sp.cells * sp.species, Teardown<Mem>{mem, a.grid()});
   }
 
   Options opt_;
