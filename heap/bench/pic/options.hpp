@@ -47,6 +47,22 @@ inline std::vector<std::string> split_names(const std::string& s) {
   return v;
 }
 
+// Tiny sizes: a smoke test of every path in seconds.
+inline void make_quick(Options& o) {
+  o.quick = true;
+  o.heap_mb = 64;
+  o.cells = 64;
+  o.per_list = 300;
+  o.steps = 12;
+  o.shift_period = 4;
+  o.convert = 0.02;
+  o.budget_s = 20;
+  o.growth_heap_mb = 16;
+  o.growth_cells = 8;
+  o.growth_species = {1, 2, 4, 16};
+  o.inject = 1024;
+}
+
 inline const char* usage() {
   return "usage: manyalloc_heap_pic_{cuda,host} [options]\n"
          "Particle-in-cell benchmark ([Eckert2014] 5.2): particles in 8 KiB frames per cell and\n"
@@ -75,20 +91,7 @@ inline Options parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") quick_seen = true;
   }
-  if (quick_seen) {
-    o.quick = true;
-    o.heap_mb = 64;
-    o.cells = 64;
-    o.per_list = 300;
-    o.steps = 12;
-    o.shift_period = 4;
-    o.convert = 0.02;
-    o.budget_s = 20;
-    o.growth_heap_mb = 16;
-    o.growth_cells = 8;
-    o.growth_species = {1, 2, 4, 16};
-    o.inject = 1024;
-  }
+  if (quick_seen) make_quick(o);
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") continue;

@@ -33,14 +33,18 @@ try:
 except ImportError:  # the report still has every table
     plt = None
 
-BASELINES = ("DeviceMalloc", "HostMalloc")
-ORDER = ["HeapBuffer", "Scatter", "SizeClassSlabs", "DeviceMalloc", "HostMalloc"]
+BASELINES = ("DeviceMalloc", "HostMalloc", "DeviceMalloc (peers bench)")
+PEERS = ("Gallatin", "Ouroboros", "Ouroboros-C", "mallocMC")
+ORDER = ["HeapBuffer", "Scatter", "SizeClassSlabs", "DeviceMalloc", "HostMalloc", "Gallatin", "Ouroboros",
+         "Ouroboros-C", "mallocMC"]
 OURS_MIN_SHARE = 0.90       # issue 18: 16 species hold >= 90% of one species alone
 PREDICTION_TOLERANCE = 0.10  # HeapBuffer within 10% of (one species) / n
 
 
 def load(paths):
-    rows, meta = [], []
+    """pic records, meta records, and the peers benchmark's records of its
+    pic_steps / pic_growth children that crashed or were not run."""
+    rows, meta, peer_failures = [], [], []
     for path in paths:
         with open(path) as f:
             for line in f:
@@ -49,9 +53,14 @@ def load(paths):
                     continue
                 r = json.loads(line)
                 if r.get("suite") != "pic":
+                    if r.get("experiment", "").startswith("pic_") and (r.get("crash") or r.get("skipped")):
+                        peer_failures.append(r)
                     continue
+                if r.get("peer") is False:
+                    # Our heaps as the peers benchmark configures them (not the PIC program's).
+                    r["allocator"] += " (peers bench)"
                 (meta if r.get("experiment") == "meta" else rows).append(r)
-    return rows, meta
+    return rows, meta, peer_failures
 
 
 def ordered(names):
@@ -178,7 +187,7 @@ def main():
     ap.add_argument("--strict", action="store_true",
                     help="exit 2 when any check fails (default: only when a record is not verified)")
     args = ap.parse_args()
-    rows, meta = load(args.jsonl)
+    rows, meta, peer_failures = load(args.jsonl)
     if not rows:
         sys.exit("report.py: no pic records in " + ", ".join(args.jsonl))
     out = args.out or os.path.splitext(args.jsonl[0])[0] + "_report"
@@ -266,7 +275,7 @@ def main():
         md.append("")
         top = max(ns)
         for a in ordered(g):
-            if a in BASELINES or a == "HeapBuffer":
+            if a in BASELINES or a in PEERS or a == "HeapBuffer" or a.endswith("(peers bench)"):
                 continue
             if 1 in g[a] and top in g[a] and top > 1:
                 share = g[a][top]["max_population"] / g[a][1]["max_population"]
@@ -295,6 +304,12 @@ def main():
     md.append("")
 
     skipped = [r for r in rows if r.get("skipped") == "true"]
+    if peer_failures:
+        md += ["## Peers not measured", ""]
+        for r in peer_failures:
+            md.append("- %s %s: %s%s" % (r["experiment"], r["allocator"], "crashed: " if r.get("crash") else "",
+                                         r.get("note", "")))
+        md.append("")
     if skipped:
         md += ["## Skipped", ""]
         for r in skipped:
