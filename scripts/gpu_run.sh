@@ -32,6 +32,10 @@
 #                 SizeClassSlabs / DeviceMalloc; $OUT/pic_steps.jsonl,
 #                 $OUT/pic_growth.jsonl (log bench_pic.log), report with the
 #                 plots of Figures 5.3-5.6 in $OUT/pic_report (~3 min)
+#     pic-peers   the PIC experiments for Gallatin, Ouroboros and mallocMC
+#                 through the peers benchmark (needs .carry/peers like `peers`;
+#                 its build takes minutes): $OUT/pic_peers.jsonl, and the pic
+#                 report made again with them
 #   default: tests throughput coalescing   (one call stays under 10 minutes;
 #   run `suite` in a second call: the build directory is reused while warm)
 #
@@ -65,6 +69,7 @@ targets=(manyalloc_heap_gpu_tests manyalloc_heap_distribution_gpu_tests manyallo
 # A run of the pic stage alone builds only its program.
 [[ "${stages[*]}" == pic ]] && targets=(manyalloc_heap_pic_cuda)
 [[ " ${stages[*]} " == *" pic "* ]] && targets+=(manyalloc_heap_pic_cuda)
+[[ "${stages[*]}" == "pic pic-peers" ]] && targets=(manyalloc_heap_pic_cuda)
 say "== configure + build (sm_90): ${stages[*]}"
 cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DMANYALLOC_CUDA=ON -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_REGION=OFF "${gtest_opt[@]}" >>"$LOG" 2>&1 \
@@ -202,6 +207,33 @@ for stage in "${stages[@]}"; do
       python3 heap/bench/pic/report.py "$OUT/pic_steps.jsonl" "$OUT/pic_growth.jsonl" --out "$OUT/pic_report" \
         --env "$OUT/environment.txt" > "$OUT/pic_report.log" 2>&1
       say "pic report: exit $? (2: a check failed; run it here on the fetched JSONL where matplotlib is missing)" ;;
+    pic-peers)
+      say "== pic-peers: the PIC experiments for the peer allocators"
+      peers_opt=(-DMANYALLOC_PEERS_DIR="$PWD/.carry/peers")
+      [[ -d .carry/boost/include ]] && peers_opt+=(-DMANYALLOC_BOOST_INCLUDE_DIR="$PWD/.carry/boost/include")
+      t0=$SECONDS
+      blog=$OUT/build_peers.log
+      if cmake -S . -B build-gpu "${peers_opt[@]}" > "$blog" 2>&1 \
+         && cmake --build build-gpu -j"$(nproc)" --target manyalloc_heap_peers_bench >> "$blog" 2>&1; then
+        say "peers build: $((SECONDS - t0)) s; $(grep -o 'manyalloc_heap_peers_bench: peers.*' "$blog" | head -1)"
+        rm -f "$OUT/pic_peers.jsonl"
+        pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
+        # The peers compiled in (our heaps run in the pic stage, configured for frames).
+        pic_peers=$("$pb" --list 2>/dev/null | grep '^allocators:' | grep -o '[^ ]* (peer)' | sed 's/ (peer)//' \
+                    | paste -sd, -)
+        timeout 300 "$pb" --experiments pic_steps,pic_growth --allocators "$pic_peers" --timeout 90 \
+          --deadline-s 280 --out "$OUT/pic_peers.jsonl" > "$OUT/bench_pic_peers.log" 2>&1
+        say "pic-peers: exit $?, $((SECONDS - t0)) s with the build"
+        pic_in=()
+        for f in pic_steps pic_growth pic_peers; do [[ -f "$OUT/$f.jsonl" ]] && pic_in+=("$OUT/$f.jsonl"); done
+        python3 heap/bench/pic/report.py "${pic_in[@]}" --out "$OUT/pic_report" --env "$OUT/environment.txt" \
+          > "$OUT/pic_report.log" 2>&1
+        say "pic report: exit $?"
+      else
+        say "pic-peers BUILD FAILED"
+        tail -30 "$blog" | tee -a "$LOG"
+        status=1
+      fi ;;
     *) say "unknown stage $stage"; status=1 ;;
   esac
 done

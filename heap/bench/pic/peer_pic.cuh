@@ -92,12 +92,18 @@ struct PeerMem {
 };
 
 // Runs "pic_steps" or "pic_growth" with the PIC program's default sizes
-// (options.hpp; --quick: its quick sizes) on fresh heaps of adapter A.
-// emit(Measurement) writes a record.
+// (options.hpp; --quick: its quick sizes) on fresh heaps of adapter A, with
+// a shorter budget and three species counts, so that a peer stays within
+// the peers benchmark's child timeout. emit(Measurement) writes a record.
 template <class A, class Out>
 void run_peer_pic(const std::string& experiment, bool quick, const std::string& allocator, Out&& emit) {
   Options o;
-  if (quick) make_quick(o);
+  if (quick) {
+    make_quick(o);
+  } else {
+    o.budget_s = 10;
+    o.growth_species = {1, 4, 16};
+  }
   bench::Measurement base;
   base.suite = "pic";
   base.allocator = allocator;
