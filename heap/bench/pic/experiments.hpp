@@ -46,6 +46,14 @@ class Bench {
 
   void run() {
     meta();
+    // The baseline's heap is made before any kernel runs (CUDA sizes its
+    // malloc heap only before the first kernel that uses it), for the first
+    // experiment's heap size; run steps and growth in separate processes to
+    // give each its own size.
+    if (enabled(P::baseline_name) && !opt_.experiments.empty()) {
+      const bool steps_first = opt_.experiments.front() == "steps";
+      (void)P::baseline(static_cast<std::size_t>(steps_first ? opt_.heap_mb : opt_.growth_heap_mb) << 20);
+    }
     for (const auto& e : opt_.experiments) {
       if (e == "steps") {
         run_steps();
@@ -107,7 +115,13 @@ class Bench {
         skip(experiment, P::baseline_name, species, "the host's malloc has no bound to reach");
         return;
       }
-      f(P::baseline(heap_bytes), std::string(P::baseline_name));
+      auto& heap = P::baseline(heap_bytes);
+      if (experiment == "growth" && heap.pool_bytes() != heap_bytes) {
+        skip(experiment, P::baseline_name, species,
+             "its heap was sized for another experiment of this process (run growth in a process of its own)");
+        return;
+      }
+      f(heap, std::string(P::baseline_name));
     });
   }
 
