@@ -273,6 +273,21 @@ def main():
         md.append("Percentages: of the particles the heap could hold if every byte were frames. Species 0 grows "
                   "(injected particles; the others convert into it) until the first allocation fails.")
         md.append("")
+        md.append("Frames held (all species, lists and outboxes) when the first allocation failed, of the frames the "
+                  "pool could hold: where this is low, the heap refused while memory was free.")
+        md.append("")
+        md.append("| allocator | " + " | ".join("%d species" % n for n in ns) + " |")
+        md.append("|---|" + "---|" * len(ns))
+        for a in ordered(g):
+            cells = []
+            for n in ns:
+                r = g[a].get(n)
+                if r is None or not r.get("pool_frames") or not r.get("first_fail_step"):
+                    cells.append("-")
+                else:
+                    cells.append("%.1f%%" % (100 * r["frames_at_first_fail"] / r["pool_frames"]))
+            md.append("| %s | %s |" % (a, " | ".join(cells)))
+        md.append("")
         top = max(ns)
         for a in ordered(g):
             if a in BASELINES or a in PEERS or a == "HeapBuffer" or a.endswith("(peers bench)"):

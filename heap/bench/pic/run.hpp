@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "census.hpp"
 #include "options.hpp"
 #include "records.hpp"  // heap/bench/suite
 #include "step.hpp"
@@ -199,7 +200,7 @@ class Runs {
     const Totals init = totals(a.stats, lists);
     const CensusSum start = census(a, sp);
     bool verified = start.broken == 0;
-    std::uint64_t births = 0, max_pop = start.per_species[0], fails = init.fails;
+    std::uint64_t births = 0, max_pop = start.per_species[0], fails = init.fails, frames_at_fail = 0;
     std::uint32_t k = 0, first_fail = 0;
     double seconds = 0;
     bool over_budget = false;
@@ -219,7 +220,10 @@ class Runs {
       verified = verified && c.broken == 0 && c.total == start.total + births;
       max_pop = std::max<std::uint64_t>(max_pop, c.per_species[0]);
       fails += t.fails;
-      if (t.fails != 0) first_fail = k;
+      if (t.fails != 0) {
+        first_fail = k;
+        frames_at_fail = c.frames;
+      }
       over_budget = since(t0) > opt.budget_s;
     }
     teardown(mem, a, sp);
@@ -240,6 +244,10 @@ class Runs {
     m.extra["frame_capacity"] = cap;
     m.extra["heap_bytes"] = static_cast<double>(heap_bytes);
     m.extra["ideal_particles"] = capacity;
+    // Frames held when the first allocation failed, of the pool's frames: a
+    // low share means the heap refused while memory was free.
+    m.extra["frames_at_first_fail"] = static_cast<double>(frames_at_fail);
+    m.extra["pool_frames"] = static_cast<double>(heap_bytes / opt.frame_bytes);
     if (first_fail == 0) {
       m.tags["note"] = over_budget ? "stopped at the time budget before any allocation failed"
                                    : "no allocation failed within max_growth_steps";
