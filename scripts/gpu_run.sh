@@ -32,6 +32,16 @@
 #                 scripts/prepare_gpu_carry.sh): build, run into
 #                 $OUT/peers.jsonl (log bench_peers.log), report in
 #                 $OUT/peers_report (~6 min)
+#     pic         particle-in-cell benchmark ([Eckert2014] 5.2, issue 18):
+#                 time per step (two species) and the largest population of
+#                 one species for 1-16 species, HeapBuffer / Scatter /
+#                 SizeClassSlabs / DeviceMalloc; $OUT/pic_steps.jsonl,
+#                 $OUT/pic_growth.jsonl (log bench_pic.log), report with the
+#                 plots of Figures 5.3-5.6 in $OUT/pic_report (~3 min)
+#     pic-peers   the PIC experiments for Gallatin, Ouroboros and mallocMC
+#                 through the peers benchmark (needs .carry/peers like `peers`;
+#                 its build takes minutes): $OUT/pic_peers.jsonl, and the pic
+#                 report made again with them
 #   default: tests throughput coalescing   (one call stays under 10 minutes;
 #   run `suite` in a second call: the build directory is reused while warm)
 #
@@ -62,6 +72,10 @@ gtest_opt=()
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 targets=(manyalloc_heap_gpu_tests manyalloc_heap_distribution_gpu_tests manyalloc_heap_bench_cuda
          manyalloc_coalescing_bench)
+# A run of the pic stage alone builds only its program.
+[[ "${stages[*]}" == pic ]] && targets=(manyalloc_heap_pic_cuda)
+[[ " ${stages[*]} " == *" pic "* ]] && targets+=(manyalloc_heap_pic_cuda)
+[[ "${stages[*]}" == "pic pic-peers" ]] && targets=(manyalloc_heap_pic_cuda)
 say "== configure + build (sm_90): ${stages[*]}"
 cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DMANYALLOC_CUDA=ON -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_REGION=OFF "${gtest_opt[@]}" >>"$LOG" 2>&1 \
@@ -197,6 +211,49 @@ for stage in "${stages[@]}"; do
           >> "$LOG" 2>&1 || say "peers report.py failed (run it here on the fetched peers.jsonl)"
       else
         say "peers BUILD FAILED"
+        tail -30 "$blog" | tee -a "$LOG"
+        status=1
+      fi ;;
+    pic)
+      say "== pic: particle-in-cell benchmark (steps, growth)"
+      pic=build-gpu/heap/bench/pic/manyalloc_heap_pic_cuda
+      rm -f "$OUT/pic_steps.jsonl" "$OUT/pic_growth.jsonl"
+      t0=$SECONDS
+      # Two processes: CUDA's malloc heap is sized once per process.
+      timeout 150 "$pic" --experiments steps --budget-s 15 --out "$OUT/pic_steps.jsonl" > "$OUT/bench_pic.log" 2>&1
+      rc=$?
+      timeout 120 "$pic" --experiments growth --budget-s 15 --out "$OUT/pic_growth.jsonl" >> "$OUT/bench_pic.log" 2>&1 \
+        || rc=1
+      say "pic: exit $rc, $((SECONDS - t0)) s"
+      grep -E "^(steps|growth) .*(median|max population|NOT|skipped)" "$OUT/bench_pic.log" | tee -a "$LOG"
+      [[ $rc -eq 0 ]] || status=1
+      python3 heap/bench/pic/report.py "$OUT/pic_steps.jsonl" "$OUT/pic_growth.jsonl" --out "$OUT/pic_report" \
+        --env "$OUT/environment.txt" > "$OUT/pic_report.log" 2>&1
+      say "pic report: exit $? (2: a check failed; run it here on the fetched JSONL where matplotlib is missing)" ;;
+    pic-peers)
+      say "== pic-peers: the PIC experiments for the peer allocators"
+      peers_opt=(-DMANYALLOC_PEERS_DIR="$PWD/.carry/peers")
+      [[ -d .carry/boost/include ]] && peers_opt+=(-DMANYALLOC_BOOST_INCLUDE_DIR="$PWD/.carry/boost/include")
+      t0=$SECONDS
+      blog=$OUT/build_peers.log
+      if cmake -S . -B build-gpu "${peers_opt[@]}" > "$blog" 2>&1 \
+         && cmake --build build-gpu -j"$(nproc)" --target manyalloc_heap_peers_bench >> "$blog" 2>&1; then
+        say "peers build: $((SECONDS - t0)) s; $(grep -o 'manyalloc_heap_peers_bench: peers.*' "$blog" | head -1)"
+        rm -f "$OUT/pic_peers.jsonl"
+        pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
+        # The peers compiled in (our heaps run in the pic stage, configured for frames).
+        pic_peers=$("$pb" --list 2>/dev/null | grep '^allocators:' | grep -o '[^ ]* (peer)' | sed 's/ (peer)//' \
+                    | paste -sd, -)
+        timeout 300 "$pb" --experiments pic_steps,pic_growth --allocators "$pic_peers" --timeout 90 \
+          --deadline-s 280 --out "$OUT/pic_peers.jsonl" > "$OUT/bench_pic_peers.log" 2>&1
+        say "pic-peers: exit $?, $((SECONDS - t0)) s with the build"
+        pic_in=()
+        for f in pic_steps pic_growth pic_peers; do [[ -f "$OUT/$f.jsonl" ]] && pic_in+=("$OUT/$f.jsonl"); done
+        python3 heap/bench/pic/report.py "${pic_in[@]}" --out "$OUT/pic_report" --env "$OUT/environment.txt" \
+          > "$OUT/pic_report.log" 2>&1
+        say "pic report: exit $?"
+      else
+        say "pic-peers BUILD FAILED"
         tail -30 "$blog" | tee -a "$LOG"
         status=1
       fi ;;

@@ -50,6 +50,11 @@ inline const std::vector<std::string>& experiment_names() {
   static const std::vector<std::string> names{"throughput", "churn", "large", "usable"};
   return names;
 }
+// Run only when named in --experiments (heap/bench/pic).
+inline const std::vector<std::string>& optional_experiment_names() {
+  static const std::vector<std::string> names{"pic_steps", "pic_growth"};
+  return names;
+}
 
 struct Options {
   std::vector<std::string> experiments = experiment_names();

@@ -14,6 +14,9 @@
 //   usable      a fresh heap of `usable_gib`, filled with one size in waves of
 //               requests (up to 2^20 each) until a wave has a failure:
 //               usable_share = bytes handed out / pool bytes
+//   pic_steps, pic_growth  (only when named) the particle-in-cell benchmark's
+//               experiments (heap/bench/pic/run.hpp) with the PIC program's
+//               default sizes; records have suite "pic" (pic/report.py)
 // Every chunk is verified (bench.hpp, check_chunks) outside the timed launches.
 #pragma once
 
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "peer_pic.cuh"  // heap/bench/pic: the PIC experiments ([Eckert2014] 5.2)
 
 namespace manyalloc::heap::peers {
 
@@ -426,6 +430,14 @@ void run_experiment(const RunContext& c, const std::string& experiment) {
   else if (experiment == "churn") churn<A>(c);
   else if (experiment == "large") large<A>(c);
   else if (experiment == "usable") usable<A>(c);
+  else if (experiment == "pic_steps" || experiment == "pic_growth") {
+    pic::run_peer_pic<A>(experiment, c.opt.quick, c.allocator, [&](const bench::Measurement& m) {
+      Record r;
+      r.m = m;
+      r.size = std::to_string(m.bytes);
+      c.emit(r);
+    });
+  }
   else throw std::invalid_argument("unknown experiment " + experiment);
 }
 

@@ -130,9 +130,13 @@ mp::Options parse(int argc, char** argv) {
     } else throw std::invalid_argument("unknown option " + a);
     for (int k = first; k <= i; ++k) o.forwarded.emplace_back(argv[k]);
   }
-  for (const auto& e : o.experiments)
-    if (std::find(mp::experiment_names().begin(), mp::experiment_names().end(), e) == mp::experiment_names().end())
+  for (const auto& e : o.experiments) {
+    const auto& main = mp::experiment_names();
+    const auto& optional = mp::optional_experiment_names();
+    if (std::find(main.begin(), main.end(), e) == main.end() &&
+        std::find(optional.begin(), optional.end(), e) == optional.end())
       throw std::invalid_argument("unknown experiment " + e);
+  }
   if (o.repeat < 1) throw std::invalid_argument("--repeat must be at least 1");
   if (list) o.experiments.clear();  // run_parent prints the allocators and stops
   return o;

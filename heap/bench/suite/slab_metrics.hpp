@@ -43,7 +43,7 @@ SlabStats slab_stats(const Heap& heap, const std::vector<void*>& live, const std
   for (std::size_t i = 0; i < live.size(); ++i) {
     if (live[i] == nullptr) continue;
     const std::size_t r = requests[i];
-    const double size = r <= CP::largest_class ? slabs::class_bytes(slabs::class_of(static_cast<std::uint32_t>(r)))
+    const double size = r <= CP::largest_class ? CP::Classes::bytes(CP::Classes::of(static_cast<std::uint32_t>(r)))
                                                : static_cast<double>((r + slab - 1) / slab * slab);
     sum += (size - static_cast<double>(r)) / size;
     ++n;
@@ -71,7 +71,7 @@ SlabStats slab_stats(const Heap& heap, const std::vector<void*>& live, const std
     run = 0;
     const std::uint32_t cls = pages[p].cls;
     if (large[p] || cls == 0 || cls > CP::class_count) continue;
-    const std::uint32_t bytes = slabs::class_bytes(cls - 1);
+    const std::uint32_t bytes = CP::Classes::bytes(cls - 1);
     const std::uint32_t per_page = static_cast<std::uint32_t>(slab / bytes);
     std::uint32_t used = 0;
     for (std::uint32_t w = 0; w < l.bitmap_words; ++w) used += bits::popcount(bits[std::size_t{p} * l.bitmap_words + w]);

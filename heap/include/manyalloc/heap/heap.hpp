@@ -7,6 +7,7 @@
 #include "manyalloc/heap/alignment/noop.hpp"
 #include "manyalloc/heap/alignment/shrink.hpp"
 #include "manyalloc/heap/allocator.hpp"
+#include "manyalloc/heap/creation/heap_buffer.hpp"
 #include "manyalloc/heap/creation/host_malloc.hpp"
 #include "manyalloc/heap/creation/list_based.hpp"
 #include "manyalloc/heap/creation/multi_list.hpp"

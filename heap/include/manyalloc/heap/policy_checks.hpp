@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+
+#include "manyalloc/heap/distribution/noop.hpp"
 
 namespace manyalloc::heap::detail {
 
@@ -16,6 +19,10 @@ concept HasAlignment = requires { { P::alignment } -> std::convertible_to<std::u
 // heaps: a 32-byte header in front of 16-byte granules).
 template <class P>
 concept HasChunkAlignment = requires { { P::chunk_alignment } -> std::convertible_to<std::uint32_t>; };
+
+// Creation policies that hand out fixed-size frames only (HeapBuffer).
+template <class P>
+concept HandsOutFrames = requires { { P::frame_bytes } -> std::convertible_to<std::uint32_t>; };
 
 template <class CP, class DP, class OP, class RP, class AP>
 struct PolicyChecks {
@@ -34,12 +41,20 @@ struct PolicyChecks {
                 "the DistributionPolicy and the CreationPolicy must use the same page size "
                 "(e.g. XMallocSIMD<pagesize> with Scatter's HeapConfig::pagesize)");
 
+  static_assert(!HandsOutFrames<CP> || std::is_same_v<DP, DistributionPolicies::NoOp>,
+                "this CreationPolicy hands out single frames: a DistributionPolicy that combines "
+                "the requests of a warp would ask for more than a frame (use DistributionPolicies::NoOp, "
+                "as [Eckert2014] 5.2.1 does for frames)");
+
   static constexpr bool alignment_fits_pages() {
     if constexpr (HasPagesize<CP> && HasAlignment<AP>) return CP::pagesize % AP::alignment == 0;
+    if constexpr (HandsOutFrames<CP> && HasAlignment<AP>)
+      return CP::frame_bytes % AP::alignment == 0 && CP::frame_alignment % AP::alignment == 0;
     return true;
   }
   static_assert(alignment_fits_pages(),
-                "the AlignmentPolicy's alignment must divide the CreationPolicy's page size");
+                "the AlignmentPolicy's alignment must divide the CreationPolicy's page size "
+                "(or its frame size and frame alignment)");
 
   static constexpr bool alignment_fits_chunks() {
     if constexpr (HasChunkAlignment<CP> && HasAlignment<AP>) return AP::alignment <= CP::chunk_alignment;
