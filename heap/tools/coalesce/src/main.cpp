@@ -80,14 +80,16 @@ bool write_file(const std::string& path, const std::string& text, std::string& e
   return true;
 }
 
-std::string default_shim_dir(const char* argv0) {
+// The installed layout (bin/, share/, include/ under one prefix) when the
+// tool runs from an installation, else the source tree it was built from.
+std::string installed_or_source(const char* relative, const char* probe, const char* source_dir) {
   std::error_code ec;
-  const fs::path exe = fs::canonical(fs::path(argv0).has_parent_path() ? fs::path(argv0) : fs::path("/proc/self/exe"), ec);
+  const fs::path exe = fs::canonical("/proc/self/exe", ec);
   if (!ec) {
-    const fs::path installed = exe.parent_path().parent_path() / "share/manyalloc/coalesce/parse_shim";
-    if (fs::exists(installed / "manyalloc_coalesce_parse_shim.h")) return installed.string();
+    const fs::path installed = exe.parent_path().parent_path() / relative;
+    if (fs::exists(installed / probe)) return installed.string();
   }
-  return MANYALLOC_COALESCE_SOURCE_SHIM_DIR;
+  return source_dir;
 }
 
 }  // namespace
@@ -97,7 +99,10 @@ int main(int argc, char** argv) {
   UnprovenCalls unproven = UnprovenCalls::dynamic;
   SessionPolicy session = SessionPolicy::automatic;
   ParseSettings settings;
-  settings.shim_dir = default_shim_dir(argv[0]);
+  settings.shim_dir = installed_or_source("share/manyalloc/coalesce/parse_shim", "manyalloc_coalesce_parse_shim.h",
+                                          MANYALLOC_COALESCE_SOURCE_SHIM_DIR);
+  settings.runtime_include_dir = installed_or_source("include", "manyalloc/heap/coalesce/runtime.hpp",
+                                                     MANYALLOC_COALESCE_SOURCE_INCLUDE_DIR);
   settings.resource_dir = MANYALLOC_COALESCE_CLANG_RESOURCE_DIR;
   bool output_given = false;
   for (int i = 1; i < argc; ++i) {

@@ -42,6 +42,10 @@ ParseResult parse(const std::string& path, const std::string& text, const ParseS
                                    "-include",
                                    settings.shim_dir + "/manyalloc_coalesce_parse_shim.h"};
   args.insert(args.end(), settings.extra_args.begin(), settings.extra_args.end());
+  // Rewritten files include the runtime header: found without the caller's
+  // -I, after every directory the caller names.
+  args.push_back("-idirafter");
+  args.push_back(settings.runtime_include_dir);
   CountingPrinter printer;
   ParseResult result;
   result.unit = clang::tooling::buildASTFromCodeWithArgs(

@@ -14,6 +14,7 @@ namespace manyalloc::coalesce_tool {
 struct ParseSettings {
   std::string shim_dir;      // holds manyalloc_coalesce_parse_shim.h and the stub CUDA headers
   std::string resource_dir;  // Clang 14's resource directory (__clang_cuda_*.h)
+  std::string runtime_include_dir;  // holds manyalloc/heap/coalesce/runtime.hpp (searched last)
   std::vector<std::string> extra_args;  // after `--` on the command line (-I, -D, ...)
 };
 

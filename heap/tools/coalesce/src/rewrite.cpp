@@ -1,5 +1,6 @@
 #include "rewrite.hpp"
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -61,6 +62,11 @@ class Editor {
     return !rewriter_.InsertTextAfterToken(loc, text);
   }
 
+  // Orders report lines by their position in the file.
+  bool before(SourceLocation a, SourceLocation b) const {
+    return sm_.isBeforeInTranslationUnit(sm_.getExpansionLoc(a), sm_.getExpansionLoc(b));
+  }
+
   std::string where(SourceLocation loc) const {
     const PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(loc));
     if (p.isInvalid()) return "?";
@@ -98,7 +104,21 @@ std::string add_runtime_include(const std::string& text) {
     if (!starts_inside && std::regex_match(l, include_line)) return text.substr(0, offset) + line + text.substr(offset);
     offset += l.size() + 1;
   }
-  return line + text;
+  // No include: after the comment lines that open the file.
+  std::istringstream again(text);
+  offset = 0;
+  in_block_comment = false;
+  while (std::getline(again, l)) {
+    const std::size_t first = l.find_first_not_of(" \t");
+    const bool comment = in_block_comment || first == std::string::npos || l.compare(first, 2, "//") == 0 ||
+                         l.compare(first, 2, "/*") == 0;
+    if (!comment) break;
+    if (l.find("/*") != std::string::npos) in_block_comment = true;
+    if (l.find("*/") != std::string::npos) in_block_comment = false;
+    offset += l.size() + 1;
+  }
+  offset = std::min(offset, text.size());
+  return text.substr(0, offset) + line + text.substr(offset);
 }
 
 bool has_runtime_include(const std::string& text) {
@@ -124,6 +144,7 @@ RewriteResult rewrite(ASTContext& context, const Plan& plan, UnprovenCalls unpro
                       const std::string& original_text) {
   RewriteResult out;
   Editor editor(context);
+  std::vector<std::pair<SourceLocation, std::string>> located;
   const std::string ns = runtime_namespace;
   bool uses_runtime = false;
 
@@ -168,16 +189,17 @@ RewriteResult rewrite(ASTContext& context, const Plan& plan, UnprovenCalls unpro
     } else {
       line += std::string(kind_word(kind)) + target + ": " + why;
     }
-    out.report.push_back(line);
+    located.emplace_back(a.call->getBeginLoc(), line);
   }
   for (const FreeSite& f : plan.frees) {
     if (f.rewrite && editor.replace_callee(f.call, ns + "free")) {
       ++out.frees;
       uses_runtime = true;
-      out.report.push_back(editor.where(f.call->getBeginLoc()) + ": free -> " + ns + "free");
+      located.emplace_back(f.call->getBeginLoc(), editor.where(f.call->getBeginLoc()) + ": free -> " + ns + "free");
     } else {
-      out.report.push_back(editor.where(f.call->getBeginLoc()) + ": free left as it is: " +
-                           (f.why.empty() ? std::string("spelled in a macro body or another file") : f.why));
+      located.emplace_back(f.call->getBeginLoc(),
+                           editor.where(f.call->getBeginLoc()) + ": free left as it is: " +
+                               (f.why.empty() ? std::string("spelled in a macro body or another file") : f.why));
     }
   }
   for (const FunctionDecl* f : plan.flag_parameters) {
@@ -189,9 +211,14 @@ RewriteResult rewrite(ASTContext& context, const Plan& plan, UnprovenCalls unpro
   for (const FlagArgument& a : plan.flag_arguments) {
     const std::string arg = std::string(a.call->getNumArgs() == 0 ? "" : ", ") + a.argument;
     editor.insert_before(a.call->getRParenLoc(), arg);
-    out.report.push_back(editor.where(a.call->getBeginLoc()) + ": passes " + flag_parameter_name + " = " +
-                         a.argument + " (the call is made by every thread alike)");
+    located.emplace_back(a.call->getBeginLoc(), editor.where(a.call->getBeginLoc()) + ": passes " +
+                                                    (std::string(a.argument) == "true" ? "true" : "its own flag") +
+                                                    " as " + flag_parameter_name +
+                                                    " (every thread that enters the caller makes this call)");
   }
+  std::stable_sort(located.begin(), located.end(),
+                   [&](const auto& a, const auto& b) { return editor.before(a.first, b.first); });
+  for (auto& [loc, line] : located) out.report.push_back(std::move(line));
   for (const std::string& note : plan.notes) out.report.push_back(note);
 
   const bool add_session = plan.main != nullptr && !plan.main_has_session &&

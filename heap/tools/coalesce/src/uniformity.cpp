@@ -43,8 +43,11 @@ FunctionUniformity::FunctionUniformity(const FunctionDecl& function, ASTContext&
 
 std::string FunctionUniformity::text(const Stmt* s) const {
   const SourceManager& sm = context_.getSourceManager();
-  CharSourceRange range = CharSourceRange::getTokenRange(s->getSourceRange());
-  if (range.getBegin().isMacroID() || range.getEnd().isMacroID()) range = sm.getExpansionRange(s->getSourceRange());
+  // The text as written: inside a macro argument where it is spelled there,
+  // else the whole macro use.
+  CharSourceRange range = Lexer::makeFileCharRange(CharSourceRange::getTokenRange(s->getSourceRange()), sm,
+                                                   context_.getLangOpts());
+  if (range.isInvalid()) range = sm.getExpansionRange(s->getSourceRange());
   std::string t = Lexer::getSourceText(range, sm, context_.getLangOpts()).str();
   std::replace(t.begin(), t.end(), '\n', ' ');
   if (t.size() > 60) t = t.substr(0, 57) + "...";
