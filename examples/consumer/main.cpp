@@ -5,9 +5,9 @@
 #include <thread>
 #include <vector>
 
-using Heap = manyalloc::Allocator<manyalloc::CreationPolicies::Scatter<>, manyalloc::DistributionPolicies::NoOp,
-                                  manyalloc::OOMPolicies::ReturnNull, manyalloc::ReservePoolPolicies::HostPool,
-                                  manyalloc::AlignmentPolicies::Shrink<16>>;
+using Heap = manyalloc::heap::Allocator<manyalloc::heap::CreationPolicies::Scatter<>, manyalloc::heap::DistributionPolicies::NoOp,
+                                  manyalloc::heap::OOMPolicies::ReturnNull, manyalloc::heap::ReservePoolPolicies::HostPool,
+                                  manyalloc::heap::AlignmentPolicies::Shrink<16>>;
 
 int main() {
   Heap heap(std::size_t{16} << 20);
@@ -16,7 +16,7 @@ int main() {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([handle, t] {
-      const manyalloc::acc::HostThread acc;
+      const manyalloc::heap::acc::HostThread acc;
       for (int i = 0; i < 1000; ++i) {
         auto* p = static_cast<int*>(handle.alloc(acc, 64));
         if (p == nullptr) return;

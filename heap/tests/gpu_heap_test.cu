@@ -8,7 +8,7 @@
 #include "manyalloc_support/cuda_runner.hpp"
 #include "generic/heap_typed_tests.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 
 using CudaCases = ::testing::Types<ScatterCase<CudaRunner>, SlabsCase<CudaRunner>>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Cuda, HeapTest, CudaCases, CaseName);
@@ -57,7 +57,56 @@ struct GrowProbe {
     }
   }
 };
+// Each worker asks for 16 B-4 KiB (a hash of its index) and keeps it.
+template <class Handle>
+struct MixedAlloc {
+  Handle heap;
+  void** ptrs;
+  std::uint32_t* failures;
+  int step;  // 0 alloc, 1 free
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    if (step == 1) {
+      heap.dealloc(acc, ptrs[w]);
+      return;
+    }
+    std::uint32_t x = w * 2654435761u;
+    x ^= x >> 15;
+    const std::uint32_t bytes = 16u + x % 4081u;
+    auto* p = static_cast<std::uint32_t*>(heap.alloc(acc, bytes));
+    ptrs[w] = p;
+    if (p == nullptr) {
+      atomicAdd(failures, 1u);
+      return;
+    }
+    p[0] = w;
+  }
+};
 }  // namespace
+
+// The first launch on a fresh heap opens a segment in almost every slot at
+// once. Each refill reserves its pages in the open count before it claims
+// them (slabs/invariants.hpp C4); when all read the count first, thousands
+// of refills took full-length segments together, the pool ran dry under a
+// quarter of its size in requests, and every later refill went through the
+// dry path.
+TEST(CudaSlabs, ColdMixedLaunchStaysWithinTheOpenBudget) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  SlabsHeap<CudaRunner> heap(std::size_t{1} << 30);
+  const std::uint32_t workers = 1u << 17;  // about 256 MiB of requests
+  CudaRunner::Buffer<void*> ptrs(workers);
+  CudaRunner::Buffer<std::uint32_t> failures(1);
+  using H = SlabsHeap<CudaRunner>::Handle;
+  CudaRunner::run(workers, MixedAlloc<H>{heap.handle(), ptrs.data(), failures.data(), 0});
+  const auto st = heap.creation().statistics<acc::Cuda>();
+  EXPECT_EQ(failures.to_host()[0], 0u);
+  EXPECT_EQ(st.dry_refills, 0u) << "the pool ran dry";
+  const auto& l = heap.creation().layout();
+  EXPECT_LE(st.open_pages, st.open_budget + heap.creation().class_count * l.shards);
+  CudaRunner::run(workers, MixedAlloc<H>{heap.handle(), ptrs.data(), failures.data(), 1});
+  heap.creation().release_open_segments<acc::Cuda>();
+  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u);
+}
 
 // Issue 15: a pool that grows between launches (CUDA virtual memory
 // management). Chunks from before the growth keep their place and data.
@@ -137,4 +186,4 @@ TEST(CudaDeviceMalloc, BaselineAllocatesFromKernels) {
   EXPECT_EQ(c[1], 0u);
 }
 
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

@@ -7,7 +7,7 @@
 #include "generic/heap_typed_tests.hpp"
 #include "manyalloc_support/host_runner.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 
 using HostCases = ::testing::Types<ScatterCase<HostRunner>, SlabsCase<HostRunner>>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Host, HeapTest, HostCases, CaseName);
@@ -91,4 +91,4 @@ TEST(HostHeap, BaselineAllocatorWorks) {
   EXPECT_EQ(heap.handle().alloc(acc, 0), nullptr);
 }
 
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

@@ -51,7 +51,7 @@ TEST(PageGeometry, EverySizeFitsAndMatchesTheThesis) {
       ASSERT_GE(g.chunks, 1u);
       ASSERT_LE(g.additional, 31u);
       if (g.full_segments < 32)
-        ASSERT_EQ(g.chunks, manyalloc::testing::thesis_chunks_in_page(pagesize, s)) << pagesize << " " << s;
+        ASSERT_EQ(g.chunks, manyalloc::heap::testing::thesis_chunks_in_page(pagesize, s)) << pagesize << " " << s;
     }
   }
 }

@@ -9,7 +9,7 @@
 #include "manyalloc_support/host_runner.hpp"
 #include "manyalloc/heap/detail/scatter/multi_page.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 namespace {
 
 using heap::detail::MultiPage;
@@ -147,4 +147,4 @@ TEST_F(PageOpsTest, MultiPageRunsLockTheirPages) {
 }
 
 }  // namespace
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

@@ -13,7 +13,7 @@
 #include "generic/test_heaps.hpp"
 #include "manyalloc_support/host_runner.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 namespace {
 
 using heap::detail::page_locked;
@@ -265,4 +265,4 @@ TEST_F(BlockTest, FreeOnAFullPageMakesItsLowerBlockActive) {
 }
 
 }  // namespace
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

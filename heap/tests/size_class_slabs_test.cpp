@@ -13,32 +13,54 @@
 #include "manyalloc/heap/heap.hpp"
 #include "manyalloc_support/host_runner.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 namespace {
 
 namespace slabs = heap::detail::slabs;
 
-TEST(SlabSizeClasses, EveryRequestGetsTheSmallestClassThatHoldsIt) {
-  for (std::uint32_t c = 0; c + 1 < slabs::all_classes; ++c) EXPECT_LT(slabs::class_bytes(c), slabs::class_bytes(c + 1));
-  EXPECT_EQ(slabs::class_bytes(0), 16u);
-  EXPECT_EQ(slabs::class_bytes(slabs::all_classes - 1), 32768u);
+template <std::uint32_t PerDoubling>
+void expect_smallest_holding_class() {
+  using Classes = slabs::SizeClasses<PerDoubling>;
+  for (std::uint32_t c = 0; c + 1 < Classes::all; ++c) EXPECT_LT(Classes::bytes(c), Classes::bytes(c + 1));
+  EXPECT_EQ(Classes::bytes(0), 16u);
+  EXPECT_EQ(Classes::bytes(Classes::all - 1), 32768u);
   for (std::uint32_t bytes = 1; bytes <= 32768; ++bytes) {
-    const std::uint32_t c = slabs::class_of(bytes);
-    ASSERT_LT(c, slabs::all_classes) << bytes;
-    ASSERT_GE(slabs::class_bytes(c), bytes) << bytes;
-    if (c > 0) ASSERT_LT(slabs::class_bytes(c - 1), bytes) << bytes;
-    // At most a third of a chunk above 64 bytes is padding.
-    if (bytes > 64) ASSERT_LE(slabs::class_bytes(c), bytes + bytes / 2) << bytes;
+    const std::uint32_t c = Classes::of(bytes);
+    ASSERT_LT(c, Classes::all) << bytes;
+    ASSERT_GE(Classes::bytes(c), bytes) << bytes;
+    if (c > 0) ASSERT_LT(Classes::bytes(c - 1), bytes) << bytes;
+    // Above the first classes, padding is less than 1/PerDoubling of the request.
+    if (bytes > 16 * PerDoubling) ASSERT_LT(Classes::bytes(c), bytes + bytes / PerDoubling) << bytes;
+  }
+}
+
+TEST(SlabSizeClasses, EveryRequestGetsTheSmallestClassThatHoldsIt) {
+  expect_smallest_holding_class<2>();
+  expect_smallest_holding_class<4>();
+  expect_smallest_holding_class<16>();
+  expect_smallest_holding_class<32>();
+}
+
+template <std::uint32_t PerDoubling>
+void expect_aligned_classes() {
+  using Classes = slabs::SizeClasses<PerDoubling>;
+  for (std::uint32_t align = 16; align <= 32768; align *= 2) {
+    for (std::uint32_t bytes = align; bytes <= 32768; bytes += align)
+      ASSERT_EQ(Classes::bytes(Classes::of(bytes)) % align, 0u) << bytes << " aligned to " << align;
   }
 }
 
 TEST(SlabSizeClasses, AlignedRequestsLandInAlignedClasses) {
-  for (std::uint32_t align = 16; align <= 32768; align *= 2) {
-    for (std::uint32_t bytes = align; bytes <= 32768; bytes += align)
-      ASSERT_EQ(slabs::class_bytes(slabs::class_of(bytes)) % align, 0u) << bytes << " aligned to " << align;
-  }
-  EXPECT_EQ(slabs::class_count(65536), 22u);
-  EXPECT_EQ(slabs::class_count(4096), 14u);  // up to 2 KiB: two chunks per page
+  expect_aligned_classes<2>();
+  expect_aligned_classes<16>();
+  expect_aligned_classes<32>();
+  // Two per doubling: 16 32 48 64 96 128 ... 24576 32768.
+  EXPECT_EQ(slabs::SizeClasses<2>::count(65536), 22u);
+  EXPECT_EQ(slabs::SizeClasses<2>::bytes(4), 96u);
+  EXPECT_EQ(slabs::SizeClasses<2>::count(4096), 14u);  // up to 2 KiB: two chunks per page
+  EXPECT_EQ(slabs::SizeClasses<16>::count(65536), 128u);
+  EXPECT_EQ(slabs::SizeClasses<16>::bytes(16), 272u);
+  EXPECT_EQ(slabs::SizeClasses<32>::count(65536), 224u);
 }
 
 // A bare page pool of `pages` pages over host memory.
@@ -273,7 +295,8 @@ TEST(SlabUsableShare, SingleSizesFillAlmostThePool) {
     std::size_t n = 0;
     for (auto& g : got) n += g.size();
     const double share = static_cast<double>(n * bytes) / static_cast<double>(pool);
-    const std::size_t cls = slabs::class_bytes(slabs::class_of(static_cast<std::uint32_t>(bytes)));
+    using Classes = slabs::SizeClasses<CreationPolicies::SizeClassSlabsConfig::classes_per_doubling>;
+    const std::size_t cls = Classes::bytes(Classes::of(static_cast<std::uint32_t>(bytes)));
     const double chunk_share = static_cast<double>(n * cls) / static_cast<double>(pool);
     EXPECT_GE(chunk_share, 0.95) << bytes << "-byte chunks: " << n;
     if (cls == bytes) EXPECT_GE(share, 0.95) << bytes;
@@ -283,6 +306,75 @@ TEST(SlabUsableShare, SingleSizesFillAlmostThePool) {
     });
     EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u) << bytes;
   }
+}
+
+// C5: when the pool has no page left, a request whose class has nothing
+// left takes a chunk of a larger class, and the started page of a larger
+// class's segment stays in its slot instead of being dropped.
+TEST(SlabUsableShare, ARequestTakesALargerClassWhenThePoolRunsOut) {
+  EmulatedHeap heap(std::size_t{8} << 20);
+  const auto handle = heap.handle();
+  const acc::HostThread acc;
+  void* big = handle.alloc(acc, 8192);  // opens a segment of the 8 KiB class
+  ASSERT_NE(big, nullptr);
+  const auto& l = heap.creation().layout();
+  const auto page_of = [&](void* p) { return (static_cast<std::byte*>(p) - l.data) >> l.slab_shift; };
+  std::vector<void*> got;
+  while (void* p = handle.alloc(acc, 4096)) got.push_back(p);
+  std::size_t on_big_page = 0;
+  for (void* p : got) on_big_page += page_of(p) == page_of(big) ? 1 : 0;
+  EXPECT_EQ(on_big_page, 7u) << "the other seven 8 KiB chunks of the started page serve 4 KiB requests";
+  EXPECT_GT(heap.creation().statistics<acc::HostThreads>().dry_refills, 0u);
+  for (void* p : got) handle.dealloc(acc, p);
+  handle.dealloc(acc, big);
+  heap.creation().release_open_segments<acc::HostThreads>();
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
+}
+
+// Issue 15: the share of a pool that holds requested bytes when requests
+// come in many sizes (uniform in 16 B-4 KiB). Padding to the size classes
+// bounds it (two classes per doubling: about a sixth of the chunk bytes is
+// padding; 32 per doubling: about a hundredth), and a pool that runs out
+// must not strand the rest of started pages: a request whose class has
+// nothing left takes a chunk of a larger class (C5). Every worker goes on
+// requesting after its first failure, as the workers of a GPU launch do.
+template <class Config>
+double mixed_sizes_share() {
+  using Heap = Allocator<CreationPolicies::SizeClassSlabs<Config>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                         ReservePoolPolicies::HostPool, AlignmentPolicies::Shrink<16>>;
+  const std::size_t pool = std::size_t{256} << 20;
+  Heap heap(pool);
+  const auto handle = heap.handle();
+  constexpr std::uint32_t workers = 4, after_failure = 4096;
+  std::vector<std::size_t> bytes(workers, 0);
+  std::vector<std::vector<void*>> got(workers);
+  HostRunner::run(workers, [&](const acc::HostThread& a, std::uint32_t w) {
+    std::uint32_t x = 12345u + w, failures = 0;
+    while (failures < after_failure) {
+      x = x * 1664525u + 1013904223u;
+      const std::uint32_t size = 16u + (x >> 8) % 4081u;
+      if (void* p = handle.alloc(a, size)) {
+        std::memset(p, static_cast<int>(w + 1), size);
+        got[w].push_back(p);
+        bytes[w] += size;
+      } else {
+        ++failures;
+      }
+    }
+  });
+  std::size_t total = 0;
+  for (std::size_t b : bytes) total += b;
+  HostRunner::run(workers, [&](const acc::HostThread& a, std::uint32_t w) {
+    for (void* p : got[w]) handle.dealloc(a, p);
+  });
+  heap.creation().template release_open_segments<acc::HostThreads>();
+  EXPECT_EQ(heap.creation().template statistics<acc::HostThreads>().pages_in_use, 0u);
+  return static_cast<double>(total) / static_cast<double>(pool);
+}
+
+TEST(SlabUsableShare, MixedSizesFillThePoolUpToTheirPadding) {
+  EXPECT_GE(mixed_sizes_share<CreationPolicies::SizeClassSlabsConfig>(), 0.82) << "two classes per doubling";
+  EXPECT_GE(mixed_sizes_share<CreationPolicies::FineSizeClassesConfig>(), 0.95) << "32 classes per doubling";
 }
 
 // Issue 15: a pool that grows. HostVirtualMemory leaves the unmapped part
@@ -342,4 +434,4 @@ TEST(SlabGrowingPool, ScatterUsesAGrowablePoolWhole) {
 }
 
 }  // namespace
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

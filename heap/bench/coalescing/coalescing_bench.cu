@@ -45,30 +45,30 @@
 #include "records.hpp"
 
 namespace ma = manyalloc;
-namespace DP = manyalloc::DistributionPolicies;
-using ma::acc::cuda_check;
-using ma::testing::CudaRunner;
+namespace DP = manyalloc::heap::DistributionPolicies;
+using ma::heap::acc::cuda_check;
+using ma::heap::testing::CudaRunner;
 
 namespace {
 
 // One heap serves the whole sweep of sizes: emptied pages must give up their
 // split, or pages split for earlier sizes are lost to later ones.
-struct BigPages : ma::CreationPolicies::ScatterHeapConfig {
+struct BigPages : ma::heap::CreationPolicies::ScatterHeapConfig {
   static constexpr std::uint32_t pagesize = 65536;
   static constexpr bool resetfreedpages = true;
 };
 template <class Policy>
-using ScatterBig = ma::Allocator<ma::CreationPolicies::Scatter<BigPages>, Policy, ma::OOMPolicies::ReturnNull,
-                                 ma::ReservePoolPolicies::CudaMalloc, ma::AlignmentPolicies::NoOp>;
-struct ResetPages : ma::CreationPolicies::ScatterHeapConfig {
+using ScatterBig = ma::heap::Allocator<ma::heap::CreationPolicies::Scatter<BigPages>, Policy, ma::heap::OOMPolicies::ReturnNull,
+                                 ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::NoOp>;
+struct ResetPages : ma::heap::CreationPolicies::ScatterHeapConfig {
   static constexpr bool resetfreedpages = true;
 };
 template <class Policy>
-using Scatter4K = ma::Allocator<ma::CreationPolicies::Scatter<ResetPages>, Policy, ma::OOMPolicies::ReturnNull,
-                                ma::ReservePoolPolicies::CudaMalloc, ma::AlignmentPolicies::NoOp>;
+using Scatter4K = ma::heap::Allocator<ma::heap::CreationPolicies::Scatter<ResetPages>, Policy, ma::heap::OOMPolicies::ReturnNull,
+                                ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::NoOp>;
 template <class Policy>
-using Device = ma::Allocator<ma::CreationPolicies::DeviceMalloc, Policy, ma::OOMPolicies::ReturnNull,
-                             ma::ReservePoolPolicies::CudaSetLimits, ma::AlignmentPolicies::NoOp>;
+using Device = ma::heap::Allocator<ma::heap::CreationPolicies::DeviceMalloc, Policy, ma::heap::OOMPolicies::ReturnNull,
+                             ma::heap::ReservePoolPolicies::CudaSetLimits, ma::heap::AlignmentPolicies::NoOp>;
 
 struct Options {
   std::string out;
@@ -281,7 +281,7 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
         if (ws + (o.fused ? 0.0 : malloc_s.back() + free_s.back()) > o.max_run_s) break;
       }
       const double flops_per_thread = quad ? 2.0 * n * n : 1.0 * n;
-      ma::bench::Measurement m;
+      ma::heap::bench::Measurement m;
       m.suite = "coalescing";
       m.experiment = std::string(quad ? "unit_quadratic" : "unit_linear") + (o.fused ? "_fused" : "");
       m.allocator = name;
@@ -306,7 +306,7 @@ bool unit_sweep(const std::string& name, const Handle& handle, std::uint32_t thr
       m.extra["free_s_per_thread"] = median(free_s);
       m.extra["repeats"] = static_cast<double>(work_s.size());
       m.extra["corrupt"] = static_cast<double>(bad);
-      ma::bench::write_jsonl(g_out, m);
+      ma::heap::bench::write_jsonl(g_out, m);
       if (median(malloc_s) + median(free_s) + m.seconds > o.max_run_s) {
         std::fprintf(stderr, "%s: run at n=%u took too long; sweep stopped\n", name.c_str(), n);
         return false;
@@ -407,7 +407,7 @@ void alltoall(const std::string& name, const Handle& handle, std::uint32_t threa
     t_free.push_back(c);
     if (a + b + c > o.max_run_s) break;
   }
-  ma::bench::Measurement m;
+  ma::heap::bench::Measurement m;
   m.suite = "coalescing";
   m.experiment = "alltoall";
   m.allocator = name;
@@ -423,7 +423,7 @@ void alltoall(const std::string& name, const Handle& handle, std::uint32_t threa
   m.extra["free_s"] = median(t_free);
   m.extra["group"] = group;
   m.extra["repeats"] = static_cast<double>(total.size());
-  ma::bench::write_jsonl(g_out, m);
+  ma::heap::bench::write_jsonl(g_out, m);
 }
 
 // ---- 16-byte throughput and blowup --------------------------------------------
@@ -475,7 +475,7 @@ void small16(const std::string& name, Heap& heap, std::uint32_t threads, const O
     ta.push_back(a);
     tf.push_back(f);
     for (int k = 0; k < 2; ++k) {
-      ma::bench::Measurement m;
+      ma::heap::bench::Measurement m;
       m.suite = "coalescing";
       m.experiment = k == 0 ? "small16_alloc" : "small16_free";
       m.allocator = name;
@@ -487,7 +487,7 @@ void small16(const std::string& name, Heap& heap, std::uint32_t threads, const O
       m.fails = s.fails;
       m.verified = s.bad == 0 && s.fails == 0;
       m.extra["repeat"] = r;
-      if (r == o.runs) ma::bench::write_jsonl(g_out, m);
+      if (r == o.runs) ma::heap::bench::write_jsonl(g_out, m);
     }
   }
   (void)ta;
@@ -510,7 +510,7 @@ void blowup(const std::string& name, Heap& heap, std::uint32_t threads) {
   CudaRunner::run(threads, Free16<Handle>{heap.handle(), ptrs.data(), sums.data(), 0});
   const double after = static_cast<double>(heap.getAvailableSlots(16));
   const Sums s = sums.to_host()[0];
-  ma::bench::Measurement m;
+  ma::heap::bench::Measurement m;
   m.suite = "coalescing";
   m.experiment = "blowup";
   m.allocator = name;
@@ -526,14 +526,14 @@ void blowup(const std::string& name, Heap& heap, std::uint32_t threads) {
   m.extra["held_bytes_one_in_32_live"] = (before - kept) * 16.0;
   m.extra["held_bytes_after_free"] = (before - after) * 16.0;
   m.extra["held_bytes_per_live_byte"] = (before - kept) * 16.0 / live;
-  ma::bench::write_jsonl(g_out, m);
+  ma::heap::bench::write_jsonl(g_out, m);
 }
 
 // --ideal-pads: a comma list of paddings in bytes, each a multiple of 4
 // (IdealSlices pads in floats); false for anything else.
 bool parse_pads(const char* list, std::vector<std::size_t>& pads) {
   try {
-    for (std::uint64_t pad : ma::bench::parse_list(list)) {
+    for (std::uint64_t pad : ma::heap::bench::parse_list(list)) {
       if (pad % 4u != 0u) return false;
       pads.push_back(static_cast<std::size_t>(pad));
     }
@@ -579,7 +579,7 @@ Options parse(int argc, char** argv) {
 // process); a Scatter heap of `heap_bytes` is built for each call.
 template <class H, class Device, class F>
 void with_handle(const Device& device, std::size_t heap_bytes, F&& f) {
-  if constexpr (std::is_same_v<typename H::CreationPolicy, ma::CreationPolicies::DeviceMalloc>) {
+  if constexpr (std::is_same_v<typename H::CreationPolicy, ma::heap::CreationPolicies::DeviceMalloc>) {
     f(typename H::Handle(device.creation()));
   } else {
     H heap(heap_bytes);
@@ -635,7 +635,7 @@ int main(int argc, char** argv) {
   if (o.floats != 0) all_n = few_n = {o.floats};
 
   // The no-header policies' map (this translation unit's kernels use it).
-  ma::distribution::SuperblockTable<ma::ReservePoolPolicies::CudaMalloc> table(std::uint64_t{1} << 22);
+  ma::heap::distribution::SuperblockTable<ma::heap::ReservePoolPolicies::CudaMalloc> table(std::uint64_t{1} << 22);
 
   const std::size_t big_heap = std::size_t{3} << 30;
   // CUDA's malloc heap size can be set only before its first use: one

@@ -36,7 +36,7 @@
 
 #include "records.hpp"  // heap/bench/suite: Measurement, json_escape
 
-namespace manyalloc::peers {
+namespace manyalloc::heap::peers {
 
 inline void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess)
@@ -231,4 +231,4 @@ inline double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
-}  // namespace manyalloc::peers
+}  // namespace manyalloc::heap::peers

@@ -24,7 +24,7 @@
 
 #include "bench.hpp"
 
-namespace manyalloc::peers {
+namespace manyalloc::heap::peers {
 
 constexpr unsigned kBlock = 256;
 
@@ -423,4 +423,4 @@ void run_experiment(const RunContext& c, const std::string& experiment) {
   else throw std::invalid_argument("unknown experiment " + experiment);
 }
 
-}  // namespace manyalloc::peers
+}  // namespace manyalloc::heap::peers

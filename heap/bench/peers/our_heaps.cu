@@ -1,5 +1,5 @@
 // Our heaps in the peers benchmark: one generic adapter over any
-// manyalloc::Allocator<Creation, Distribution, OOM, ReservePool, Alignment>
+// manyalloc::heap::Allocator<Creation, Distribution, OOM, ReservePool, Alignment>
 // (bench.hpp states the adapter contract). Adding a configuration of ours is
 // one line in the list at the end of this file.
 #include <memory>
@@ -15,20 +15,20 @@
 
 namespace {
 namespace ma = manyalloc;
-namespace mp = manyalloc::peers;
+namespace mp = manyalloc::heap::peers;
 
 template <class Heap>
 struct OurAdapter {
   struct Handle {
     typename Heap::Handle heap;
     __device__ void* malloc(std::size_t bytes) const {
-      const ma::acc::CudaThread acc;
+      const ma::heap::acc::CudaThread acc;
       return heap.alloc(acc, bytes);
     }
     // dealloc(nullptr) is a no-op for every policy (and a collective release
     // needs every lane of the active set to take part).
     __device__ void free(void* p) const {
-      const ma::acc::CudaThread acc;
+      const ma::heap::acc::CudaThread acc;
       heap.dealloc(acc, p);
     }
   };
@@ -50,13 +50,13 @@ struct OurAdapter {
   std::unique_ptr<Heap> heap_;
 };
 
-template <class Creation, class Distribution = ma::DistributionPolicies::NoOp>
-using CudaHeap = ma::Allocator<Creation, Distribution, ma::OOMPolicies::ReturnNull, ma::ReservePoolPolicies::CudaMalloc,
-                               ma::AlignmentPolicies::Shrink<16>>;
+template <class Creation, class Distribution = ma::heap::DistributionPolicies::NoOp>
+using CudaHeap = ma::heap::Allocator<Creation, Distribution, ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaMalloc,
+                               ma::heap::AlignmentPolicies::Shrink<16>>;
 // CUDA's device malloc, composed as in heap/bench/suite/main_cuda.cu.
-using DeviceMallocHeap = ma::Allocator<ma::CreationPolicies::DeviceMalloc, ma::DistributionPolicies::NoOp,
-                                       ma::OOMPolicies::ReturnNull, ma::ReservePoolPolicies::CudaSetLimits,
-                                       ma::AlignmentPolicies::NoOp>;
+using DeviceMallocHeap = ma::heap::Allocator<ma::heap::CreationPolicies::DeviceMalloc, ma::heap::DistributionPolicies::NoOp,
+                                       ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaSetLimits,
+                                       ma::heap::AlignmentPolicies::NoOp>;
 
 int next_order = 0;
 template <class Heap>
@@ -66,11 +66,13 @@ mp::Entry ours(const char* name) {
 
 // ---- our allocators, one line each (column order of the tables) ----------
 const mp::Register our_heaps[] = {
-    mp::Register(ours<CudaHeap<ma::CreationPolicies::Scatter<>>>("Scatter")),
-    mp::Register(ours<CudaHeap<ma::CreationPolicies::Scatter<>, ma::DistributionPolicies::XMallocSIMD<4096>>>(
+    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<>>>("Scatter")),
+    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<>, ma::heap::DistributionPolicies::XMallocSIMD<4096>>>(
         "Scatter+XMallocSIMD")),
 #if __has_include("manyalloc/heap/creation/size_class_slabs.hpp")
-    mp::Register(ours<CudaHeap<ma::CreationPolicies::SizeClassSlabs<>>>("SizeClassSlabs")),
+    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>>("SizeClassSlabs")),
+    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<ma::heap::CreationPolicies::FineSizeClassesConfig>>>(
+        "SizeClassSlabs+FineClasses")),
 #endif
     mp::Register(ours<DeviceMallocHeap>("DeviceMalloc")),
 };

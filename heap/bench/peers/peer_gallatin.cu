@@ -10,7 +10,7 @@
 #include "experiments.cuh"
 
 namespace {
-namespace mp = manyalloc::peers;
+namespace mp = manyalloc::heap::peers;
 
 using GallatinType = gallatin::allocators::Gallatin<16ULL * 1024 * 1024, 16ULL, 4096ULL>;
 

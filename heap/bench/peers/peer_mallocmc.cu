@@ -20,7 +20,7 @@
 #include "experiments.cuh"
 
 namespace {
-namespace mp = manyalloc::peers;
+namespace mp = manyalloc::heap::peers;
 
 using Dim = alpaka::DimInt<1>;
 using Idx = std::size_t;

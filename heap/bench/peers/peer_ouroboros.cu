@@ -21,7 +21,7 @@
 #include "experiments.cuh"
 
 namespace {
-namespace mp = manyalloc::peers;
+namespace mp = manyalloc::heap::peers;
 
 template <class MemoryManager>
 struct OuroborosAdapter {

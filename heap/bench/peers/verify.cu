@@ -7,7 +7,7 @@
 
 #include "bench.hpp"
 
-namespace manyalloc::peers {
+namespace manyalloc::heap::peers {
 namespace {
 
 constexpr unsigned kThreads = 256;
@@ -131,4 +131,4 @@ std::uint64_t count_nulls(void* const* d_ptrs, std::uint64_t n) {
   return got;
 }
 
-}  // namespace manyalloc::peers
+}  // namespace manyalloc::heap::peers

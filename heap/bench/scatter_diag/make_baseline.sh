@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates baseline/: the Scatter creation policy as of commit $1 (default
-# 0efe624, before the issue-15 fixes), renamed into manyalloc::scatter_v0 so
+# 0efe624, before the issue-15 fixes), renamed into manyalloc::heap::scatter_v0 so
 # that the diagnostic driver can run it side by side with the current code in
 # one process. Usage: heap/bench/scatter_diag/make_baseline.sh [commit]
 set -euo pipefail
@@ -16,7 +16,7 @@ for f in creation/scatter.hpp creation/scatter_config.hpp detail/scatter/heap_la
     git show "$commit:$inc/$f"; } |
   sed -e 's#"manyalloc/heap/detail/scatter/\([a-z_]*\.hpp\)"#"\1"#' \
       -e 's#"manyalloc/heap/creation/scatter_config.hpp"#"scatter_config.hpp"#' \
-      -e 's#namespace manyalloc::heap::detail#namespace manyalloc::scatter_v0::detail#' \
-      -e 's#namespace manyalloc::CreationPolicies#namespace manyalloc::scatter_v0#' \
+      -e 's#namespace manyalloc::heap::detail#namespace manyalloc::heap::scatter_v0::detail#' \
+      -e 's#namespace manyalloc::CreationPolicies#namespace manyalloc::heap::scatter_v0#' \
       -e 's#heap::detail::#scatter_v0::detail::#g' -e 's#using namespace heap::detail;#using namespace scatter_v0::detail;#' > "$out/$(basename "$f")"
 done

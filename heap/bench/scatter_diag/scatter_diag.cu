@@ -1,7 +1,7 @@
 // Diagnostic driver for Scatter's anomalies (issue 15 item 2,
 // docs/results/heap/scatter_anomalies.md): the current Scatter side by side
 // with Scatter as of commit 0efe624 (baseline/, renamed into
-// manyalloc::scatter_v0 by make_baseline.sh), in one process.
+// manyalloc::heap::scatter_v0 by make_baseline.sh), in one process.
 //
 //   throughput  one chunk per thread, blocks of 256, an alloc launch then a
 //               free launch on a fresh 16 GiB heap, a cold launch and up to
@@ -46,19 +46,19 @@
 namespace {
 
 namespace ma = manyalloc;
-using Runner = ma::testing::CudaRunner;
-using ma::acc::cuda_check;
+using Runner = ma::heap::testing::CudaRunner;
+using ma::heap::acc::cuda_check;
 
 template <class Creation>
-using Heap = ma::Allocator<Creation, ma::DistributionPolicies::NoOp, ma::OOMPolicies::ReturnNull,
-                           ma::ReservePoolPolicies::CudaMalloc, ma::AlignmentPolicies::Shrink<16>>;
+using Heap = ma::heap::Allocator<Creation, ma::heap::DistributionPolicies::NoOp, ma::heap::OOMPolicies::ReturnNull,
+                           ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::Shrink<16>>;
 
 #ifdef MANYALLOC_SCATTER_DIAG_HAS_V0
-struct NoMpHash : ma::scatter_v0::ScatterHashConfig {
+struct NoMpHash : ma::heap::scatter_v0::ScatterHashConfig {
   static constexpr std::uint32_t hashingDistMP = 0;
 };
 #endif
-struct ResetHeap : ma::CreationPolicies::ScatterHeapConfig {
+struct ResetHeap : ma::heap::CreationPolicies::ScatterHeapConfig {
   static constexpr bool resetfreedpages = true;
 };
 
@@ -88,12 +88,12 @@ struct Options {
 
 // Request size of worker w in launch `launch`: `code` bytes, or mixed.
 MANYALLOC_FN inline std::size_t size_of(std::uint32_t code, std::uint32_t w, std::uint32_t launch) {
-  if (code == 0) return ma::bench::uniform_size(w, 0, 16, 4096);
-  if (code == 1) return ma::bench::uniform_size(w, launch + 1, 16, 4096);
+  if (code == 0) return ma::heap::bench::uniform_size(w, 0, 16, 4096);
+  if (code == 1) return ma::heap::bench::uniform_size(w, launch + 1, 16, 4096);
   return code;
 }
 std::string size_name(std::uint32_t code) {
-  return code == 0 ? "mixed" : code == 1 ? "mixed-rot" : ma::bench::size_label(code);
+  return code == 0 ? "mixed" : code == 1 ? "mixed-rot" : ma::heap::bench::size_label(code);
 }
 
 template <class Handle>
@@ -117,9 +117,9 @@ struct AllocCycles {
   std::uint32_t* cycles;
   template <class Acc>
   MANYALLOC_FN void operator()(const Acc& acc, std::uint32_t w) const {
-    const std::uint64_t t0 = ma::bench::cycle_counter();
+    const std::uint64_t t0 = ma::heap::bench::cycle_counter();
     void* p = heap.alloc(acc, size_of(code, w, launch));
-    const std::uint64_t t1 = ma::bench::cycle_counter();
+    const std::uint64_t t1 = ma::heap::bench::cycle_counter();
     ptrs[w] = p;
     cycles[w] = static_cast<std::uint32_t>(std::min<std::uint64_t>(t1 - t0, 0xffffffffu));
   }
@@ -142,9 +142,9 @@ struct MarkK {
   MANYALLOC_FN void operator()(const Acc& acc, std::uint32_t w) const {
     const std::size_t n = size_of(code, w, launch);
     if constexpr (Check) {
-      if (!ma::bench::check_chunk(ptrs[w], n, w, launch)) acc.atomic_add(bad, 1u);
+      if (!ma::heap::bench::check_chunk(ptrs[w], n, w, launch)) acc.atomic_add(bad, 1u);
     } else {
-      ma::bench::mark_chunk(ptrs[w], n, w, launch);
+      ma::heap::bench::mark_chunk(ptrs[w], n, w, launch);
     }
   }
 };
@@ -155,16 +155,16 @@ __global__ void churn_kernel(Handle h, std::uint32_t n, std::uint32_t rounds, st
                              unsigned long long* counters) {
   const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const ma::acc::CudaThread acc;
+  const ma::heap::acc::CudaThread acc;
   unsigned long long done = 0, fails = 0, bad = 0;
   for (std::uint32_t r = 0; r < rounds; ++r) {
     const std::uint32_t k = rep * rounds + r;
-    const std::uint32_t bytes = 16u + ma::bench::hash2(i, k) % (1024u - 16u + 1u);
+    const std::uint32_t bytes = 16u + ma::heap::bench::hash2(i, k) % (1024u - 16u + 1u);
     void* p = h.alloc(acc, bytes);
     if (p != nullptr) {
       volatile std::uint32_t* first = static_cast<std::uint32_t*>(p);
       volatile std::uint32_t* last = reinterpret_cast<std::uint32_t*>(static_cast<char*>(p) + ((bytes - 4u) & ~3u));
-      const std::uint32_t v = ma::bench::hash2(i ^ 0x51ed27u, k) | 1u;
+      const std::uint32_t v = ma::heap::bench::hash2(i ^ 0x51ed27u, k) | 1u;
       *first = v;
       *last = ~v;
       if (*first != v || *last != ~v) ++bad;
@@ -198,10 +198,10 @@ double time_launch(const F& f) {
 
 template <class F>
 void launch_workers(std::uint32_t n, const F& f) {
-  ma::testing::detail::run_workers<<<(n + 255) / 256, 256>>>(f, n);
+  ma::heap::testing::detail::run_workers<<<(n + 255) / 256, 256>>>(f, n);
 }
 
-double median(std::vector<double> v) { return ma::bench::median(std::move(v)); }
+double median(std::vector<double> v) { return ma::heap::bench::median(std::move(v)); }
 
 // Heap state read on the host (both versions share the layout fields used).
 struct State {
@@ -214,7 +214,7 @@ State state_of(const H& heap, bool regions) {
   State s;
   cuda_check(cudaMemcpy(&s.active, l.shared, 4, cudaMemcpyDeviceToHost), "copy active block");
   s.active %= l.block_count;
-  s.pages_in_use = heap.creation().template statistics<ma::acc::Cuda>().pages_in_use;
+  s.pages_in_use = heap.creation().template statistics<ma::heap::acc::Cuda>().pages_in_use;
   if (regions) {
     const std::uint32_t rs = H::CreationPolicy::HeapProperties::regionsize;
     std::vector<std::uint32_t> w(l.page_count / rs);
@@ -268,7 +268,7 @@ void throughput(const std::string& variant, std::uint32_t threads, std::uint32_t
       Runner::run(threads, MarkK<true>{ptrs.data(), code, static_cast<std::uint32_t>(launch), counters.data() + 1});
       std::vector<std::size_t> sz(threads);
       for (std::uint32_t w = 0; w < threads; ++w) sz[w] = size_of(code, w, static_cast<std::uint32_t>(launch));
-      overlaps += ma::bench::count_overlaps(ptrs.to_host(), sz);
+      overlaps += ma::heap::bench::count_overlaps(ptrs.to_host(), sz);
     }
     const double tf = time_launch([&] { launch_workers(threads, FreeK<Handle>{h, ptrs.data()}); });
     const auto c = counters.to_host();
@@ -430,12 +430,12 @@ int main(int argc, char** argv) {
   try {
     for (const auto& v : o.variants) {
 #ifdef MANYALLOC_SCATTER_DIAG_HAS_V0
-      if (v == "v0") run_variant<Heap<ma::scatter_v0::Scatter<>>>(v, o);
-      else if (v == "v0-nomp") run_variant<Heap<ma::scatter_v0::Scatter<ma::scatter_v0::ScatterHeapConfig, NoMpHash>>>(v, o);
+      if (v == "v0") run_variant<Heap<ma::heap::scatter_v0::Scatter<>>>(v, o);
+      else if (v == "v0-nomp") run_variant<Heap<ma::heap::scatter_v0::Scatter<ma::heap::scatter_v0::ScatterHeapConfig, NoMpHash>>>(v, o);
       else
 #endif
-      if (v == "new") run_variant<Heap<ma::CreationPolicies::Scatter<>>>(v, o);
-      else if (v == "new-reset") run_variant<Heap<ma::CreationPolicies::Scatter<ResetHeap>>>(v, o);
+      if (v == "new") run_variant<Heap<ma::heap::CreationPolicies::Scatter<>>>(v, o);
+      else if (v == "new-reset") run_variant<Heap<ma::heap::CreationPolicies::Scatter<ResetHeap>>>(v, o);
       else std::printf("unknown variant %s\n", v.c_str());
     }
     for (const auto& e : o.experiments)

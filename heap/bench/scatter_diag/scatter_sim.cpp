@@ -37,7 +37,7 @@ struct Counters {
 
 // A host thread playing lane `lane` of warp `warp` on SM `sm`, counting its
 // memory operations (the rest of the accelerator interface is HostThread's).
-struct SimAcc : ma::acc::HostThread {
+struct SimAcc : ma::heap::acc::HostThread {
   static constexpr unsigned warp_size = 32;
   unsigned lane = 0, warp = 0, sm = 0;
   Counters* c = nullptr;
@@ -65,14 +65,14 @@ struct SimAcc : ma::acc::HostThread {
   void fence() const { ++c->fences; }
   void relax() const {}
 };
-static_assert(ma::acc::Accelerator<SimAcc>);
+static_assert(ma::heap::acc::Accelerator<SimAcc>);
 
 #ifdef MANYALLOC_SCATTER_DIAG_HAS_V0
-struct NoMpHash : ma::scatter_v0::ScatterHashConfig {
+struct NoMpHash : ma::heap::scatter_v0::ScatterHashConfig {
   static constexpr std::uint32_t hashingDistMP = 0;
 };
 #endif
-struct ResetHeap : ma::CreationPolicies::ScatterHeapConfig {
+struct ResetHeap : ma::heap::CreationPolicies::ScatterHeapConfig {
   static constexpr bool resetfreedpages = true;
 };
 constexpr unsigned sms = 132;
@@ -129,23 +129,23 @@ void launch(std::uint32_t threads, std::mt19937& rng, Counters& c, std::uint64_t
 template <class Creation>
 struct Sim {
   Pool pool;
-  Creation heap = Creation::template init_heap<ma::acc::HostThreads>(pool.p, heap_bytes);
+  Creation heap = Creation::template init_heap<ma::heap::acc::HostThreads>(pool.p, heap_bytes);
 
-  std::uint32_t pages_in_use() { return heap.template statistics<ma::acc::HostThreads>().pages_in_use; }
+  std::uint32_t pages_in_use() { return heap.template statistics<ma::heap::acc::HostThreads>().pages_in_use; }
 
   // One chunk per worker, alloc launch then free launch, `launches` times.
   void one_per_thread(std::size_t bytes, std::uint32_t threads, unsigned launches, unsigned seed) {
     std::mt19937 rng(seed);
     std::vector<void*> ptrs(threads);
     std::printf("%-6s %8u thr: launch alloc_ops/req alloc_fences/req worst_warp_ops free_ops/req fails pages_in_use\n",
-                ma::bench::size_label(bytes).c_str(), threads);
+                ma::heap::bench::size_label(bytes).c_str(), threads);
     for (unsigned l = 0; l < launches; ++l) {
       Counters a, f;
       std::uint64_t worst = 0, wf = 0, fails = 0;
       std::vector<std::uint32_t> per(threads);
       launch(threads, rng, a, worst, [&](const SimAcc& acc, std::uint32_t w) {
         const auto before = acc.c->total();
-        ptrs[w] = heap.create(acc, padded(ma::bench::request_size(bytes, w, salt ? l : 0)));
+        ptrs[w] = heap.create(acc, padded(ma::heap::bench::request_size(bytes, w, salt ? l : 0)));
         per[w] = static_cast<std::uint32_t>(acc.c->total() - before);
         fails += ptrs[w] == nullptr;
       });
@@ -173,7 +173,7 @@ struct Sim {
       for (auto& x : sms_of) x = rng() % sms;
       for (unsigned k = 0; k < rounds; ++k) {
         launch(threads, rng, a, worst, [&](const SimAcc& acc, std::uint32_t w) {
-          ptrs[w] = heap.create(acc, padded(ma::bench::uniform_size(w, r * rounds + k, 16, 1024)));
+          ptrs[w] = heap.create(acc, padded(ma::heap::bench::uniform_size(w, r * rounds + k, 16, 1024)));
           fails += ptrs[w] == nullptr;
         }, sms_of);
         launch(threads, rng, f, wf, [&](const SimAcc& acc, std::uint32_t w) { heap.destroy(acc, ptrs[w]); }, sms_of);
@@ -201,12 +201,12 @@ int main(int argc, char** argv) {
   shuffle_blocks = std::getenv("SIM_SHUFFLE") != nullptr;
   salt = std::getenv("SIM_SALT") != nullptr;
 #ifdef MANYALLOC_SCATTER_DIAG_HAS_V0
-  if (version == "old") run<ma::scatter_v0::Scatter<>>(what, bytes, threads, n);
-  else if (version == "old-nomp") run<ma::scatter_v0::Scatter<ma::scatter_v0::ScatterHeapConfig, NoMpHash>>(what, bytes, threads, n);
+  if (version == "old") run<ma::heap::scatter_v0::Scatter<>>(what, bytes, threads, n);
+  else if (version == "old-nomp") run<ma::heap::scatter_v0::Scatter<ma::heap::scatter_v0::ScatterHeapConfig, NoMpHash>>(what, bytes, threads, n);
 #else
   if (false) {
   }
 #endif
-  else if (version == "new-reset") run<ma::CreationPolicies::Scatter<ResetHeap>>(what, bytes, threads, n);
-  else run<ma::CreationPolicies::Scatter<>>(what, bytes, threads, n);
+  else if (version == "new-reset") run<ma::heap::CreationPolicies::Scatter<ResetHeap>>(what, bytes, threads, n);
+  else run<ma::heap::CreationPolicies::Scatter<>>(what, bytes, threads, n);
 }

@@ -15,7 +15,7 @@
 #include "context.hpp"
 #include "throughput.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 struct FillWords {
   void** ptrs;
@@ -170,4 +170,4 @@ void access_experiment(Context& ctx, AllocatorSet<P>& set, const AccessConfig& c
   }
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

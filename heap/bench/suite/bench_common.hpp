@@ -16,7 +16,7 @@
 #include "manyalloc/common/platform.hpp"
 #include "manyalloc_support/workers.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 // Cycle counter read inside workers: clock64() (SM clock cycles) on the GPU,
 // the time-stamp counter (rdtsc, constant-rate TSC ticks) on x86-64 hosts,
@@ -171,4 +171,4 @@ inline std::string size_label(std::size_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 inline const std::vector<std::string>& experiment_names() {
   static const std::vector<std::string> names{"operator", "throughput", "large", "fragmentation",
@@ -118,4 +118,4 @@ inline Options parse(int argc, char** argv) {
   return o;
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

@@ -20,7 +20,7 @@
 #include "cli.hpp"
 #include "records.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 // Heap bytes for `threads` live chunks of `bytes` (plus room for the
 // page-granular layout and hashing spread).
@@ -118,4 +118,4 @@ class AllocatorSet {
 template <class Heap>
 concept HasPageTable = requires(const Heap& h) { h.creation().layout().pages_per_block; };
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

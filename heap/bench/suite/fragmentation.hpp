@@ -25,7 +25,7 @@
 #include "context.hpp"
 #include "scatter_metrics.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 template <class Handle>
 struct FillStep {
@@ -206,4 +206,4 @@ void fragmentation_experiment(Context& ctx, AllocatorSet<P>& set, const Fragment
   }
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

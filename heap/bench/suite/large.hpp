@@ -13,7 +13,7 @@
 #include "context.hpp"
 #include "throughput.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 struct LargeConfig {
   std::vector<std::uint64_t> sizes;
@@ -65,4 +65,4 @@ void large_experiment(Context& ctx, AllocatorSet<P>& set, const LargeConfig& c) 
   });
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

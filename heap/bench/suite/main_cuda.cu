@@ -8,32 +8,32 @@
 namespace {
 namespace ma = manyalloc;
 
-struct TunedHeap : ma::CreationPolicies::ScatterHeapConfig {
+struct TunedHeap : ma::heap::CreationPolicies::ScatterHeapConfig {
   static constexpr bool resetfreedpages = true;
 };
 template <class Creation>
-using CudaHeap = ma::Allocator<Creation, ma::DistributionPolicies::NoOp, ma::OOMPolicies::ReturnNull,
-                               ma::ReservePoolPolicies::CudaMalloc, ma::AlignmentPolicies::Shrink<16>>;
+using CudaHeap = ma::heap::Allocator<Creation, ma::heap::DistributionPolicies::NoOp, ma::heap::OOMPolicies::ReturnNull,
+                               ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::Shrink<16>>;
 
 cudaDeviceProp& props() {
   static cudaDeviceProp p = [] {
     cudaDeviceProp q{};
     int dev = 0;
-    ma::acc::cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-    ma::acc::cuda_check(cudaGetDeviceProperties(&q, dev), "cudaGetDeviceProperties");
+    ma::heap::acc::cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    ma::heap::acc::cuda_check(cudaGetDeviceProperties(&q, dev), "cudaGetDeviceProperties");
     return q;
   }();
   return p;
 }
 
 struct CudaPlatform {
-  using Runner = ma::testing::CudaRunner;
-  using Scatter = CudaHeap<ma::CreationPolicies::Scatter<>>;
-  using ScatterTuned = CudaHeap<ma::CreationPolicies::Scatter<TunedHeap>>;
-  using Slabs = CudaHeap<ma::CreationPolicies::SizeClassSlabs<>>;
-  using Baseline = ma::Allocator<ma::CreationPolicies::DeviceMalloc, ma::DistributionPolicies::NoOp,
-                                 ma::OOMPolicies::ReturnNull, ma::ReservePoolPolicies::CudaSetLimits,
-                                 ma::AlignmentPolicies::NoOp>;
+  using Runner = ma::heap::testing::CudaRunner;
+  using Scatter = CudaHeap<ma::heap::CreationPolicies::Scatter<>>;
+  using ScatterTuned = CudaHeap<ma::heap::CreationPolicies::Scatter<TunedHeap>>;
+  using Slabs = CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>;
+  using Baseline = ma::heap::Allocator<ma::heap::CreationPolicies::DeviceMalloc, ma::heap::DistributionPolicies::NoOp,
+                                 ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaSetLimits,
+                                 ma::heap::AlignmentPolicies::NoOp>;
   static constexpr bool gpu = true;
   static constexpr bool baseline_bounded = true;
   // Threads resident at once (H200: 132 SMs x 2048 = 270336).
@@ -46,17 +46,17 @@ struct CudaPlatform {
   static std::size_t memory_cap() {
     static const std::size_t cap = [] {
       std::size_t free = 0, total = 0;
-      ma::acc::cuda_check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+      ma::heap::acc::cuda_check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
       return free / 10 * 8;
     }();
     return cap;
   }
   static std::size_t baseline_pool(std::size_t bytes) { return bytes; }
   static const char* clock_name() { return "clock64"; }
-  static void prepare(const ma::bench::Options&) {}
+  static void prepare(const ma::heap::bench::Options&) {}
 };
 }  // namespace
 
 int main(int argc, char** argv) {
-  return manyalloc::bench::run_suite<CudaPlatform>(argc, argv, "manyalloc_heap_bench_cuda");
+  return manyalloc::heap::bench::run_suite<CudaPlatform>(argc, argv, "manyalloc_heap_bench_cuda");
 }

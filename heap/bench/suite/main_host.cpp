@@ -9,21 +9,21 @@
 namespace {
 namespace ma = manyalloc;
 
-struct TunedHeap : ma::CreationPolicies::ScatterHeapConfig {
+struct TunedHeap : ma::heap::CreationPolicies::ScatterHeapConfig {
   static constexpr bool resetfreedpages = true;
 };
 template <class Creation>
-using HostHeap = ma::Allocator<Creation, ma::DistributionPolicies::NoOp, ma::OOMPolicies::ReturnNull,
-                               ma::ReservePoolPolicies::HostPool, ma::AlignmentPolicies::Shrink<16>>;
+using HostHeap = ma::heap::Allocator<Creation, ma::heap::DistributionPolicies::NoOp, ma::heap::OOMPolicies::ReturnNull,
+                               ma::heap::ReservePoolPolicies::HostPool, ma::heap::AlignmentPolicies::Shrink<16>>;
 
 struct HostPlatform {
-  using Runner = ma::testing::HostRunner;
-  using Scatter = HostHeap<ma::CreationPolicies::Scatter<>>;
-  using ScatterTuned = HostHeap<ma::CreationPolicies::Scatter<TunedHeap>>;
-  using Slabs = HostHeap<ma::CreationPolicies::SizeClassSlabs<>>;
-  using Baseline = ma::Allocator<ma::CreationPolicies::HostMalloc, ma::DistributionPolicies::NoOp,
-                                 ma::OOMPolicies::ReturnNull, ma::ReservePoolPolicies::HostPool,
-                                 ma::AlignmentPolicies::NoOp>;
+  using Runner = ma::heap::testing::HostRunner;
+  using Scatter = HostHeap<ma::heap::CreationPolicies::Scatter<>>;
+  using ScatterTuned = HostHeap<ma::heap::CreationPolicies::Scatter<TunedHeap>>;
+  using Slabs = HostHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>;
+  using Baseline = ma::heap::Allocator<ma::heap::CreationPolicies::HostMalloc, ma::heap::DistributionPolicies::NoOp,
+                                 ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::HostPool,
+                                 ma::heap::AlignmentPolicies::NoOp>;
   static constexpr bool gpu = false;
   static constexpr bool baseline_bounded = false;  // malloc: no heap to fill
   static unsigned cpus() { return std::max(1u, std::thread::hardware_concurrency()); }
@@ -32,11 +32,11 @@ struct HostPlatform {
   // The pools are MAP_NORESERVE mappings committed on first touch.
   static std::size_t memory_cap() { return std::size_t{48} << 30; }
   static std::size_t baseline_pool(std::size_t) { return std::size_t{1} << 20; }
-  static const char* clock_name() { return ma::bench::host_clock_name(); }
-  static void prepare(const ma::bench::Options&) { Runner::threads = cpus(); }
+  static const char* clock_name() { return ma::heap::bench::host_clock_name(); }
+  static void prepare(const ma::heap::bench::Options&) { Runner::threads = cpus(); }
 };
 }  // namespace
 
 int main(int argc, char** argv) {
-  return manyalloc::bench::run_suite<HostPlatform>(argc, argv, "manyalloc_heap_bench_host");
+  return manyalloc::heap::bench::run_suite<HostPlatform>(argc, argv, "manyalloc_heap_bench_host");
 }

@@ -21,7 +21,7 @@
 #include "bench_common.hpp"
 #include "context.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 template <class Handle>
 struct OpAlloc {
@@ -190,4 +190,4 @@ void operator_experiment(Context& ctx, AllocatorSet<P>& set, const OperatorConfi
   }
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 struct Measurement {
   std::string suite = "heap";
@@ -56,4 +56,4 @@ inline void write_jsonl(std::FILE* f, const Measurement& m) {
   std::fflush(f);
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

@@ -18,7 +18,7 @@
 
 #include "manyalloc/heap/heap.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 struct FreeStats {
   double free_bytes = 0;       // allocatable bytes
@@ -96,4 +96,4 @@ class PageTableSnapshot {
   std::vector<heap::detail::PageEntry> pages_;
 };
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

@@ -15,7 +15,7 @@
 #include "context.hpp"
 #include "throughput.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 struct SlotsConfig {
   std::vector<std::uint64_t> sizes;
@@ -107,4 +107,4 @@ void slots_experiment(Context& ctx, AllocatorSet<P>& set, const SlotsConfig& c) 
   });
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

@@ -26,7 +26,7 @@
 #include "temporal.hpp"
 #include "throughput.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 // "Scatter ps=4096", "Scatter ps=4096 reset", "DeviceMalloc", ...
 inline std::string short_name(const std::string& allocator) {
@@ -189,4 +189,4 @@ int run_suite(int argc, char** argv, const char* program) try {
   return 1;
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

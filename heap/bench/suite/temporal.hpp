@@ -16,7 +16,7 @@
 #include "context.hpp"
 #include "scatter_metrics.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 template <class Handle>
 struct TemporalStep {
@@ -187,4 +187,4 @@ void temporal_experiment(Context& ctx, AllocatorSet<P>& set, const TemporalConfi
   });
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

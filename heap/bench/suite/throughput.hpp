@@ -17,7 +17,7 @@
 #include "manyalloc/common/platform.hpp"
 #include "records.hpp"
 
-namespace manyalloc::bench {
+namespace manyalloc::heap::bench {
 
 // bytes == 0: the mixed distribution (request_size).
 template <class Handle>
@@ -191,4 +191,4 @@ void throughput_experiment(Context& ctx, AllocatorSet<P>& set, const ThroughputC
   }
 }
 
-}  // namespace manyalloc::bench
+}  // namespace manyalloc::heap::bench

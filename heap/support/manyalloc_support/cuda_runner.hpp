@@ -9,7 +9,7 @@
 
 #include "manyalloc/heap/heap.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 
 namespace detail {
 template <class F>
@@ -96,4 +96,4 @@ struct CudaRunner {
   };
 };
 
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

@@ -15,7 +15,7 @@
 
 #include "manyalloc/heap/heap.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 
 struct HostRunner {
   using backend = acc::HostThreads;
@@ -93,4 +93,4 @@ inline std::string HostRunner::device_name() {
   return "host CPU (" + std::to_string(std::thread::hardware_concurrency()) + " CPUs)";
 }
 
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

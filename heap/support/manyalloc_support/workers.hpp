@@ -7,7 +7,7 @@
 
 #include "manyalloc/common/platform.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 
 struct Record {
   void* ptr;
@@ -218,4 +218,4 @@ struct LargeRequestProbe {
   }
 };
 
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

@@ -13,7 +13,7 @@
 #include "manyalloc/common/build_config.hpp"
 #include "test_support.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 namespace {
 
 using acc::EmulatedGrid;
@@ -377,4 +377,4 @@ TEST(UniformCoalescing, BlockMixedSizesAreRejectedInTheCheckedBuild) {
 }
 
 }  // namespace
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

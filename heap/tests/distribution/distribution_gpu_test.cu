@@ -13,7 +13,7 @@
 #include "manyalloc_support/cuda_runner.hpp"
 #include "manyalloc_support/workers.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 namespace {
 
 namespace DP = DistributionPolicies;
@@ -254,4 +254,4 @@ TEST(GpuDeviceMallocCoalescing, BlockNoHeader) {
 }
 
 }  // namespace
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

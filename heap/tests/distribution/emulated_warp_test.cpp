@@ -7,7 +7,7 @@
 
 #include "manyalloc/heap/acc/emulated_warp.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 namespace {
 
 using acc::EmulatedGrid;
@@ -110,4 +110,4 @@ TEST(EmulatedBlock, RanksBarriersAndBroadcastSkipMissingThreads) {
 }
 
 }  // namespace
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

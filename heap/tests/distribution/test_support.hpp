@@ -13,7 +13,7 @@
 #include "manyalloc/heap/acc/emulated_warp.hpp"
 #include "manyalloc/heap/heap.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 
 // std::malloc for any host worker type, counting what is alive, how many
 // superblocks were created and the largest request.
@@ -101,4 +101,4 @@ inline bool disjoint(std::vector<Part> parts) {
   return true;
 }
 
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

@@ -14,7 +14,7 @@
 #include "manyalloc_support/workers.hpp"
 #include "manyalloc/heap/heap.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 
 template <class Runner>
 class HeapTest : public ::testing::Test {
@@ -191,4 +191,4 @@ REGISTER_TYPED_TEST_SUITE_P(HeapTest, ExactSlotsOnFreshHeapMatchThesisFormula, O
                             BadInputIsReportedAndChangesNothing, WorkersCountSlotsLikeTheHost,
                             RequestsLargerThanTheHeapFailAtOnce, HeapLargerThan4GiB);
 
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

@@ -7,7 +7,7 @@
 
 #include "manyalloc/heap/heap.hpp"
 
-namespace manyalloc::testing {
+namespace manyalloc::heap::testing {
 
 struct ResetPagesConfig : CreationPolicies::ScatterHeapConfig {
   static constexpr bool resetfreedpages = true;
@@ -62,4 +62,4 @@ inline std::uint64_t thesis_chunks_in_page(std::uint64_t p, std::uint64_t s) {
   return full * 32 + additional;
 }
 
-}  // namespace manyalloc::testing
+}  // namespace manyalloc::heap::testing

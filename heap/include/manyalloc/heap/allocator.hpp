@@ -1,4 +1,4 @@
-// The host class manyalloc::Allocator ([Eckert2014] 3.2): composes the five
+// The host class manyalloc::heap::Allocator ([Eckert2014] 3.2): composes the five
 // policies into an allocator. The Allocator object lives on the host and owns
 // the heap (RAII); workers receive the small copyable Handle and call
 // alloc/dealloc on it. One request runs the pipeline
@@ -16,7 +16,7 @@
 #include "manyalloc/heap/concepts.hpp"
 #include "manyalloc/heap/policy_checks.hpp"
 
-namespace manyalloc {
+namespace manyalloc::heap {
 
 template <CreationPolicy CP, DistributionPolicy DP, OOMPolicy OP, ReservePoolPolicy RP, AlignmentPolicy AP>
   requires CreationPolicyFor<CP, typename RP::backend> &&
@@ -214,4 +214,4 @@ template <class Allocator>
 inline constexpr bool providesAvailableSlots = Allocator::providesAvailableSlots;
 }  // namespace traits
 
-}  // namespace manyalloc
+}  // namespace manyalloc::heap

@@ -9,7 +9,7 @@
 
 #include "manyalloc/heap/acc/concepts.hpp"
 
-namespace manyalloc {
+namespace manyalloc::heap {
 
 // 3.3: acquires the raw pool on the host, for one back end.
 template <class P>
@@ -107,4 +107,4 @@ concept CountsSlots = CreationPolicyFor<P, Backend> && P::providesAvailableSlots
       { cp.getAvailableSlotsAccelerator(acc, mask, n) } -> std::same_as<std::size_t>;
     };
 
-}  // namespace manyalloc
+}  // namespace manyalloc::heap

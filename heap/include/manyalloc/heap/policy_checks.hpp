@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace manyalloc::detail {
+namespace manyalloc::heap::detail {
 
 template <class P>
 concept HasPagesize = requires { { P::pagesize } -> std::convertible_to<std::uint32_t>; };
@@ -37,4 +37,4 @@ struct PolicyChecks {
                 "the AlignmentPolicy's alignment must divide the CreationPolicy's page size");
 };
 
-}  // namespace manyalloc::detail
+}  // namespace manyalloc::heap::detail

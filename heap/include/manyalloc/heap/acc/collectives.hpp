@@ -7,7 +7,7 @@
 #include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/platform.hpp"
 
-namespace manyalloc::acc {
+namespace manyalloc::heap::acc {
 
 // Lowest lane named in a non-empty lane mask.
 MANYALLOC_FN inline unsigned lowest_lane(std::uint32_t mask) { return bits::find_first_set(mask) - 1u; }
@@ -53,4 +53,4 @@ MANYALLOC_FN std::uint64_t group_hand_over(const Acc& acc, std::uint32_t group, 
   }
 }
 
-}  // namespace manyalloc::acc
+}  // namespace manyalloc::heap::acc

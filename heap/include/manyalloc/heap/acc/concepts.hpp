@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace manyalloc::acc {
+namespace manyalloc::heap::acc {
 
 // A worker (one thread of a kernel or one host thread).
 //
@@ -98,4 +98,4 @@ concept Backend = requires(void* dst, const void* src, std::size_t n) {
   { B::name() } -> std::convertible_to<std::string>;
 };
 
-}  // namespace manyalloc::acc
+}  // namespace manyalloc::heap::acc

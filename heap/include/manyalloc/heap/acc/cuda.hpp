@@ -18,7 +18,7 @@
 
 #include "manyalloc/heap/acc/concepts.hpp"
 
-namespace manyalloc::acc {
+namespace manyalloc::heap::acc {
 
 // Throws std::runtime_error naming the failed call. Used for every CUDA
 // runtime call on the host side of the library, its tests and benchmarks.
@@ -229,4 +229,4 @@ struct Cuda {
 };
 static_assert(Backend<Cuda>);
 
-}  // namespace manyalloc::acc
+}  // namespace manyalloc::heap::acc

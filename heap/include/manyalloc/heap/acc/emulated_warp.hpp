@@ -44,7 +44,7 @@
 #include "manyalloc/heap/acc/concepts.hpp"
 #include "manyalloc/heap/acc/host_thread.hpp"
 
-namespace manyalloc::acc {
+namespace manyalloc::heap::acc {
 
 class EmulatedGrid;
 
@@ -392,4 +392,4 @@ static_assert(Accelerator<EmulatedThread>);
 static_assert(MixedWidthAtomics<EmulatedThread>);
 static_assert(BlockAccelerator<EmulatedThread>);
 
-}  // namespace manyalloc::acc
+}  // namespace manyalloc::heap::acc

@@ -17,7 +17,7 @@
 
 #include "manyalloc/heap/acc/concepts.hpp"
 
-namespace manyalloc::acc {
+namespace manyalloc::heap::acc {
 
 class HostThread {
  public:
@@ -128,4 +128,4 @@ struct HostThreads {
 };
 static_assert(Backend<HostThreads>);
 
-}  // namespace manyalloc::acc
+}  // namespace manyalloc::heap::acc

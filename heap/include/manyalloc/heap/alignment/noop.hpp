@@ -7,7 +7,7 @@
 
 #include "manyalloc/common/platform.hpp"
 
-namespace manyalloc::AlignmentPolicies {
+namespace manyalloc::heap::AlignmentPolicies {
 
 struct NoOp {
   static constexpr std::uint32_t alignment = 1;
@@ -16,4 +16,4 @@ struct NoOp {
   static std::string classname() { return "NoOp"; }
 };
 
-}  // namespace manyalloc::AlignmentPolicies
+}  // namespace manyalloc::heap::AlignmentPolicies

@@ -12,7 +12,7 @@
 #include "manyalloc/common/math.hpp"
 #include "manyalloc/common/platform.hpp"
 
-namespace manyalloc::AlignmentPolicies {
+namespace manyalloc::heap::AlignmentPolicies {
 
 template <std::uint32_t dataAlignment = 16>
 struct Shrink {
@@ -37,4 +37,4 @@ struct Shrink {
   static std::string classname() { return "Shrink[" + std::to_string(dataAlignment) + "]"; }
 };
 
-}  // namespace manyalloc::AlignmentPolicies
+}  // namespace manyalloc::heap::AlignmentPolicies

@@ -7,7 +7,7 @@
 
 #include "manyalloc/heap/acc/cuda.hpp"
 
-namespace manyalloc::CreationPolicies {
+namespace manyalloc::heap::CreationPolicies {
 
 class DeviceMalloc {
  public:
@@ -28,4 +28,4 @@ class DeviceMalloc {
   static std::string classname() { return "DeviceMalloc"; }
 };
 
-}  // namespace manyalloc::CreationPolicies
+}  // namespace manyalloc::heap::CreationPolicies

@@ -9,7 +9,7 @@
 
 #include "manyalloc/heap/acc/host_thread.hpp"
 
-namespace manyalloc::CreationPolicies {
+namespace manyalloc::heap::CreationPolicies {
 
 class HostMalloc {
  public:
@@ -30,4 +30,4 @@ class HostMalloc {
   static std::string classname() { return "HostMalloc"; }
 };
 
-}  // namespace manyalloc::CreationPolicies
+}  // namespace manyalloc::heap::CreationPolicies

@@ -21,7 +21,7 @@
 #include "manyalloc/heap/detail/scatter/search.hpp"
 #include "manyalloc/heap/detail/scatter/slots.hpp"
 
-namespace manyalloc::CreationPolicies {
+namespace manyalloc::heap::CreationPolicies {
 
 // Counters of a Scatter heap (read on the host).
 struct ScatterStatistics {
@@ -226,4 +226,4 @@ class Scatter {
   Layout layout_{};
 };
 
-}  // namespace manyalloc::CreationPolicies
+}  // namespace manyalloc::heap::CreationPolicies

@@ -1,11 +1,11 @@
 // Configuration of CreationPolicies::Scatter ([Eckert2014] 4.3.7). Defaults are
 // [Eckert2014]'s; override per instantiation by deriving and shadowing a member:
 //
-//   struct MyHeap : manyalloc::CreationPolicies::ScatterHeapConfig {
+//   struct MyHeap : manyalloc::heap::CreationPolicies::ScatterHeapConfig {
 //     static constexpr std::uint32_t pagesize = 8192;
 //     static constexpr bool resetfreedpages = true;
 //   };
-//   using Creation = manyalloc::CreationPolicies::Scatter<MyHeap>;
+//   using Creation = manyalloc::heap::CreationPolicies::Scatter<MyHeap>;
 #pragma once
 
 #include <concepts>
@@ -13,7 +13,7 @@
 
 #include "manyalloc/common/math.hpp"
 
-namespace manyalloc::CreationPolicies {
+namespace manyalloc::heap::CreationPolicies {
 
 struct ScatterHeapConfig {
   // Bytes per page; every chunk lives inside one page ([Steinberger2012] 5.2).
@@ -66,4 +66,4 @@ concept ScatterHashConfiguration = requires {
   { C::hashingDistWPRel } -> std::convertible_to<std::uint32_t>;
 };
 
-}  // namespace manyalloc::CreationPolicies
+}  // namespace manyalloc::heap::CreationPolicies

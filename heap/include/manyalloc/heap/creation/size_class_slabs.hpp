@@ -3,8 +3,12 @@
 // per-class queues [Winter2020] and Gallatin's segment trees [McCoy2024],
 // reimplemented; keys in docs/REFERENCES.md).
 //
-//  - 22 size classes from 16 B to 32 KiB (detail/slabs/size_classes.hpp):
-//    mixed sizes cost what single sizes cost.
+//  - Size classes from 16 B to 32 KiB, two per doubling of sizes by default
+//    (Config::classes_per_doubling; detail/slabs/size_classes.hpp): mixed
+//    sizes cost what single sizes cost.
+//  - A pool that runs out keeps its started pages usable: open segments
+//    shrink to their current page, and a request takes a chunk of a larger
+//    class when its own has none (slabs/invariants.hpp C5).
 //  - A slab is one page of one class; pages come from one page pool and go
 //    back to it when their last chunk is freed, so memory moves between
 //    classes and large requests.
@@ -39,7 +43,7 @@
 #include "manyalloc/heap/detail/slabs/size_classes.hpp"
 #include "manyalloc/heap/detail/slabs/invariants.hpp"
 
-namespace manyalloc::CreationPolicies {
+namespace manyalloc::heap::CreationPolicies {
 
 // Counters of a SizeClassSlabs heap (read on the host).
 struct SizeClassSlabsStatistics {
@@ -47,6 +51,9 @@ struct SizeClassSlabsStatistics {
   Misuse last_misuse = Misuse::none;
   std::uint32_t page_count = 0;
   std::uint32_t pages_in_use = 0;    // slabs, segments and large runs
+  std::uint32_t open_pages = 0;      // pages of the size classes' open segments
+  std::uint32_t open_budget = 0;     // what open segments aim to stay within
+  std::uint32_t dry_refills = 0;     // refills of a class that found no free page
 };
 
 template <SizeClassSlabsConfiguration Config = SizeClassSlabsConfig>
@@ -58,8 +65,9 @@ class SizeClassSlabs {
  public:
   using Properties = Config;
   static constexpr std::uint32_t slab_bytes = Config::slab_bytes;
-  static constexpr std::uint32_t class_count = heap::detail::slabs::class_count(slab_bytes);
-  static constexpr std::uint32_t largest_class = heap::detail::slabs::class_bytes(class_count - 1u);
+  using Classes = typename Slots::Classes;
+  static constexpr std::uint32_t class_count = Slots::class_count;
+  static constexpr std::uint32_t largest_class = Classes::bytes(class_count - 1u);
   static constexpr bool providesAvailableSlots = true;
   static constexpr bool needs_addressable_pool = true;
   static constexpr std::uint32_t no_class = 0xffffffffu;  // match_any key of lanes on the large path
@@ -142,7 +150,7 @@ class SizeClassSlabs {
     const auto s = heap::detail::slabs::summarize_words([&](std::uint64_t w) { return taken[w]; }, 0, h.words,
                                                         limit, k == 0 ? 1 : k);
     if (k != 0) return heap::detail::slabs::finish_runs(s, k);
-    const std::uint32_t cls = heap::detail::slabs::class_of(static_cast<std::uint32_t>(slot));
+    const std::uint32_t cls = Classes::of(static_cast<std::uint32_t>(slot));
     std::vector<std::uint64_t> slots(h.shards);
     Backend::copy_to_host(slots.data(), h.slot(cls, 0), slots.size() * sizeof(std::uint64_t));
     std::uint64_t in_segments = 0;
@@ -159,6 +167,9 @@ class SizeClassSlabs {
     st.last_misuse = static_cast<Misuse>(shared.last_misuse);
     st.page_count = layout_.page_count;
     for (const auto& c : shared.taken) st.pages_in_use += c.value;
+    st.open_pages = shared.open_pages.value;
+    st.open_budget = layout_.open_budget;
+    st.dry_refills = shared.dry_refills;
     return st;
   }
 
@@ -175,7 +186,7 @@ class SizeClassSlabs {
   MANYALLOC_FN void* create(const Acc& acc, std::size_t bytes) const {
     if (bytes == 0) return nullptr;
     const bool small = bytes <= largest_class;
-    const std::uint32_t cls = small ? heap::detail::slabs::class_of(static_cast<std::uint32_t>(bytes)) : 0u;
+    const std::uint32_t cls = small ? Classes::of(static_cast<std::uint32_t>(bytes)) : 0u;
     // Every lane of the caller's active set takes part in the grouping.
     void* mem = create_small(acc, acc.active_mask(), small, cls);  // fast path
     if (!small) mem = create_large(acc, bytes);                      // slow path
@@ -228,7 +239,7 @@ class SizeClassSlabs {
       all = heap::detail::slabs::join(all, part, k == 0 ? 1 : k);
     }
     if (k != 0) return heap::detail::slabs::finish_runs(all, k);
-    const std::uint32_t cls = heap::detail::slabs::class_of(static_cast<std::uint32_t>(slot));
+    const std::uint32_t cls = Classes::of(static_cast<std::uint32_t>(slot));
     std::uint64_t in_segments = 0;
     for (std::uint32_t s = 0; s < h.shards; ++s) in_segments += segment_room(cls, acc.load64(h.slot(cls, s)));
     return all.free_pages * Slots::per_page(cls) + in_segments;
@@ -278,6 +289,10 @@ class SizeClassSlabs {
       if (rank >= done && rank < done + e.count) mine = Slots::address(layout_, cls, e, rank - done);
       done += e.count;
     }
+    if (mine == nullptr) {  // slow path: the pool ran out of pages
+      std::uint32_t from = cls;
+      mine = Slots::from_larger_class(acc, layout_, from);
+    }
     return mine;
   }
 
@@ -326,7 +341,7 @@ class SizeClassSlabs {
       if (in_page != 0u) at.misuse = Misuse::not_a_chunk_start;
     } else {
       at.cls = cls - 1u;
-      const std::uint32_t bytes = heap::detail::slabs::class_bytes(at.cls);
+      const std::uint32_t bytes = Classes::bytes(at.cls);
       at.index = static_cast<std::uint32_t>(in_page / bytes);
       if (in_page % bytes != 0u || at.index >= Slots::per_page(at.cls)) at.misuse = Misuse::not_a_chunk_start;
     }
@@ -377,7 +392,7 @@ class SizeClassSlabs {
       for (std::uint32_t stale = bits & ~old; stale != 0u; stale &= stale - 1u) {
         const std::uint32_t index = first + bits::find_first_set(stale) - 1u;
         note_misuse(acc, Misuse::double_free,
-                    h.page_data(at.page) + static_cast<std::size_t>(index) * heap::detail::slabs::class_bytes(at.cls));
+                    h.page_data(at.page) + static_cast<std::size_t>(index) * Classes::bytes(at.cls));
       }
       const std::uint32_t freed = bits::popcount(old & bits);
       // S2: the page's last chunks came back; no one hands out its chunks
@@ -464,4 +479,4 @@ class SizeClassSlabs {
   Layout layout_{};
 };
 
-}  // namespace manyalloc::CreationPolicies
+}  // namespace manyalloc::heap::CreationPolicies

@@ -1,10 +1,10 @@
 // Configuration of CreationPolicies::SizeClassSlabs. Override per
 // instantiation by deriving and shadowing a member:
 //
-//   struct BigSlabs : manyalloc::CreationPolicies::SizeClassSlabsConfig {
+//   struct BigSlabs : manyalloc::heap::CreationPolicies::SizeClassSlabsConfig {
 //     static constexpr std::uint32_t slab_bytes = 1u << 18;
 //   };
-//   using Creation = manyalloc::CreationPolicies::SizeClassSlabs<BigSlabs>;
+//   using Creation = manyalloc::heap::CreationPolicies::SizeClassSlabs<BigSlabs>;
 #pragma once
 
 #include <concepts>
@@ -12,7 +12,7 @@
 
 #include "manyalloc/common/math.hpp"
 
-namespace manyalloc::CreationPolicies {
+namespace manyalloc::heap::CreationPolicies {
 
 struct SizeClassSlabsConfig {
   // Bytes per page. A slab is one page of one size class; a request larger
@@ -25,6 +25,20 @@ struct SizeClassSlabsConfig {
   // so that one refill serves many warps (at most 32 pages; shorter while
   // open segments hold an eighth of the pool, slabs/invariants.hpp C4).
   static constexpr std::uint32_t segment_chunks = 2048;
+  // Size classes per doubling of sizes (detail/slabs/size_classes.hpp), a
+  // power of two from 2 to 32. A request's padding is less than
+  // 1/classes_per_doubling of its size, so more classes leave more of the
+  // pool for requested bytes when requests come in many sizes; but a warp's
+  // mixed requests then fall into more classes and onto more pages, so
+  // mixed-size allocs and frees take more atomics (FineSizeClassesConfig
+  // below; heap/README.md has the trade-off measured).
+  static constexpr std::uint32_t classes_per_doubling = 2;
+};
+
+// 32 classes per doubling: for heaps that must hold as many requested bytes
+// as possible when request sizes vary widely.
+struct FineSizeClassesConfig : SizeClassSlabsConfig {
+  static constexpr std::uint32_t classes_per_doubling = 32;
 };
 
 template <class C>
@@ -32,8 +46,10 @@ concept SizeClassSlabsConfiguration = requires {
   { C::slab_bytes } -> std::convertible_to<std::uint32_t>;
   { C::max_shards } -> std::convertible_to<std::uint32_t>;
   { C::segment_chunks } -> std::convertible_to<std::uint32_t>;
+  { C::classes_per_doubling } -> std::convertible_to<std::uint32_t>;
 } && is_power_of_two(C::slab_bytes) && (C::slab_bytes >= 4096) && (C::slab_bytes <= (1u << 22)) &&
     is_power_of_two(C::max_shards) && (C::max_shards >= 1) && (C::max_shards <= 1024) &&
-    (C::segment_chunks >= 1);
+    (C::segment_chunks >= 1) && is_power_of_two(C::classes_per_doubling) && (C::classes_per_doubling >= 2) &&
+    (C::classes_per_doubling <= 32);
 
-}  // namespace manyalloc::CreationPolicies
+}  // namespace manyalloc::heap::CreationPolicies

@@ -29,7 +29,7 @@
 
 #include "manyalloc/heap/distribution/detail/segment_coalescing.hpp"
 
-namespace manyalloc::DistributionPolicies {
+namespace manyalloc::heap::DistributionPolicies {
 
 struct DynamicWarp : distribution::detail::SegmentCoalescing<~std::uint64_t{0}, ~std::uint64_t{0}> {
   using Base = distribution::detail::SegmentCoalescing<~std::uint64_t{0}, ~std::uint64_t{0}>;
@@ -37,4 +37,4 @@ struct DynamicWarp : distribution::detail::SegmentCoalescing<~std::uint64_t{0}, 
   static std::string classname() { return "DynamicWarp"; }
 };
 
-}  // namespace manyalloc::DistributionPolicies
+}  // namespace manyalloc::heap::DistributionPolicies

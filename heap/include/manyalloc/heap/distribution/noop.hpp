@@ -6,7 +6,7 @@
 
 #include "manyalloc/common/platform.hpp"
 
-namespace manyalloc::DistributionPolicies {
+namespace manyalloc::heap::DistributionPolicies {
 
 struct NoOp {
   template <class Acc>
@@ -22,4 +22,4 @@ struct NoOp {
   static std::string classname() { return "NoOp"; }
 };
 
-}  // namespace manyalloc::DistributionPolicies
+}  // namespace manyalloc::heap::DistributionPolicies

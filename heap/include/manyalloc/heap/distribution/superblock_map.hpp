@@ -28,7 +28,7 @@
 #include "manyalloc/heap/acc/cuda.hpp"
 #endif
 
-namespace manyalloc::distribution {
+namespace manyalloc::heap::distribution {
 
 struct SuperblockMapView {
   std::uint64_t* keys = nullptr;
@@ -165,4 +165,4 @@ class SuperblockTable {
   SuperblockMapView view_{};
 };
 
-}  // namespace manyalloc::distribution
+}  // namespace manyalloc::heap::distribution

@@ -47,7 +47,7 @@
 #include "manyalloc/heap/distribution/detail/segment_coalescing.hpp"
 #include "manyalloc/heap/distribution/superblock_map.hpp"
 
-namespace manyalloc::DistributionPolicies {
+namespace manyalloc::heap::DistributionPolicies {
 
 enum class CoalescingScope { warp, block };
 enum class PartLookup { header, no_header };
@@ -220,4 +220,4 @@ using WarpNoHeader = UniformCoalescing<CoalescingScope::warp, PartLookup::no_hea
 using BlockHeader = UniformCoalescing<CoalescingScope::block, PartLookup::header>;
 using BlockNoHeader = UniformCoalescing<CoalescingScope::block, PartLookup::no_header>;
 
-}  // namespace manyalloc::DistributionPolicies
+}  // namespace manyalloc::heap::DistributionPolicies

@@ -22,7 +22,7 @@
 
 #include "manyalloc/heap/distribution/detail/segment_coalescing.hpp"
 
-namespace manyalloc::DistributionPolicies {
+namespace manyalloc::heap::DistributionPolicies {
 
 template <std::uint32_t PageSize = 4096>
 struct XMallocSIMD : distribution::detail::SegmentCoalescing<PageSize / 32u, PageSize> {
@@ -33,4 +33,4 @@ struct XMallocSIMD : distribution::detail::SegmentCoalescing<PageSize / 32u, Pag
   static std::string classname() { return "XMallocSIMD[pagesize=" + std::to_string(PageSize) + "]"; }
 };
 
-}  // namespace manyalloc::DistributionPolicies
+}  // namespace manyalloc::heap::DistributionPolicies

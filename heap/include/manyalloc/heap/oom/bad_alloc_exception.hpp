@@ -7,7 +7,7 @@
 #include <new>
 #include <string>
 
-namespace manyalloc::OOMPolicies {
+namespace manyalloc::heap::OOMPolicies {
 
 struct BadAllocException {
   static constexpr bool needs_exceptions = true;
@@ -15,4 +15,4 @@ struct BadAllocException {
   static std::string classname() { return "BadAllocException"; }
 };
 
-}  // namespace manyalloc::OOMPolicies
+}  // namespace manyalloc::heap::OOMPolicies

@@ -6,7 +6,7 @@
 
 #include "manyalloc/common/platform.hpp"
 
-namespace manyalloc::OOMPolicies {
+namespace manyalloc::heap::OOMPolicies {
 
 struct ReturnNull {
   static constexpr bool needs_exceptions = false;
@@ -14,4 +14,4 @@ struct ReturnNull {
   static std::string classname() { return "ReturnNull"; }
 };
 
-}  // namespace manyalloc::OOMPolicies
+}  // namespace manyalloc::heap::OOMPolicies

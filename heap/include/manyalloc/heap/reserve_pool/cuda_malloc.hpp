@@ -7,7 +7,7 @@
 
 #include "manyalloc/heap/acc/cuda.hpp"
 
-namespace manyalloc::ReservePoolPolicies {
+namespace manyalloc::heap::ReservePoolPolicies {
 
 struct CudaMalloc {
   using backend = acc::Cuda;
@@ -24,4 +24,4 @@ struct CudaMalloc {
   static std::string classname() { return "CudaMalloc"; }
 };
 
-}  // namespace manyalloc::ReservePoolPolicies
+}  // namespace manyalloc::heap::ReservePoolPolicies

@@ -9,7 +9,7 @@
 
 #include "manyalloc/heap/acc/cuda.hpp"
 
-namespace manyalloc::ReservePoolPolicies {
+namespace manyalloc::heap::ReservePoolPolicies {
 
 struct CudaSetLimits {
   using backend = acc::Cuda;
@@ -32,4 +32,4 @@ struct CudaSetLimits {
   static std::string classname() { return "CudaSetLimits"; }
 };
 
-}  // namespace manyalloc::ReservePoolPolicies
+}  // namespace manyalloc::heap::ReservePoolPolicies

@@ -19,7 +19,7 @@
 
 #include "manyalloc/heap/acc/cuda.hpp"
 
-namespace manyalloc::ReservePoolPolicies {
+namespace manyalloc::heap::ReservePoolPolicies {
 
 class CudaVirtualMemory {
   struct Driver {
@@ -159,4 +159,4 @@ class CudaVirtualMemory {
   static std::string classname() { return "CudaVirtualMemory"; }
 };
 
-}  // namespace manyalloc::ReservePoolPolicies
+}  // namespace manyalloc::heap::ReservePoolPolicies

@@ -11,7 +11,7 @@
 
 #include "manyalloc/heap/acc/host_thread.hpp"
 
-namespace manyalloc::ReservePoolPolicies {
+namespace manyalloc::heap::ReservePoolPolicies {
 
 struct HostPool {
   using backend = acc::HostThreads;
@@ -29,4 +29,4 @@ struct HostPool {
   static std::string classname() { return "HostPool"; }
 };
 
-}  // namespace manyalloc::ReservePoolPolicies
+}  // namespace manyalloc::heap::ReservePoolPolicies

@@ -14,7 +14,7 @@
 
 #include "manyalloc/heap/acc/host_thread.hpp"
 
-namespace manyalloc::ReservePoolPolicies {
+namespace manyalloc::heap::ReservePoolPolicies {
 
 struct HostVirtualMemory {
   using backend = acc::HostThreads;
@@ -40,4 +40,4 @@ struct HostVirtualMemory {
   static std::string classname() { return "HostVirtualMemory"; }
 };
 
-}  // namespace manyalloc::ReservePoolPolicies
+}  // namespace manyalloc::heap::ReservePoolPolicies

@@ -7,7 +7,9 @@
 //      (a warp of 32 lanes asking for 4 KiB takes two fresh pages itself);
 //   2. its shard's slot: one 64-bit atomic add claims chunks (C1); the
 //      unique claim that crosses the segment's end refills the slot (C2);
-//   3. when no page is left: the other shards' segments of the class.
+//   3. when no page is left: the other shards' segments of the class;
+//   4. (each lane still without a chunk, from_larger_class) a chunk of a
+//      larger class.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,10 @@ template <class Config>
 struct ClassSlots {
   static constexpr std::uint32_t slab_bytes = Config::slab_bytes;
   static constexpr std::uint32_t max_extents = 6;
+  using Classes = SizeClasses<Config::classes_per_doubling>;
+  static constexpr std::uint32_t class_count = Classes::count(slab_bytes);
+
+  MANYALLOC_FN static std::uint32_t class_bytes(std::uint32_t cls) { return Classes::bytes(cls); }
 
   MANYALLOC_FN static std::uint32_t per_page(std::uint32_t cls) { return slab_bytes / class_bytes(cls); }
 
@@ -124,8 +130,13 @@ struct ClassSlots {
     const std::uint32_t start = hash_start(h, cls * 977u + shard, seen.generation);
     // The segment being replaced is used up: its pages leave the open count (C4).
     if (seen.base_plus_one != 0u) acc.atomic_sub(&h.shared->open_pages.value, 1u << seen.log_pages);
+    // Reserve the segment's pages in the open count before claiming them,
+    // and shorten it to what the budget had room for: refills of many slots
+    // at once (a fresh heap, mixed sizes) then cannot all see room and
+    // overshoot the budget together. One page is always allowed.
     std::uint32_t log = segment_log_pages(n, Config::segment_chunks);
-    const std::uint32_t open = acc.load(&h.shared->open_pages.value);
+    const std::uint32_t reserved = 1u << log;
+    const std::uint32_t open = acc.atomic_add(&h.shared->open_pages.value, reserved);
     while (log > 0u && open + (1u << log) > h.open_budget) --log;
     std::uint32_t page = no_page;
     // First the hashed word alone, with shorter segments if it must (one
@@ -143,15 +154,20 @@ struct ClassSlots {
       page = PagePool::claim_in_word(acc, h, 1u << log, start);
       if (page != no_page || log == 0u) break;
     }
+    // Keep only the reservation of the pages claimed.
+    const std::uint32_t kept = page != no_page ? 1u << log : 0u;
+    if (kept != reserved) acc.atomic_sub(&h.shared->open_pages.value, reserved - kept);
     // No page left: the open segments of every class give back the pages
-    // they have not started (close_segment), then one more try.
+    // they have not started (shrink_segment), then one more try.
+    if (page == no_page) acc.atomic_add(&h.shared->dry_refills, 1u);
     if (page == no_page && acc.load(&h.shared->open_pages.value) != 0u) {
-      close_all_segments(acc, h);
+      shrink_all_segments(acc, h);
       page = PagePool::claim_in_word(acc, h, 1u, start);
+      log = 0;
+      if (page != no_page) acc.atomic_add(&h.shared->open_pages.value, 1u);
     }
     SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
     if (page != no_page) {
-      acc.atomic_add(&h.shared->open_pages.value, 1u << log);
       init_pages(acc, h, cls, page, 1u << log);
       const std::uint32_t end = n << log;
       const std::uint32_t take = g.need < end ? g.need : end;
@@ -240,12 +256,77 @@ struct ClassSlots {
     }
   }
 
+  // What a refill that found no page does to slot (cls, shard): the pages
+  // of the segment that no chunk has been handed out from go back to the
+  // pool, and the page the cursor is in stays in the slot when it still
+  // holds chunks in use, so its other chunks can still be handed out (a
+  // pool that runs out keeps every started page usable). A page whose
+  // handed-out chunks have all come back is dropped with the rest, as
+  // close_segment does. Both choices are safe at any time; the check of
+  // `used` only picks the one that loses less. Returns the chunks dropped.
   template <class Acc>
-  MANYALLOC_FN static void close_all_segments(const Acc& acc, const SlabLayout& h) {
-    const std::uint32_t classes = class_count(slab_bytes);
-    for (std::uint32_t c = 0; c < classes; ++c) {
-      for (std::uint32_t s = 0; s < h.shards; ++s) close_segment(acc, h, c, s);
+  MANYALLOC_FN static std::uint32_t shrink_segment(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                                   std::uint32_t shard) {
+    std::uint64_t* slot = h.slot(cls, shard);
+    const std::uint32_t n = per_page(cls);
+    for (;;) {
+      const std::uint64_t word = acc.load64(slot);
+      const SlotWord seen = SlotWord::decode(word);
+      const std::uint32_t end = seen.base_plus_one == 0u ? 0u : n << seen.log_pages;
+      if (seen.cursor >= end) return 0;  // empty, or a refill is under way
+      const std::uint32_t base = seen.base_plus_one - 1u;
+      const std::uint32_t pages = 1u << seen.log_pages;
+      const std::uint32_t at = seen.cursor / n;  // the page the cursor is in
+      const std::uint32_t left_in_page = n - seen.cursor % n;
+      const bool keep = left_in_page != n && acc.load(&h.pages[base + at].used) > left_in_page;
+      if (keep && at + 1u == pages) return 0;  // nothing after the kept page
+      SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
+      if (keep) {
+        next.base_plus_one = base + at + 1u;
+        next.cursor = seen.cursor % n;
+      }
+      if (acc.atomic_cas64(slot, word, next.encode()) != word) continue;
+      const std::uint32_t first_dropped = keep ? at + 1u : at;
+      acc.atomic_sub(&h.shared->open_pages.value, pages - (keep ? 1u : 0u));
+      std::uint32_t dropped = 0;
+      for (std::uint32_t p = first_dropped; p < pages; ++p) {
+        const std::uint32_t drop = p == at ? left_in_page : n;
+        acc.fence();
+        if (acc.atomic_sub(&h.pages[base + p].used, drop) == drop) retire(acc, h, base + p);
+        dropped += drop;
+      }
+      return dropped;
     }
+  }
+
+  template <class Acc>
+  MANYALLOC_FN static void shrink_all_segments(const Acc& acc, const SlabLayout& h) {
+    for (std::uint32_t c = 0; c < class_count; ++c) {
+      for (std::uint32_t s = 0; s < h.shards; ++s) shrink_segment(acc, h, c, s);
+    }
+  }
+
+  // Last resort of a request of class `cls` that found no chunk of its class
+  // and no free page: one chunk of a larger class from any open segment
+  // that still has chunks (read first, so that empty slots, whose next
+  // claim would have to refill them, are left alone). Sets `cls` to the
+  // class it came from.
+  template <class Acc>
+  MANYALLOC_FN static std::byte* from_larger_class(const Acc& acc, const SlabLayout& h, std::uint32_t& cls) {
+    for (std::uint32_t c = cls + 1u; c < class_count; ++c) {
+      const std::uint32_t n = per_page(c);
+      for (std::uint32_t s = 0; s < h.shards; ++s) {
+        const SlotWord seen = SlotWord::decode(acc.load64(h.slot(c, s)));
+        if (seen.base_plus_one == 0u || seen.cursor >= (n << seen.log_pages)) continue;
+        Gathered g;
+        g.need = 1;
+        if (from_slot(acc, h, c, s, false, g) == SlotResult::served && g.count == 1u) {
+          cls = c;
+          return address(h, c, g.extents[0], 0);
+        }
+      }
+    }
+    return nullptr;
   }
 
   // S2: a page whose chunks have all come back returns to the pool. Its

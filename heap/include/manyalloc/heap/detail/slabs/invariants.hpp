@@ -77,14 +77,22 @@
 //     so the next claim (cursor 0) is again the unique refiller.
 //  C3 A segment's pages belong to it from the claim of their bits to the
 //     moment their chunks are all handed out; a page is retired only by S2.
-//  C4 `open_pages` counts the pages of segments in slots (added by the
-//     refill that opens a segment, subtracted by the refill or close that
-//     ends it). A refill shortens its segment so that the count stays within
-//     `open_budget` (an eighth of the pages), down to one page: open
-//     segments never hold much of the pool, whatever the mix of classes.
+//  C4 `open_pages` counts the pages of segments in slots (reserved by the
+//     refill that opens a segment before it claims them, one atomic add,
+//     and given back for the pages it did not get; subtracted by the refill,
+//     shrink or close that ends or shortens a segment). A refill shortens
+//     its segment so that the count stays within `open_budget` (an eighth of
+//     the pages), down to one page: open segments never hold much more than
+//     the budget plus one page per slot, however many slots refill at once.
+//  C5 A pool that runs out keeps started pages usable: a refill that finds
+//     no page shrinks every open segment to the page its cursor is in (the
+//     pages after it go back to the pool), and a request that finds nothing
+//     of its class takes a chunk of a larger class. A chunk's class is that
+//     of its page (S2), so a free never needs to know which class was asked.
 //
 // SlabShared: `misuse` and `last_misuse` count reported misuse of the
 // public API; `taken` holds P2's counters; `open_pages` C4's;
+// `dry_refills` counts refills that found the pool without a free page;
 // `unmapped_pages` shrinks the usable page count (P3) for pools that grow.
 #pragma once
 
@@ -112,7 +120,8 @@ struct SlabShared {
   std::uint32_t misuse;
   std::uint32_t last_misuse;
   std::uint32_t unmapped_pages;
-  std::uint32_t line0[29];
+  std::uint32_t dry_refills;  // refills that found no free page (C5)
+  std::uint32_t line0[28];
   Counter taken[taken_shards];  // P2
   Counter open_pages;           // pages of open segments (C4)
 };

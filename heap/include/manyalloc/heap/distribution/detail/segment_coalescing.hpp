@@ -29,7 +29,7 @@
 #include "manyalloc/heap/distribution/detail/segment_warp_free.hpp"
 #include "manyalloc/heap/distribution/detail/segments.hpp"
 
-namespace manyalloc::distribution::detail {
+namespace manyalloc::heap::distribution::detail {
 
 using acc::lowest_lane;
 using acc::highest_lane;
@@ -180,4 +180,4 @@ class SegmentCoalescing {
   unsigned my_header_ = 8;
 };
 
-}  // namespace manyalloc::distribution::detail
+}  // namespace manyalloc::heap::distribution::detail

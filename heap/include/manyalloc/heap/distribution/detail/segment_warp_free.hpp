@@ -26,7 +26,7 @@
 #include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/heap/distribution/detail/segments.hpp"
 
-namespace manyalloc::distribution::detail {
+namespace manyalloc::heap::distribution::detail {
 
 
 // Whether `lane` lies in a complete run, given the uniform masks of the
@@ -87,4 +87,4 @@ MANYALLOC_FN void* free_segment_warp(const Acc& acc, void* ptr, const char* who)
   return reinterpret_cast<void*>(prev);
 }
 
-}  // namespace manyalloc::distribution::detail
+}  // namespace manyalloc::heap::distribution::detail

@@ -35,7 +35,7 @@
 #include "manyalloc/common/platform.hpp"
 #include "manyalloc/common/report.hpp"
 
-namespace manyalloc::distribution::detail {
+namespace manyalloc::heap::distribution::detail {
 
 inline constexpr std::uint32_t seg_free = 1u;
 inline constexpr std::uint32_t seg_superblock = 2u;
@@ -175,4 +175,4 @@ MANYALLOC_FN void* free_segment(const Acc& acc, void* ptr, const char* who) {
   }
 }
 
-}  // namespace manyalloc::distribution::detail
+}  // namespace manyalloc::heap::distribution::detail
