@@ -39,6 +39,8 @@ void usage(std::ostream& os) {
         "  --session=auto|always|never  add the Session to main when the file uses the\n"
         "                           heaps (auto, default), always, or never\n"
         "  --report=PATH            the decisions and their reasons (default: standard error)\n"
+        "  --fail-unless-uniform    exit 1 (file unchanged) when a malloc is not rewritten\n"
+        "                           to the uniform entry point (for builds that rely on it)\n"
         "  --shim-dir=DIR           parse shim (default: next to the installed tool)\n"
         "  --resource-dir=DIR       Clang 14 resource directory\n"
         "  CLANG_ARGS               include paths and macros the file needs (-I, -D)\n"
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
                                                      MANYALLOC_COALESCE_SOURCE_INCLUDE_DIR);
   settings.resource_dir = MANYALLOC_COALESCE_CLANG_RESOURCE_DIR;
   bool output_given = false;
+  bool fail_unless_uniform = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const std::string& prefix) { return a.substr(prefix.size()); };
@@ -127,6 +130,8 @@ int main(int argc, char** argv) {
       session = SessionPolicy::always;
     } else if (a == "--session=never") {
       session = SessionPolicy::never;
+    } else if (a == "--fail-unless-uniform") {
+      fail_unless_uniform = true;
     } else if (a.rfind("--report=", 0) == 0) {
       report_path = value("--report=");
     } else if (a.rfind("--shim-dir=", 0) == 0) {
@@ -183,6 +188,11 @@ int main(int argc, char** argv) {
           << " flagged, " << result.dynamic << " dynamic, " << result.kept << " kept, " << result.left
           << " left, " << result.frees << " free; " << (result.changed ? "rewritten" : "unchanged") << "\n";
 
+  if (fail_unless_uniform && result.flagged + result.dynamic + result.kept + result.left != 0) {
+    std::cerr << "manyalloc-coalesce: error: " << file
+              << ": not every malloc was proven uniform (--fail-unless-uniform); nothing written\n";
+    return exit_not_rewritten;
+  }
   std::string error;
   if (output_given && output == "-") {
     std::cout << result.text;

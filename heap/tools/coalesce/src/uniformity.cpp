@@ -355,8 +355,11 @@ Verdict FunctionUniformity::loop_is_uniform(const Stmt* loop) const {
                          "' is thread-dependent: " + v.why);
     }
   }
+  // A break that leaves this loop under a thread-dependent condition makes
+  // the trip count thread-dependent; a continue does not (see
+  // reached_uniformly), nor does a break out of an inner switch or loop.
   for (const Stmt* exit : loop_exits_) {
-    if (!inside(exit, body)) continue;
+    if (!isa<BreakStmt>(exit) || !inside(exit, body) || innermost_breakable(exit) != loop) continue;
     Verdict v = path(exit, loop);
     if (!v.uniform) {
       return Verdict::no("in a loop (line " + std::to_string(line) + ") that threads may leave early: " + v.why);
@@ -383,7 +386,7 @@ Verdict FunctionUniformity::path(const Stmt* s, const Stmt* stop) const {
   };
   for (const Stmt* cur = s; cur != nullptr && cur != stop;) {
     const Stmt* p = parent(cur);
-    if (p == nullptr) break;
+    if (p == nullptr || p == stop) break;  // stop's own guards are the caller's business
     if (const auto* is = dyn_cast<IfStmt>(p)) {
       if (cur == is->getThen() || cur == is->getElse()) {
         Verdict v = guard(is->getCond(), "under a branch");
@@ -421,10 +424,37 @@ Verdict FunctionUniformity::path(const Stmt* s, const Stmt* stop) const {
   return Verdict::yes();
 }
 
+const Stmt* FunctionUniformity::innermost_breakable(const Stmt* s) const {
+  for (const Stmt* p = parent(s); p != nullptr; p = parent(p)) {
+    if (isa<WhileStmt>(p) || isa<ForStmt>(p) || isa<DoStmt>(p) || isa<CXXForRangeStmt>(p) || isa<SwitchStmt>(p)) {
+      return p;
+    }
+  }
+  return nullptr;
+}
+
 Verdict FunctionUniformity::reached_uniformly(const Stmt* stmt) const {
   Verdict v = path(stmt, function_.getBody());
   if (!v.uniform) return v;
   const SourceManager& sm = context_.getSourceManager();
+  // A continue under a thread-dependent condition skips the rest of its
+  // iteration for some threads: what follows it in the loop body is reached
+  // unevenly, the next iteration's start is not.
+  for (const Stmt* exit : loop_exits_) {
+    if (!isa<ContinueStmt>(exit)) continue;
+    const Stmt* loop = parent(exit);
+    while (loop != nullptr && !(isa<WhileStmt>(loop) || isa<ForStmt>(loop) || isa<DoStmt>(loop) ||
+                                isa<CXXForRangeStmt>(loop))) {
+      loop = parent(loop);
+    }
+    if (loop == nullptr || !inside(stmt, loop) || !sm.isBeforeInTranslationUnit(exit->getBeginLoc(), stmt->getBeginLoc())) {
+      continue;
+    }
+    if (!path(exit, loop).uniform) {
+      return Verdict::no("after a continue that only some threads take (line " +
+                         std::to_string(sm.getPresumedLineNumber(exit->getBeginLoc())) + ")");
+    }
+  }
   for (const Stmt* exit : divergent_exits_) {
     bool affected = sm.isBeforeInTranslationUnit(exit->getBeginLoc(), stmt->getBeginLoc());
     for (const Stmt* p = parent(exit); p != nullptr && !affected; p = parent(p)) {

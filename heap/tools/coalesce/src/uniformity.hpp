@@ -16,9 +16,9 @@
 //    address escapes (address taken, bound to a non-const reference);
 //  - a statement is reached uniformly when every enclosing if/switch/loop
 //    condition and every ?:, && and || guard on the way to it is uniform,
-//    every loop around it has no break/continue/return/goto under a
-//    thread-dependent condition, and no return/goto under a thread-dependent
-//    condition may run before it.
+//    every loop around it has no break/return/goto under a thread-dependent
+//    condition, no continue under one precedes it in its loop body, and no
+//    return/goto under a thread-dependent condition may run before it.
 #pragma once
 
 #include <map>
@@ -78,6 +78,7 @@ class FunctionUniformity {
   Verdict path(const clang::Stmt* s, const clang::Stmt* stop) const;
   Verdict loop_is_uniform(const clang::Stmt* loop) const;
   bool inside(const clang::Stmt* s, const clang::Stmt* ancestor) const;
+  const clang::Stmt* innermost_breakable(const clang::Stmt* s) const;
   Verdict variable(const clang::VarDecl* var) const;
   Verdict call(const clang::CallExpr* call) const;
   bool is_local(const clang::VarDecl* var) const;

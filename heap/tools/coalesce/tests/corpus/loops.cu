@@ -1,5 +1,6 @@
 // Loops: uniform trip counts (constants, kernel arguments) against
-// thread-dependent ones, and loops that some threads leave early.
+// thread-dependent ones, loops that some threads leave early, and a continue
+// that ends an iteration early for some threads.
 constexpr unsigned group = 32;
 constexpr unsigned elems = 4;
 
@@ -16,6 +17,13 @@ __global__ void per_peer(double** send, unsigned rounds) {
   }
   for (unsigned i = 0; i < threadIdx.x; ++i) {
     void* p = malloc(8);  // thread-dependent trip count
+    free(p);
+  }
+  for (unsigned i = 0; i < rounds; ++i) {
+    void* p = malloc(8);  // uniform: the continue below only ends this iteration early
+    if (p == nullptr) continue;
+    void* q = malloc(8);  // after a thread-dependent continue
+    free(q);
     free(p);
   }
   for (unsigned i = 0; i < rounds; ++i) {

@@ -1,5 +1,6 @@
 // Loops: uniform trip counts (constants, kernel arguments) against
-// thread-dependent ones, and loops that some threads leave early.
+// thread-dependent ones, loops that some threads leave early, and a continue
+// that ends an iteration early for some threads.
 #include "manyalloc/heap/coalesce/runtime.hpp"  // added by manyalloc-coalesce
 constexpr unsigned group = 32;
 constexpr unsigned elems = 4;
@@ -17,6 +18,13 @@ __global__ void per_peer(double** send, unsigned rounds) {
   }
   for (unsigned i = 0; i < threadIdx.x; ++i) {
     void* p = manyalloc::heap::coalesce::dynamic_malloc(8);  // thread-dependent trip count
+    manyalloc::heap::coalesce::free(p);
+  }
+  for (unsigned i = 0; i < rounds; ++i) {
+    void* p = manyalloc::heap::coalesce::uniform_malloc(8);  // uniform: the continue below only ends this iteration early
+    if (p == nullptr) continue;
+    void* q = manyalloc::heap::coalesce::dynamic_malloc(8);  // after a thread-dependent continue
+    manyalloc::heap::coalesce::free(q);
     manyalloc::heap::coalesce::free(p);
   }
   for (unsigned i = 0; i < rounds; ++i) {
