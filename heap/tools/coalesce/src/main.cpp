@@ -186,7 +186,8 @@ int main(int argc, char** argv) {
   for (const std::string& line : result.report) *report << line << "\n";
   *report << "manyalloc-coalesce: " << file << ": " << result.uniform << " uniform, " << result.flagged
           << " flagged, " << result.dynamic << " dynamic, " << result.kept << " kept, " << result.left
-          << " left, " << result.frees << " free; " << (result.changed ? "rewritten" : "unchanged") << "\n";
+          << " left, " << result.frees << " free, " << result.already_rewritten
+          << " already rewritten; " << (result.changed ? "rewritten" : "unchanged") << "\n";
 
   if (fail_unless_uniform && result.flagged + result.dynamic + result.kept + result.left != 0) {
     std::cerr << "manyalloc-coalesce: error: " << file

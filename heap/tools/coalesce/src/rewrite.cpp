@@ -178,7 +178,7 @@ RewriteResult rewrite(ASTContext& context, const Plan& plan, UnprovenCalls unpro
       case AllocationKind::dynamic: ++out.dynamic; uses_runtime = true; break;
       case AllocationKind::kept: ++out.kept; break;
       case AllocationKind::left: ++out.left; break;
-      case AllocationKind::already_rewritten: uses_runtime = true; break;
+      case AllocationKind::already_rewritten: ++out.already_rewritten; uses_runtime = true; break;
     }
     const char* target = kind == AllocationKind::uniform   ? " -> uniform_malloc"
                          : kind == AllocationKind::dynamic ? " -> dynamic_malloc"

@@ -20,7 +20,7 @@ struct RewriteResult {
   std::string text;                  // the whole new file
   bool changed = false;
   std::vector<std::string> report;   // one line per decision, "file:line:col: ..."
-  std::size_t uniform = 0, flagged = 0, dynamic = 0, kept = 0, left = 0, frees = 0;
+  std::size_t uniform = 0, flagged = 0, dynamic = 0, kept = 0, left = 0, frees = 0, already_rewritten = 0;
   bool session_added = false;
 };
 

@@ -26,7 +26,7 @@
 //
 // Device state is per translation unit (no relocatable device code needed):
 // every file that includes this header registers a host function that copies
-// the heaps' handles into its own __device__ variable; Session fills all of
+// the heaps' handles into its own __constant__ variable; Session fills all of
 // them. Kernels may therefore live in other files than main.
 //
 // Configuration (macros, the same in every file of a program):
@@ -80,7 +80,17 @@ class Session {
 #include <string>
 #include <vector>
 
-#include "manyalloc/heap/heap.hpp"
+// Only the policies used here (rewritten files compile faster than with
+// heap.hpp).
+#include "manyalloc/heap/acc/cuda.hpp"
+#include "manyalloc/heap/alignment/noop.hpp"
+#include "manyalloc/heap/allocator.hpp"
+#include "manyalloc/heap/creation/scatter.hpp"
+#include "manyalloc/heap/distribution/dynamic_warp.hpp"
+#include "manyalloc/heap/distribution/superblock_map.hpp"
+#include "manyalloc/heap/distribution/uniform.hpp"
+#include "manyalloc/heap/oom/return_null.hpp"
+#include "manyalloc/heap/reserve_pool/cuda_malloc.hpp"
 
 #ifndef MANYALLOC_COALESCE_UNIFORM_POLICY
 #define MANYALLOC_COALESCE_UNIFORM_POLICY WarpHeader
@@ -172,10 +182,13 @@ inline std::vector<Installer>& installers() {
 }  // namespace detail
 
 namespace {
-// Raw bytes: a __device__ variable may not have a dynamic initializer.
+// Constant memory, like kernel arguments: every call reads the handles, and
+// the constant cache serves a warp's identical reads at once (a hand-written
+// kernel gets its handle as an argument, which lives there too).
+// Raw bytes: a __constant__ variable may not have a dynamic initializer.
 // All zero (no session) makes every entry point fall back to CUDA's malloc.
-__device__ alignas(DeviceHandles) unsigned char installed_handles[sizeof(DeviceHandles)];
-__device__ bool installed = false;
+__constant__ alignas(DeviceHandles) unsigned char installed_handles[sizeof(DeviceHandles)];
+__constant__ bool installed = false;
 
 __device__ inline const DeviceHandles& handles() {
   return *reinterpret_cast<const DeviceHandles*>(installed_handles);
