@@ -57,6 +57,8 @@ __device__ int printf(const char*, ...);
 __device__ void* memcpy(void*, const void*, size_t);
 __device__ void* memset(void*, int, size_t);
 __device__ void __assertfail(const char*, const char*, unsigned, const char*, size_t);
+// What assert() expands to with glibc, for device code.
+__device__ void __assert_fail(const char*, const char*, unsigned, const char*) __attribute__((noreturn));
 }
 
 // Vector types and launch configuration.

@@ -93,23 +93,31 @@ void FunctionUniformity::index(const Stmt* s, const Stmt* parent) {
 void FunctionUniformity::classify_use(const DeclRefExpr* ref) {
   const auto* var = dyn_cast<VarDecl>(ref->getDecl());
   if (!is_local(var)) return;
+  // The use is that of the whole member path (`s.a.b` stores into or reads
+  // from s as much as `s` does).
   const Stmt* child = ref;
   const Stmt* p = parents_[ref];
-  while (p != nullptr && isa<ParenExpr>(p)) {
-    child = p;
-    p = parents_[p];
+  while (p != nullptr) {
+    const auto* member = dyn_cast<MemberExpr>(p);
+    const auto* cast = dyn_cast<ImplicitCastExpr>(p);
+    if (isa<ParenExpr>(p) || (member != nullptr && !member->isArrow()) ||
+        (cast != nullptr && (cast->getCastKind() == CK_NoOp || cast->getCastKind() == CK_UncheckedDerivedToBase ||
+                             cast->getCastKind() == CK_DerivedToBase))) {
+      child = p;
+      p = parents_[p];
+      continue;
+    }
+    break;
   }
   if (p == nullptr) return;
   if (const auto* cast = dyn_cast<ImplicitCastExpr>(p)) {
-    if (cast->getCastKind() == CK_LValueToRValue || cast->getCastKind() == CK_NoOp) return;
     if (cast->getCastKind() == CK_ArrayToPointerDecay) {
       escaped_[var] = "an array (its elements live in memory)";
-      return;
     }
-    return;  // other implicit conversions read the value
+    return;  // LValueToRValue and other conversions read the value
   }
   if (const auto* bo = dyn_cast<BinaryOperator>(p)) {
-    if (bo->isAssignmentOp() && bo->getLHS()->IgnoreParens() == ref) {
+    if (bo->isAssignmentOp() && bo->getLHS()->IgnoreParens() == child) {
       definitions_.push_back({var, bo->getRHS(), bo});
     }
     return;
@@ -123,24 +131,12 @@ void FunctionUniformity::classify_use(const DeclRefExpr* ref) {
     return;
   }
   if (const auto* me = dyn_cast<MemberExpr>(p)) {
-    if (me->isArrow()) return;  // a pointer variable read
-    const Stmt* mp = parents_[me];
-    if (const auto* cast = dyn_cast_or_null<ImplicitCastExpr>(mp)) {
-      if (cast->getCastKind() == CK_LValueToRValue) return;
-    }
-    if (const auto* bo = dyn_cast_or_null<BinaryOperator>(mp)) {
-      if (bo->isAssignmentOp() && bo->getLHS()->IgnoreParens() == me) {
-        definitions_.push_back({var, bo->getRHS(), bo});
-        return;
-      }
-    }
-    escaped_[var] = "a member of it is used in a way the analysis does not follow";
-    return;
+    (void)me;
+    return;  // an arrow member: the variable (a pointer) is read
   }
   if (const auto* call = dyn_cast<CallExpr>(p)) {
     if (const auto* member_call = dyn_cast<CXXMemberCallExpr>(call)) {
-      if (member_call->getImplicitObjectArgument() != nullptr &&
-          member_call->getImplicitObjectArgument()->IgnoreParenImpCasts() == ref) {
+      if (call->getCallee()->IgnoreParens() == child) {  // s.method(): the path ends in the callee
         const CXXMethodDecl* method = member_call->getMethodDecl();
         if (method == nullptr || !method->isConst()) escaped_[var] = "a non-const member function is called on it";
         return;
