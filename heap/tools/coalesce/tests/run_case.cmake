@@ -1,5 +1,6 @@
 # One manyalloc-coalesce check (cmake -P), MODE:
-#   corpus      CORPUS/CASE.cu rewritten into WORK equals CORPUS/CASE.expected.cu
+#   corpus      CORPUS/CASE.cu rewritten into WORK (with -o, and in place on a
+#               copy) equals CORPUS/CASE.expected.cu
 #   idempotent  CASE.expected.cu rewritten again is unchanged
 #   nvcc        CASE.expected.cu compiles with NVCC (-c, sm_90) against INCLUDES
 #   unparsable  CORPUS/CASE.cu: the tool fails with an error naming the file,
@@ -30,6 +31,10 @@ if(MODE STREQUAL "corpus")
   run("manyalloc-coalesce on ${input}" ${TOOL} ${tool_args} ${input} -o ${WORK}/${CASE}.out.cu)
   message("${run_output}")
   expect_same_file(${WORK}/${CASE}.out.cu ${expected} "rewrite of ${CASE}")
+  # In place (the default) writes the same bytes.
+  configure_file(${input} ${WORK}/${CASE}.inplace.cu COPYONLY)
+  run("manyalloc-coalesce in place on ${CASE}.cu" ${TOOL} ${tool_args} ${WORK}/${CASE}.inplace.cu)
+  expect_same_file(${WORK}/${CASE}.inplace.cu ${expected} "in-place rewrite of ${CASE}")
 elseif(MODE STREQUAL "idempotent")
   # In place on a copy: an unchanged file must come back byte for byte.
   configure_file(${expected} ${WORK}/${CASE}.again.cu COPYONLY)
