@@ -5,7 +5,8 @@
 // code for everyone. C++17 (see bench.hpp).
 //
 //   throughput  T threads, one chunk each, separate alloc and free launches on
-//               a fresh heap per (threads, size): the first launch is "cold",
+//               a fresh heap per (threads, size): the first launch is "cold"
+//               (its kernels loaded beforehand, so that it times the heap),
 //               the median of the next `repeat` is "warm" (min/max kept)
 //   churn       T threads x R rounds of alloc/write/read/free in ONE kernel,
 //               16 B - 1 KiB, `reps` repetitions on the same heap
@@ -178,6 +179,11 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
   A heap(pool);
   const double init_s = wall_since(t0);
   const auto h = heap.handle();
+  // CUDA loads a kernel when it is first used (lazy module loading): load
+  // both now, so that the cold launch times the heap, not the loader.
+  cudaFuncAttributes attributes{};
+  check(cudaFuncGetAttributes(&attributes, alloc_kernel<decltype(h)>), "cudaFuncGetAttributes (alloc kernel)");
+  check(cudaFuncGetAttributes(&attributes, free_kernel<decltype(h)>), "cudaFuncGetAttributes (free kernel)");
 
   std::vector<double> alloc_s, free_s;
   std::vector<std::uint64_t> fails;
