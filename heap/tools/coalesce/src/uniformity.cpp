@@ -5,6 +5,7 @@
 
 #include "clang/AST/Attr.h"
 #include "clang/AST/ExprCXX.h"
+#include "clang/AST/LambdaCapture.h"
 #include "clang/AST/StmtCXX.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Lex/Lexer.h"
@@ -63,7 +64,17 @@ bool FunctionUniformity::is_local(const VarDecl* var) const {
 void FunctionUniformity::index(const Stmt* s, const Stmt* parent) {
   if (s == nullptr) return;
   parents_[s] = parent;
-  if (isa<LambdaExpr>(s)) return;  // a lambda's body is another function
+  if (const auto* lambda = dyn_cast<LambdaExpr>(s)) {
+    // A lambda's body is another function, but what it captures by
+    // reference it may change.
+    for (const LambdaCapture& capture : lambda->captures()) {
+      if (!capture.capturesVariable() || capture.getCaptureKind() != LCK_ByRef) continue;
+      if (const auto* v = dyn_cast<VarDecl>(capture.getCapturedVar())) {
+        escaped_[v] = "a lambda captures it by reference";
+      }
+    }
+    return;
+  }
   if (const auto* u = dyn_cast<UnaryExprOrTypeTraitExpr>(s)) {
     (void)u;
     return;  // unevaluated operand: nothing in it runs
@@ -211,6 +222,7 @@ Verdict FunctionUniformity::variable(const VarDecl* var) const {
   }
   if (var->isConstexpr()) return Verdict::yes();
   if (is_local(var)) {
+    if (var->getType()->isReferenceType()) return Verdict::no("'" + name + "' is a reference (reads memory)");
     auto it = thread_dependent_.find(var);
     if (it != thread_dependent_.end()) return Verdict::no("'" + name + "' is thread-dependent: " + it->second);
     if (const auto* param = dyn_cast<ParmVarDecl>(var)) {
@@ -452,7 +464,8 @@ Verdict FunctionUniformity::reached_uniformly(const Stmt* stmt) const {
     }
   }
   for (const Stmt* exit : divergent_exits_) {
-    bool affected = sm.isBeforeInTranslationUnit(exit->getBeginLoc(), stmt->getBeginLoc());
+    // A goto may jump backwards: everything in the function is affected.
+    bool affected = !isa<ReturnStmt>(exit) || sm.isBeforeInTranslationUnit(exit->getBeginLoc(), stmt->getBeginLoc());
     for (const Stmt* p = parent(exit); p != nullptr && !affected; p = parent(p)) {
       if ((isa<WhileStmt>(p) || isa<ForStmt>(p) || isa<DoStmt>(p)) && inside(stmt, p)) affected = true;
     }

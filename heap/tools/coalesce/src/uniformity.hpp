@@ -11,14 +11,16 @@
 //    caller's analysis, through ParameterOracle), locals whose every
 //    assignment stores a uniform value in uniform control flow, and
 //    operators, casts and min/max/constexpr calls over uniform operands;
-//  - thread-dependent: threadIdx, any load through a pointer or an array,
-//    globals that are not constant, other calls, and any variable whose
-//    address escapes (address taken, bound to a non-const reference);
+//  - thread-dependent: threadIdx, any load through a pointer, an array or a
+//    reference, globals that are not constant, other calls, and any variable
+//    whose address escapes (address taken, bound to a non-const reference,
+//    captured by reference in a lambda);
 //  - a statement is reached uniformly when every enclosing if/switch/loop
 //    condition and every ?:, && and || guard on the way to it is uniform,
 //    every loop around it has no break/return/goto under a thread-dependent
 //    condition, no continue under one precedes it in its loop body, and no
-//    return/goto under a thread-dependent condition may run before it.
+//    return under a thread-dependent condition may run before it (nor any
+//    goto under one anywhere in the function: it may jump back).
 #pragma once
 
 #include <map>
