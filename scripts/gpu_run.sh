@@ -27,6 +27,12 @@
 #     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
 #                 then checks that no memory was lost (test CudaSoak)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
+#     figures     Figures 3 and 4 of [Steinberger2012] with every allocator of
+#                 the paper beside ours (Scatter, SizeClassSlabs, ListBased,
+#                 MultiList, DeviceMalloc): the operator experiment up to 16384
+#                 workers (the paper's range) and the spread experiment, into
+#                 $OUT/figures.jsonl (log bench_figures.log), plots and report
+#                 in $OUT/figures (~2-3 min)
 #     peers       our heaps side by side with the peer allocators Gallatin,
 #                 Ouroboros and mallocMC 2.6 (heap/bench/peers; their tarballs
 #                 in .carry/peers and Boost headers in .carry/boost, both from
@@ -170,6 +176,23 @@ for stage in "${stages[@]}"; do
       rm -f "$OUT/heap_bench.jsonl"
       timeout 560 build-gpu/heap/bench/suite/manyalloc_heap_bench_cuda all --out "$OUT/heap_bench.jsonl" \
         > "$OUT/bench_all.log" 2> "$OUT/bench_all.err" || status=1 ;;
+    figures)
+      say "== Figures 3 and 4 of [Steinberger2012]: operator and spread experiments, all allocators of the paper"
+      rm -f "$OUT/figures.jsonl"
+      fig_bench=build-gpu/heap/bench/suite/manyalloc_heap_bench_cuda
+      fig_allocs=scatter,slabs,lists,mp-lists,baseline
+      fig_cmd="manyalloc_heap_bench_cuda operator --max-workers 16384 --budget 6 --allocators $fig_allocs; "
+      fig_cmd+="manyalloc_heap_bench_cuda spread --allocators $fig_allocs"
+      timeout 240 "$fig_bench" operator --max-workers 16384 --budget 6 --allocators "$fig_allocs" \
+        --out "$OUT/figures.jsonl" > "$OUT/bench_figures.log" 2>&1
+      rc=$?
+      timeout 150 "$fig_bench" spread --allocators "$fig_allocs" --out "$OUT/figures.jsonl" \
+        >> "$OUT/bench_figures.log" 2>&1 || rc=1
+      say "figures: exit $rc, $(grep -c '"verified":true' "$OUT/figures.jsonl") verified of $(wc -l < "$OUT/figures.jsonl") records"
+      [[ $rc -eq 0 ]] || status=1
+      python3 heap/bench/report/report.py "$OUT/figures.jsonl" --figures --out-dir "$OUT/figures" \
+        --env "$OUT/environment.txt" --command "$fig_cmd" >> "$LOG" 2>&1 \
+        || say "figures report.py failed (run it here on the fetched figures.jsonl)" ;;
     peers)
       say "== peers: our heaps side by side with Gallatin, Ouroboros, mallocMC"
       peers_opt=(-DMANYALLOC_PEERS_DIR="$PWD/.carry/peers")

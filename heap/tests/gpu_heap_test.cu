@@ -10,7 +10,8 @@
 
 namespace manyalloc::heap::testing {
 
-using CudaCases = ::testing::Types<ScatterCase<CudaRunner>, SlabsCase<CudaRunner>>;
+using CudaCases = ::testing::Types<ScatterCase<CudaRunner>, SlabsCase<CudaRunner>, ListCase<CudaRunner>,
+                                   MultiListCase<CudaRunner>>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Cuda, HeapTest, CudaCases, CaseName);
 
 namespace {

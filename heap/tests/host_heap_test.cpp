@@ -9,7 +9,8 @@
 
 namespace manyalloc::heap::testing {
 
-using HostCases = ::testing::Types<ScatterCase<HostRunner>, SlabsCase<HostRunner>>;
+using HostCases = ::testing::Types<ScatterCase<HostRunner>, SlabsCase<HostRunner>, ListCase<HostRunner>,
+                                   MultiListCase<HostRunner>>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Host, HeapTest, HostCases, CaseName);
 
 TEST(HostHeap, BadAllocExceptionThrowsOnExhaustion) {

@@ -4,12 +4,14 @@
 
     python3 heap/bench/report/report.py RESULTS.jsonl [MORE.jsonl ...] \
         [--env environment.txt] [--out-dir DIR] [--md REPORT.md] \
-        [--command "the exact benchmark command"] [--title TEXT]
+        [--command "the exact benchmark command"] [--title TEXT] [--figures]
 
 --env defaults to environment.txt next to the first JSONL (written by
 scripts/gpu_run.sh: 'date: ...', 'commit: ...', 'name, driver, memory' CSV,
 the nvcc version line, 'cpus: N'). Plots go to --out-dir (default: the
-JSONL's folder), the report to --md (default OUT_DIR/REPORT.md).
+JSONL's folder), the report to --md (default OUT_DIR/REPORT.md). --figures
+makes only Figures 3 and 4 of [Steinberger2012] (operator and spread
+records) and their report (scripts/gpu_run.sh stage `figures`).
 Needs matplotlib (Debian: python3-matplotlib).
 """
 import argparse
@@ -79,6 +81,9 @@ def short(alloc):
         return name
     if first.startswith("Reference"):
         return "contiguous array"
+    for name in ("SizeClassSlabs", "ListBased", "MultiList"):
+        if first.startswith(name + "["):
+            return name
     return first
 
 
@@ -333,6 +338,37 @@ def fig_access(recs, out_dir, made, device):
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     savefig(fig, out_dir, "fig_access.png", made)
+
+
+def fig_spread(recs, out_dir, made, device):
+    """[Steinberger2012] Figure 4: fragmentation and access time against the
+    spread of request sizes, one column per worker count."""
+    rows = by(recs, "spread")
+    if not rows:
+        return
+    counts = sorted({r["threads"] for r in rows})
+    clock = next((r.get("clock") for r in rows if r.get("clock")), "cycles")
+    metrics = (("internal_frag", "internal fragmentation (eq. 1)"), ("external_frag", "external fragmentation (eq. 2)"),
+               ("access_cycles", f"access: {clock} cycles per word"))
+    fig, axes = plt.subplots(len(metrics), len(counts), figsize=(max(8.0, 5.2 * len(counts)), 9), squeeze=False)
+    for col, n in enumerate(counts):
+        for row, (key, label) in enumerate(metrics):
+            ax = axes[row][col]
+            for a in allocators(rows):
+                pts = sorted((r["spread"], r[key]) for r in rows
+                             if r["threads"] == n and short(r["allocator"]) == a and r.get(key) is not None)
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], label=a, markersize=4, **style(a))
+            ax.set_title(f"{n} workers", fontsize=9)
+            ax.set_xlabel("spread of request sizes (bytes, mean 512 B)", fontsize=8)
+            ax.set_ylabel(label, fontsize=8)
+            ax.grid(True, alpha=0.3)
+            ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=7)
+    r0 = rows[0]
+    fig.suptitle(f"Fragmentation and access time, p_alloc = p_free = {r0.get('p_alloc', 0.6)}, heap "
+                 f"{fmt_bytes(r0.get('heap_bytes', 0))} (Fig. 4; {device})", fontsize=10)
+    savefig(fig, out_dir, "fig4_spread.png", made)
 
 
 def fig_slots(recs, out_dir, made, device):
@@ -667,6 +703,103 @@ def report(recs, env, args, made):
     return "\n".join(md)
 
 
+def report_figures(recs, env, args, made):
+    """The report of Figures 3 and 4 of [Steinberger2012] with every allocator of
+    the paper beside ours (scripts/gpu_run.sh stage `figures`)."""
+    md = []
+    device = next((r["device"] for r in recs), "?")
+    md.append(f"# {args.title}\n")
+    md.append("Figures 3 and 4 of [Steinberger2012] (keys in docs/REFERENCES.md) reproduced on one device: "
+              "ScatterAlloc (our `Scatter`), the paper's two list-based allocators of its section 4 "
+              "(`ListBased`, the \"size list\", and `MultiList`, the \"mp lists\"), CUDA's `malloc` "
+              "(`DeviceMalloc`; `HostMalloc` on host threads) and our `SizeClassSlabs`. XMalloc, the paper's "
+              "fifth allocator, is not part of this comparison.\n")
+    envrows = [("device", env.get("gpu", device)), ("driver", env.get("driver", "-")),
+               ("memory", env.get("memory", "-")), ("CUDA", env.get("cuda", "-")),
+               ("commit", env.get("commit", "-")), ("date", env.get("date", "-")), ("CPUs", env.get("cpus", "-")),
+               ("records", f"{len(recs)} from {', '.join(os.path.basename(p) for p in args.jsonl)}")]
+    if args.command:
+        envrows.append(("command", f"`{args.command}`"))
+    md.append(table(["", ""], envrows) + "\n")
+    md.append("Allocators: " + "; ".join(
+        f"**{short(a)}** = `{a}`" for a in sorted({r['allocator'] for r in recs})) + "\n")
+    bad = [r for r in recs if not r.get("verified", False)]
+    md.append("## Verification\n")
+    if bad:
+        md.append(f"**{len(bad)} of {len(recs)} records FAILED verification**:\n")
+        md.append(table(["experiment", "allocator", "threads", "bytes", "spread", "corrupt", "overlaps", "note"],
+                        [(r["experiment"], short(r["allocator"]), r["threads"], r["bytes"], r.get("spread", "-"),
+                          r.get("corrupt", "-"), r.get("overlaps", "-"), r.get("note", "")) for r in bad[:30]]) + "\n")
+    else:
+        md.append(f"All {len(recs)} records passed verification: chunks were marked when allocated and checked "
+                  "when freed, no two live chunks overlapped, the words rewritten by the access launch read back, "
+                  "and the list heaps' segment lists passed their invariant walk.\n")
+
+    op = [r for r in recs if r["experiment"] in ("operator_alloc", "operator_free")]
+    if op:
+        clock = next((r.get("clock") for r in op if r.get("clock")), "cycles")
+        md.append("## Figure 3: cycles per alloc and per free against the number of workers\n")
+        md.append(f"A random sequence of kernels (p_alloc = p_free = {op[0].get('p_alloc', 0.75)}); every worker "
+                  f"times each of its calls with the {clock} counter inside the kernel; mean over all timed calls "
+                  "after the warm-up. Sizes 16, 32, 64 and 128 B as in the paper.\n")
+        if "fig3_operator.png" in made:
+            md.append("![Figure 3](fig3_operator.png)\n")
+        names = allocators(op)
+        top = max(r["threads"] for r in op)
+        marks = sorted({t for t in (32, 256, 1024, 4096, top) if any(r["threads"] == t for r in op)})
+        for which in ("alloc", "free"):
+            rows = []
+            for b in sorted({r["bytes"] for r in op}):
+                for a in names:
+                    row = [fmt_bytes(b), a]
+                    for t in marks:
+                        r = pick(op, experiment=f"operator_{which}", bytes=b, alloc=a, threads=t)
+                        row.append(f"{r['cycles_per_op']:.3g}" if r and r.get("cycles_per_op") else "-")
+                    rows.append(row)
+            md.append(f"Cycles per {which}:\n")
+            md.append(table(["size", "allocator"] + [f"{t} workers" for t in marks], rows) + "\n")
+        stopped = sorted({(short(r["allocator"]), r["bytes"], max(x["threads"] for x in op
+                          if short(x["allocator"]) == short(r["allocator"]) and x["bytes"] == r["bytes"]))
+                          for r in op})
+        short_runs = [f"{a} {fmt_bytes(b)} up to {t}" for a, b, t in stopped if t < top]
+        if short_runs:
+            md.append("Series stopped early by the time budget (--budget): " + "; ".join(short_runs) + ".\n")
+    sp = by(recs, "spread")
+    if sp:
+        md.append("## Figure 4: fragmentation and access time against the spread of request sizes\n")
+        r0 = sp[0]
+        md.append(f"p_alloc = p_free = {r0.get('p_alloc')}, request sizes uniform in [512 - spread/2, 512 + spread/2], "
+                  f"heaps of {fmt_bytes(r0.get('heap_bytes', 0))} as in the paper; fragmentation by equations (1) "
+                  "and (2) averaged over the measured steps (CUDA's malloc cannot be inspected: no values); access "
+                  "time: cycles per 32-bit word when every worker reads and rewrites its live chunks.\n")
+        if "fig4_spread.png" in made:
+            md.append("![Figure 4](fig4_spread.png)\n")
+        rows = []
+        for n in sorted({r["threads"] for r in sp}):
+            for a in allocators(sp):
+                for spread in sorted({r["spread"] for r in sp}):
+                    r = next((r for r in sp if r["threads"] == n and r["spread"] == spread
+                              and short(r["allocator"]) == a), None)
+                    if not r:
+                        continue
+                    rows.append([n, a, int(spread), pct(r.get("internal_frag")), pct(r.get("external_frag")),
+                                 f"{r.get('access_cycles', 0):.3g}", f"{r.get('cycles_alloc', 0):.3g}",
+                                 f"{r.get('cycles_free', 0):.3g}", pct(r.get("fill")), r["fails"]])
+        md.append(table(["workers", "allocator", "spread (B)", "internal frag", "external frag", "access cycles/word",
+                         "cycles/alloc", "cycles/free", "mean fill", "fails"], rows) + "\n")
+    md.append("## Caveats\n")
+    notes = list(args.notes or [])
+    notes.append("The list-based allocators follow the description of [Steinberger2012] section 4 (our reimplementation; "
+                 "the paper's code is not available): one lock per list synchronises its pointers, and a freed "
+                 "segment merges with both free neighbours (the paper names the successor), see "
+                 "heap/include/manyalloc/heap/detail/lists/invariants.hpp. MultiList has one list per multiprocessor.")
+    notes.append("Cycles are measured around each call inside the kernel and include waiting for locks, for the "
+                 "warp's other lanes and for memory, as in the paper.")
+    md += [f"- {g}" for g in dict.fromkeys(notes)]
+    md.append("")
+    return "\n".join(md)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("jsonl", nargs="+")
@@ -676,6 +809,8 @@ def main():
     ap.add_argument("--command", default="")
     ap.add_argument("--title", default="manyalloc heap: benchmark report")
     ap.add_argument("--note", dest="notes", action="append", help="extra line for the gaps section")
+    ap.add_argument("--figures", action="store_true",
+                    help="only Figures 3 and 4 of [Steinberger2012] (operator and spread records) and their report")
     args = ap.parse_args()
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.jsonl[0]))
     os.makedirs(out_dir, exist_ok=True)
@@ -685,12 +820,16 @@ def main():
         sys.exit("no heap records found")
     device = env.get("gpu") or recs[0].get("device", "?")
     made = []
-    for f in (fig_throughput, fig_operator, fig_large, fig_fragmentation, fig_temporal, fig_access, fig_slots):
+    figures = (fig_operator, fig_spread) if args.figures else (
+        fig_throughput, fig_operator, fig_large, fig_fragmentation, fig_temporal, fig_access, fig_slots, fig_spread)
+    for f in figures:
         try:
             f(recs, out_dir, made, device)
         except Exception as e:  # a figure must not take the report down with it
             print(f"{f.__name__}: {e}", file=sys.stderr)
-    text = report(recs, env, args, made)
+    if args.figures and args.title == ap.get_default("title"):
+        args.title = "manyalloc heap: Figures 3 and 4 of [Steinberger2012]"
+    text = (report_figures if args.figures else report)(recs, env, args, made)
     md = args.md or os.path.join(out_dir, "REPORT.md")
     with open(md, "w") as f:
         f.write(text)

@@ -12,7 +12,7 @@ namespace manyalloc::heap::bench {
 
 inline const std::vector<std::string>& experiment_names() {
   static const std::vector<std::string> names{"operator", "throughput", "large", "fragmentation",
-                                              "temporal", "access",     "slots"};
+                                              "temporal", "access",     "slots", "spread"};
   return names;
 }
 
@@ -46,8 +46,10 @@ inline std::vector<std::string> parse_names(const std::string& s) {
   std::stringstream in(s);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (item != "scatter" && item != "scatter-tuned" && item != "slabs" && item != "baseline")
-      throw std::invalid_argument("unknown allocator '" + item + "' (scatter, scatter-tuned, slabs, baseline)");
+    if (item != "scatter" && item != "scatter-tuned" && item != "slabs" && item != "lists" && item != "mp-lists" &&
+        item != "baseline" && item != "all")
+      throw std::invalid_argument("unknown allocator '" + item +
+                                  "' (scatter, scatter-tuned, slabs, lists, mp-lists, baseline, all)");
     v.push_back(item);
   }
   return v;
@@ -55,7 +57,8 @@ inline std::vector<std::string> parse_names(const std::string& s) {
 
 inline const char* usage() {
   return "usage: manyalloc_heap_bench_{cuda,host} EXPERIMENT [options]\n"
-         "Runs each allocator configuration (Scatter, a tuned Scatter, and the baseline:\n"
+         "Runs each allocator configuration (Scatter, a tuned Scatter, SizeClassSlabs, the\n"
+         "list-based ListBased and MultiList of [Steinberger2012] section 4, and the baseline:\n"
          "CUDA device malloc on the GPU, the C library's malloc on the host) side by side\n"
          "in one process; every run is verified (chunks marked and read back, no two live\n"
          "chunks overlap). JSON Lines go to --out (appended); progress goes to stderr.\n"
@@ -72,6 +75,10 @@ inline const char* usage() {
          "                 (p_alloc 0.05 per step); cycles, CV, fill level per step\n"
          "  access         time for every worker to read and write its chunk\n"
          "  slots          getAvailableSlots from the host and from the device\n"
+         "  spread         Fig. 4: p_alloc = p_free = 0.6, sizes uniform around 512 B with\n"
+         "                 spread 0 .. 896 B (--sizes gives the spreads), 1024 and 4096\n"
+         "                 workers, 16 MiB heaps: internal/external fragmentation, cycles\n"
+         "                 per word of access to the live chunks\n"
          "  all            every experiment above, each in a child process\n"
          "options:\n"
          "  --quick            tiny configuration (seconds; the CI smoke test)\n"
@@ -83,7 +90,8 @@ inline const char* usage() {
          "  --heap-mb M        heap size for throughput/fragmentation/temporal/large/slots\n"
          "  --max-workers N    operator: largest N_worker (default: full occupancy)\n"
          "  --steps S          operator/temporal: measured kernel steps\n"
-         "  --allocators L     subset of scatter,scatter-tuned,slabs,baseline (default all)\n"
+         "  --allocators L     subset of scatter,scatter-tuned,slabs,lists,mp-lists,baseline,\n"
+         "                     or all (default: all but the list baselines lists, mp-lists)\n"
          "  --out FILE         JSON Lines output, appended (default heap_bench.jsonl)\n";
 }
 

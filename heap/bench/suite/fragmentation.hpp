@@ -7,7 +7,9 @@
 //                            heap's bytes (launch granularity: requests of
 //                            one step are concurrent and have no order)
 //   usable_share_full        requested bytes held when a step got nothing
-//   internal_frag / external_frag / overhead (Scatter, from its page table)
+//   internal_frag / external_frag / overhead (Scatter, from its page table;
+//                            SizeClassSlabs and the list heaps from their
+//                            layouts: slab_metrics.hpp, list_metrics.hpp)
 //                            at the full state and again after a random half
 //                            of the chunks was freed (state "half_freed")
 //   slots_before / slots_after  getAvailableSlots(size) on the empty heap and
@@ -23,7 +25,9 @@
 
 #include "bench_common.hpp"
 #include "context.hpp"
+#include "list_metrics.hpp"
 #include "scatter_metrics.hpp"
+#include "slab_metrics.hpp"
 
 namespace manyalloc::heap::bench {
 
@@ -108,6 +112,32 @@ void record_page_table(Measurement& m, const Heap& heap, const std::vector<void*
   m.extra["free_bytes"] = f.free_bytes;
 }
 
+// The same measures for the heaps of other layouts; false when a list heap
+// failed its invariant walk.
+template <class Heap, class Sizes>
+bool record_layout(Measurement& m, const Heap& heap, const std::vector<void*>& live, const Sizes& sizes,
+                   double heap_bytes) {
+  if constexpr (HasPageTable<Heap>) {
+    record_page_table(m, heap, live, sizes, heap_bytes);
+  } else if constexpr (HasSlabPages<Heap>) {
+    const SlabStats st = slab_stats(heap, live, sizes);
+    m.extra["internal_frag"] = st.internal;
+    m.extra["external_frag"] = st.external;
+    m.extra["free_bytes"] = st.free_bytes;
+  } else if constexpr (HasSegmentLists<Heap>) {
+    const ListStats st = list_stats(heap);
+    m.extra["internal_frag"] = st.internal;
+    m.extra["external_frag"] = st.external;
+    m.extra["overhead"] = st.overhead_bytes / heap_bytes;
+    m.extra["free_bytes"] = st.free_bytes;
+    return st.consistent;
+  }
+  return true;
+}
+
+template <class Heap>
+inline constexpr bool layout_readable = HasPageTable<Heap> || HasSlabPages<Heap> || HasSegmentLists<Heap>;
+
 template <class P>
 void fragmentation_experiment(Context& ctx, AllocatorSet<P>& set, const FragmentationConfig& c) {
   using Runner = typename P::Runner;
@@ -175,18 +205,16 @@ void fragmentation_experiment(Context& ctx, AllocatorSet<P>& set, const Fragment
         Measurement half = m;
         half.tags["state"] = "half_freed";
         m.tags["state"] = "full";
-        if constexpr (HasPageTable<Heap>) {
-          record_page_table(m, heap, host_ptrs, sizes, heap_bytes);
-        }
+        bool consistent = record_layout(m, heap, host_ptrs, sizes, heap_bytes);
         corrupt.zero();
         Runner::run(static_cast<std::uint32_t>(chunks),
                     CheckAndFree<Handle>{heap.handle(), bytes, c.workers, ptrs.data(), corrupt.data(), 1});
-        if constexpr (HasPageTable<Heap>) {
+        if constexpr (layout_readable<Heap>) {
           auto left = ptrs.to_host();
           left.resize(chunks);
           double live = 0;
           for (std::size_t i = 0; i < chunks; ++i) live += left[i] != nullptr ? static_cast<double>(sizes[i]) : 0.0;
-          record_page_table(half, heap, left, sizes, heap_bytes);
+          consistent = record_layout(half, heap, left, sizes, heap_bytes) && consistent;
           half.extra["fill"] = live / heap_bytes;
         }
         Runner::run(static_cast<std::uint32_t>(chunks),
@@ -195,10 +223,10 @@ void fragmentation_experiment(Context& ctx, AllocatorSet<P>& set, const Fragment
           if (bytes != 0) half.extra["slots_after"] = m.extra["slots_after"] = static_cast<double>(heap.getAvailableSlots(bytes));
         }
         const std::uint32_t bad = corrupt.to_host()[0];
-        m.verified = half.verified = bad == 0 && overlaps == 0;
+        m.verified = half.verified = bad == 0 && overlaps == 0 && consistent;
         if (!m.verified) m.extra["corrupt"] = half.extra["corrupt"] = bad, m.extra["overlaps"] = half.extra["overlaps"] = static_cast<double>(overlaps);
         ctx.emit(m);
-        if constexpr (HasPageTable<Heap>) ctx.emit(half);
+        if constexpr (layout_readable<Heap>) ctx.emit(half);
         progress.step(source.name + " " + size_label(bytes));
         source.release();
       }

@@ -1,5 +1,6 @@
-// Heap benchmark on a CUDA GPU: Scatter (default and tuned) and SizeClassSlabs against CUDA's
-// device malloc. Cycles are clock64() SM cycles.
+// Heap benchmark on a CUDA GPU: Scatter (default and tuned), SizeClassSlabs and
+// the list-based baselines ListBased and MultiList against CUDA's device
+// malloc. Cycles are clock64() SM cycles.
 #include <algorithm>
 
 #include "manyalloc_support/cuda_runner.hpp"
@@ -31,6 +32,8 @@ struct CudaPlatform {
   using Scatter = CudaHeap<ma::heap::CreationPolicies::Scatter<>>;
   using ScatterTuned = CudaHeap<ma::heap::CreationPolicies::Scatter<TunedHeap>>;
   using Slabs = CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>;
+  using Lists = CudaHeap<ma::heap::CreationPolicies::ListBased<>>;
+  using MultiLists = CudaHeap<ma::heap::CreationPolicies::MultiList<>>;
   using Baseline = ma::heap::Allocator<ma::heap::CreationPolicies::DeviceMalloc, ma::heap::DistributionPolicies::NoOp,
                                  ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaSetLimits,
                                  ma::heap::AlignmentPolicies::NoOp>;

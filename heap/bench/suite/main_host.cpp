@@ -1,5 +1,6 @@
-// Heap benchmark on host threads: Scatter (default and tuned) and SizeClassSlabs against the C
-// library's malloc. Cycles are rdtsc ticks (steady_clock ns off x86-64).
+// Heap benchmark on host threads: Scatter (default and tuned), SizeClassSlabs
+// and the list-based baselines ListBased and MultiList against the C library's
+// malloc. Cycles are rdtsc ticks (steady_clock ns off x86-64).
 #include <algorithm>
 #include <thread>
 
@@ -21,6 +22,8 @@ struct HostPlatform {
   using Scatter = HostHeap<ma::heap::CreationPolicies::Scatter<>>;
   using ScatterTuned = HostHeap<ma::heap::CreationPolicies::Scatter<TunedHeap>>;
   using Slabs = HostHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>;
+  using Lists = HostHeap<ma::heap::CreationPolicies::ListBased<>>;
+  using MultiLists = HostHeap<ma::heap::CreationPolicies::MultiList<>>;
   using Baseline = ma::heap::Allocator<ma::heap::CreationPolicies::HostMalloc, ma::heap::DistributionPolicies::NoOp,
                                  ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::HostPool,
                                  ma::heap::AlignmentPolicies::NoOp>;

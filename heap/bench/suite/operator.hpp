@@ -171,6 +171,7 @@ void operator_experiment(Context& ctx, AllocatorSet<P>& set, const OperatorConfi
           m.fails = which == 0 ? cnt[0] : 0;
           m.verified = cnt[1] == 0 && overlaps == 0;
           m.extra["cycles_per_op"] = mc.mean;
+          m.extra[which == 0 ? "cycles_alloc" : "cycles_free"] = mc.mean;
           m.extra["cycles_cv"] = mc.cv;
           m.extra["launches"] = which == 0 ? alloc_launches : free_launches;
           m.extra["p_alloc"] = c.p_alloc;

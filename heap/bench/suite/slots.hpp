@@ -75,7 +75,10 @@ void slots_experiment(Context& ctx, AllocatorSet<P>& set, const SlotsConfig& c) 
           h.seconds = median(host_s);
           h.verified = true;
           h.extra["slots"] = static_cast<double>(host_count);
-          h.extra["pages"] = heap.creation().layout().page_count;
+          if constexpr (requires { heap.creation().layout().page_count; })
+            h.extra["pages"] = heap.creation().layout().page_count;
+          else
+            h.extra["lists"] = heap.creation().layout().lists;
           h.extra["heap_bytes"] = static_cast<double>(c.heap);
           h.tags["state"] = state_name;
           ctx.emit(h);

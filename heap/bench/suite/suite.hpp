@@ -23,6 +23,7 @@
 #include "operator.hpp"
 #include "records.hpp"
 #include "slots.hpp"
+#include "spread.hpp"
 #include "temporal.hpp"
 #include "throughput.hpp"
 
@@ -40,6 +41,8 @@ inline std::string short_name(const std::string& allocator) {
     return out;
   }
   if (s.rfind("SizeClassSlabs[", 0) == 0) return "SizeClassSlabs";
+  if (s.rfind("ListBased[", 0) == 0) return "ListBased";
+  if (s.rfind("MultiList[", 0) == 0) return "MultiList";
   return s;
 }
 
@@ -73,7 +76,8 @@ inline void print_summary(const std::vector<Measurement>& ms) {
     std::printf("%-22s %-28.28s %9llu %9llu %12.3f %12.0f %8llu %s", m.experiment.c_str(), short_name(m.allocator).c_str(),
                 static_cast<unsigned long long>(m.threads), static_cast<unsigned long long>(m.bytes), m.ops_per_s() / 1e6,
                 c == m.extra.end() ? 0.0 : c->second, static_cast<unsigned long long>(m.fails), m.verified ? "yes" : "NO");
-    for (const char* k : {"usable_share_first_fail", "usable_share_full", "internal_frag", "external_frag", "fill", "slots"})
+    for (const char* k : {"usable_share_first_fail", "usable_share_full", "internal_frag", "external_frag", "fill", "slots",
+                          "spread", "cycles_alloc", "cycles_free", "access_cycles"})
       if (auto it = m.extra.find(k); it != m.extra.end()) std::printf(" %s=%.4g", k, it->second);
     if (auto it = m.tags.find("state"); it != m.tags.end()) std::printf(" state=%s", it->second.c_str());
     std::printf("\n");
@@ -110,6 +114,9 @@ int run_one(Context& ctx) {
   } else if (e == "access") {
     const auto c = access_config<P>(ctx);
     with_allocators<P>(ctx, c, c.baseline_heap, [](auto& x, auto& s, auto& k) { access_experiment<P>(x, s, k); });
+  } else if (e == "spread") {
+    const auto c = spread_config<P>(ctx);
+    with_allocators<P>(ctx, c, c.heap, [](auto& x, auto& s, auto& k) { spread_experiment<P>(x, s, k); });
   } else if (e == "slots") {
     const auto c = slots_config<P>(ctx);
     with_allocators<P>(ctx, c, c.heap, [](auto& x, auto& s, auto& k) { slots_experiment<P>(x, s, k); });

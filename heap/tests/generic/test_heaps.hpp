@@ -41,11 +41,63 @@ struct SlabsCase : Runner {
   static constexpr std::size_t page_bytes = CreationPolicies::SizeClassSlabsConfig::slab_bytes;
 };
 
+template <class Runner, class Creation>
+using ListHeap = Allocator<Creation, DistributionPolicies::NoOp, OOMPolicies::ReturnNull, typename Runner::Pool,
+                           AlignmentPolicies::Shrink<16>>;
+
+// The list-based baselines of [Steinberger2012] section 4. They have no
+// pages: page_bytes only scales the suite's large requests. A MultiList
+// request must fit into one of its lists, so the requests of half the heap
+// are left out for it (serves_whole_heap). A list serves one request at a
+// time, so the suite gives them the paper's heap (16 MiB) and at most 4096
+// workers (the largest count of its Figure 4) instead of a GPU's full
+// occupancy.
+template <class Runner, class Creation, bool WholeHeap>
+struct ListCaseOf : Runner {
+  using Heap = ListHeap<Runner, Creation>;
+  using ReuseHeap = Heap;
+  static constexpr bool scatter = false;
+  static constexpr bool serves_whole_heap = WholeHeap;
+  static constexpr std::size_t page_bytes = 4096;
+  static constexpr const char* case_name = WholeHeap ? "ListBased" : "MultiList";
+  static std::size_t heap_bytes() { return std::min<std::size_t>(Runner::heap_bytes(), std::size_t{16} << 20); }
+  static std::uint32_t many_workers() { return std::min<std::uint32_t>(Runner::many_workers(), 4096u); }
+};
+template <class Runner>
+using ListCase = ListCaseOf<Runner, CreationPolicies::ListBased<>, true>;
+template <class Runner>
+using MultiListCase = ListCaseOf<Runner, CreationPolicies::MultiList<>, false>;
+
+// Whether a case serves one request as large as half its heap (every case
+// that does not say otherwise).
+template <class Case>
+constexpr bool serves_whole_heap() {
+  if constexpr (requires { Case::serves_whole_heap; }) return Case::serves_whole_heap;
+  else return true;
+}
+
+// Bytes a heap hands out from: pages for the page-based policies, the lists'
+// data area for the list-based ones.
+template <class Heap>
+std::uint64_t heap_data_bytes(const Heap& heap, std::size_t page_bytes) {
+  const auto& l = heap.creation().layout();
+  if constexpr (requires { l.page_count; }) return std::uint64_t{l.page_count} * page_bytes;
+  else return l.data_bytes();
+}
+
+// Used chunks, pages or segments left (0 once everything was freed).
+template <class Statistics>
+std::uint64_t in_use(const Statistics& st) {
+  if constexpr (requires { st.pages_in_use; }) return st.pages_in_use;
+  else return st.segments_in_use;
+}
+
 // Test names: "Host/HeapTest/Scatter.OverlapUntilFull", ...
 struct CaseName {
   template <class Case>
   static std::string GetName(int) {
-    return Case::scatter ? "Scatter" : "SizeClassSlabs";
+    if constexpr (requires { Case::case_name; }) return Case::case_name;
+    else return Case::scatter ? "Scatter" : "SizeClassSlabs";
   }
 };
 

@@ -8,6 +8,8 @@
 #include "manyalloc/heap/alignment/shrink.hpp"
 #include "manyalloc/heap/allocator.hpp"
 #include "manyalloc/heap/creation/host_malloc.hpp"
+#include "manyalloc/heap/creation/list_based.hpp"
+#include "manyalloc/heap/creation/multi_list.hpp"
 #include "manyalloc/heap/creation/scatter.hpp"
 #include "manyalloc/heap/creation/size_class_slabs.hpp"
 #include "manyalloc/heap/distribution/dynamic_warp.hpp"

@@ -12,6 +12,11 @@ concept HasPagesize = requires { { P::pagesize } -> std::convertible_to<std::uin
 template <class P>
 concept HasAlignment = requires { { P::alignment } -> std::convertible_to<std::uint32_t>; };
 
+// Creation policies whose chunks start at a fixed alignment only (the list
+// heaps: a 32-byte header in front of 16-byte granules).
+template <class P>
+concept HasChunkAlignment = requires { { P::chunk_alignment } -> std::convertible_to<std::uint32_t>; };
+
 template <class CP, class DP, class OP, class RP, class AP>
 struct PolicyChecks {
   static_assert(!CP::needs_addressable_pool || RP::addressable,
@@ -35,6 +40,14 @@ struct PolicyChecks {
   }
   static_assert(alignment_fits_pages(),
                 "the AlignmentPolicy's alignment must divide the CreationPolicy's page size");
+
+  static constexpr bool alignment_fits_chunks() {
+    if constexpr (HasChunkAlignment<CP> && HasAlignment<AP>) return AP::alignment <= CP::chunk_alignment;
+    return true;
+  }
+  static_assert(alignment_fits_chunks(),
+                "this CreationPolicy aligns its chunks to chunk_alignment bytes only: pick an AlignmentPolicy "
+                "whose alignment is no larger (e.g. Shrink<16> for ListBased and MultiList)");
 };
 
 }  // namespace manyalloc::heap::detail
