@@ -71,6 +71,7 @@ targets=(manyalloc_heap_gpu_tests manyalloc_heap_distribution_gpu_tests manyallo
          manyalloc_coalescing_bench)
 rewrite_opt=()
 if [[ " ${stages[*]} " == *" coalescing-rewrite "* ]]; then
+  [[ "${stages[*]}" == coalescing-rewrite ]] && targets=()  # alone: build only its benchmark
   targets+=(manyalloc_coalescing_rewrite_bench)
   [[ -d .carry/coalesce ]] && rewrite_opt=(-DMANYALLOC_COALESCE_REWRITTEN_DIR="$PWD/.carry/coalesce")
 fi
