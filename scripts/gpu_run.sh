@@ -16,6 +16,13 @@
 #                 --fused ([Blach2022]'s one-kernel Listing 3); fused at 32768 too
 #     coalescing-pads  the same at 32768 and 131072 threads with IdealSlices
 #                 at paddings 4-512 B (--ideal-pads: how far layout alone goes)
+#     coalescing-rewrite  [Blach2022]'s unit and all-to-all kernels written with
+#                 plain malloc and rewritten by manyalloc-coalesce, side by side
+#                 with the same kernels calling the policy by hand (same heap,
+#                 interleaved runs): $OUT/coalescing_rewrite.jsonl, ratios in
+#                 bench_coalescing_rewrite.log. The GPU machine has no Clang 14:
+#                 run scripts/prepare_gpu_carry.sh first (.carry/coalesce holds
+#                 the rewritten file) (~1-2 min)
 #     repeat      the distribution GPU tests 20 times (intermittent failures)
 #     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
 #                 then checks that no memory was lost (test CudaSoak)
@@ -76,9 +83,16 @@ targets=(manyalloc_heap_gpu_tests manyalloc_heap_distribution_gpu_tests manyallo
 [[ "${stages[*]}" == pic ]] && targets=(manyalloc_heap_pic_cuda)
 [[ " ${stages[*]} " == *" pic "* ]] && targets+=(manyalloc_heap_pic_cuda)
 [[ "${stages[*]}" == "pic pic-peers" ]] && targets=(manyalloc_heap_pic_cuda)
+rewrite_opt=()
+if [[ " ${stages[*]} " == *" coalescing-rewrite "* ]]; then
+  [[ "${stages[*]}" == coalescing-rewrite ]] && targets=()  # alone: build only its benchmark
+  targets+=(manyalloc_coalescing_rewrite_bench)
+  [[ -d .carry/coalesce ]] && rewrite_opt=(-DMANYALLOC_COALESCE_REWRITTEN_DIR="$PWD/.carry/coalesce")
+fi
 say "== configure + build (sm_90): ${stages[*]}"
 cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DMANYALLOC_CUDA=ON -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_REGION=OFF "${gtest_opt[@]}" >>"$LOG" 2>&1 \
+  -DMANYALLOC_CUDA=ON -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_REGION=OFF "${gtest_opt[@]}" \
+  "${rewrite_opt[@]}" >>"$LOG" 2>&1 \
   && cmake --build build-gpu -j"$(nproc)" --target "${targets[@]}" >>"$LOG" 2>&1
 if [[ $? -ne 0 ]]; then say "BUILD FAILED"; tail -40 "$LOG"; exit 1; fi
 
@@ -140,6 +154,15 @@ for stage in "${stages[@]}"; do
       timeout 300 build-gpu/heap/bench/coalescing/manyalloc_coalescing_bench --out "$OUT/coalescing.jsonl" \
         > "$OUT/bench_coalescing.log" 2>&1 || status=1
       tail -25 "$OUT/bench_coalescing.log" >> "$LOG" ;;
+    coalescing-rewrite)
+      say "== coalescing rewrite: plain malloc rewritten by manyalloc-coalesce vs the policy called by hand"
+      rm -f "$OUT/coalescing_rewrite.jsonl"
+      timeout 400 build-gpu/heap/bench/coalescing/manyalloc_coalescing_rewrite_bench \
+        --out "$OUT/coalescing_rewrite.jsonl" > "$OUT/bench_coalescing_rewrite.log" 2>&1
+      rc=$?
+      say "coalescing-rewrite: exit $rc"
+      grep "rewritten/hand" "$OUT/bench_coalescing_rewrite.log" | tee -a "$LOG"
+      [[ $rc -eq 0 ]] || status=1 ;;
     coalescing-scale)
       say "== coalescing unit benchmark at 400 floats, more threads"
       unit400 coalescing_scale 20 65536 131072 ;;
@@ -268,6 +291,7 @@ grep -E "exit [0-9]+" "$LOG" | sed 's/^/  /'
 [[ -f "$OUT/bench_throughput.log" ]] && grep -A12 "^experiment" "$OUT/bench_throughput.log"
 [[ -f "$OUT/bench_all.log" ]] && grep -A8 "^experiment *seconds" "$OUT/bench_all.log"
 [[ -f "$OUT/bench_coalescing.log" ]] && tail -12 "$OUT/bench_coalescing.log"
+[[ -f "$OUT/bench_coalescing_rewrite.log" ]] && grep "rewritten/hand" "$OUT/bench_coalescing_rewrite.log"
 [[ -f "$OUT/bench_peers.log" ]] && sed -n '/^== side by side/,$p' "$OUT/bench_peers.log"
 echo "status: $status"
 exit $status

@@ -34,4 +34,29 @@ if [[ -f $boost/predef.h && -f $boost/core/demangle.hpp ]]; then
 else
   echo "prepare_gpu_carry: no Boost headers (libboost-dev): the peers stage will skip mallocMC"
 fi
+# The coalescing-rewrite stage of gpu_run.sh: the plain-malloc kernels
+# rewritten here by manyalloc-coalesce (the GPU machine has no Clang 14),
+# with the hash of the source they came from (the GPU build checks it).
+# MANYALLOC_COALESCE_TOOL names a built tool; otherwise one is built.
+tool=${MANYALLOC_COALESCE_TOOL:-}
+for d in build/release build/coalesce-tool; do
+  [[ -z $tool && -x $d/heap/tools/coalesce/manyalloc-coalesce ]] && tool=$d/heap/tools/coalesce/manyalloc-coalesce
+done
+if [[ -z $tool ]]; then
+  cmake -S . -B build/coalesce-tool -G Ninja -DCMAKE_BUILD_TYPE=Release -DMANYALLOC_CUDA=OFF \
+    -DMANYALLOC_BUILD_TESTS=OFF -DMANYALLOC_BUILD_BENCHMARKS=OFF -DMANYALLOC_BUILD_NUMA=OFF \
+    -DMANYALLOC_BUILD_REGION=OFF -DMANYALLOC_BUILD_COALESCE_TOOL=ON >/dev/null \
+    && cmake --build build/coalesce-tool --target manyalloc_coalesce >/dev/null \
+    && tool=build/coalesce-tool/heap/tools/coalesce/manyalloc-coalesce
+fi
+plain=heap/bench/coalescing/rewrite/plain_malloc_kernels.cu
+if [[ -n $tool ]]; then
+  rm -rf .carry/coalesce
+  mkdir -p .carry/coalesce
+  "$tool" --fail-unless-uniform --report=.carry/coalesce/plain_malloc_kernels.report "$plain" \
+    -o .carry/coalesce/plain_malloc_kernels.rewritten.cu
+  sha256sum "$plain" | cut -d' ' -f1 > .carry/coalesce/plain_malloc_kernels.cu.sha256
+else
+  echo "prepare_gpu_carry: manyalloc-coalesce could not be built (Clang 14 missing?): no coalescing-rewrite stage"
+fi
 du -sh .carry
