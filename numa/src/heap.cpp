@@ -571,14 +571,13 @@ std::uint64_t heap_small_in_use(const Heap& h) {
   return in_use > cached ? in_use - cached : 0;  // read racily by statistics
 }
 
-void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
-  const ChunkRef ch = small_chunk_of(c, seg, p, "free");
-  if (ch.run == nullptr) return;
-  if (self == nullptr || seg.heap.load(std::memory_order_relaxed) != self) {
-    if (self != nullptr && self->cache_on) heap_free_remote_batched(*self, ch);
-    else heap_free_remote(c, *ch.run, ch.idx);
-    return;
-  }
+namespace {
+
+// small_free_slow for a chunk of the caller's own heap (a full or disabled
+// free cache, or a pointer the fast path refused). Out of line, so that
+// frees of other heaps' chunks, the common case here, need no stack frame
+// for the lock and the cache write-back.
+[[gnu::noinline]] void owner_free_slow(Context& c, Heap* self, ChunkRef ch, void* p) {
   OwnerLock hold(*self);
   FreeCache& fc = self->cache[ch.cls];
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
@@ -598,6 +597,19 @@ void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
   if (!self->cache_on && !self->rfq.maybe_empty()) heap_flush_remote(*self);
   heap_free_local(*self, *ch.run, ch.idx);
   heap_maybe_purge(*self);
+}
+
+}  // namespace
+
+void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
+  const ChunkRef ch = small_chunk_of(c, seg, p, "free");
+  if (ch.run == nullptr) [[unlikely]]
+    return;
+  if (self != nullptr && seg.heap.load(std::memory_order_relaxed) == self) [[unlikely]]
+    return owner_free_slow(c, self, ch, p);
+  if (self != nullptr && self->cache_on) [[likely]]
+    return heap_free_remote_batched(*self, ch);
+  heap_free_remote(c, *ch.run, ch.idx);
 }
 
 void heap_purge(Heap& h, bool all) {

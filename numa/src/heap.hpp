@@ -67,7 +67,7 @@ void heap_free_remote(Context& c, Run& r, std::uint32_t idx);
 // free joins self's batch for r's class (RemoteBatch, invariants.hpp) and is
 // published with it. Only with the free cache on (the check mode reports
 // a double free at once).
-void heap_free_remote_batched(Heap& self, const ChunkRef& chunk);
+void heap_free_remote_batched(Heap& self, ChunkRef chunk);
 // Publishes self's pending batches (owner of self only): at every
 // allocation slow path, trim and thread exit.
 void heap_remote_batch_flush(Heap& self);
