@@ -127,23 +127,29 @@ MA_EXPORT void* manyalloc_numa_malloc(std::size_t size) noexcept {
 
 namespace {
 
+[[gnu::noinline]] void free_foreign(void* p) {
+  ensure_init();  // the options (check) may not be read yet
+  misuse(global(), "free", Misuse::foreign_pointer, p);
+}
+
+[[gnu::noinline]] void free_large(Context& c, LargeSegment& s, void* p) {
+  const int saved = errno;
+  large_free(c, s, p);
+  errno = saved;
+}
+
 // Every free but the owner's cached one (not inlined, so that the fast path
-// below needs no stack frame).
+// below needs no stack frame; the rare cases out of line, so that a free of
+// another thread's chunk reaches small_free_slow without one either).
 [[gnu::noinline]] void free_slow(void* p, Segment* s) {
-  if (p == nullptr) return;
-  Context& c = global();
   if (s == nullptr) [[unlikely]] {
-    ensure_init();  // the options (check) may not be read yet
-    misuse(c, "free", Misuse::foreign_pointer, p);
+    if (p != nullptr) free_foreign(p);
     return;
   }
-  if (s->kind == SegKind::small) {
-    small_free_slow(c, t_heap, *static_cast<SmallSegment*>(s), p);
-  } else {
-    const int saved = errno;
-    large_free(c, *static_cast<LargeSegment*>(s), p);
-    errno = saved;
-  }
+  Context& c = global();
+  if (s->kind == SegKind::small) [[likely]]
+    return small_free_slow(c, heap_for_free(c), *static_cast<SmallSegment*>(s), p);
+  free_large(c, *static_cast<LargeSegment*>(s), p);
 }
 
 }  // namespace

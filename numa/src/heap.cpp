@@ -571,14 +571,13 @@ std::uint64_t heap_small_in_use(const Heap& h) {
   return in_use > cached ? in_use - cached : 0;  // read racily by statistics
 }
 
-void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
-  const ChunkRef ch = small_chunk_of(c, seg, p, "free");
-  if (ch.run == nullptr) return;
-  if (self == nullptr || seg.heap.load(std::memory_order_relaxed) != self) {
-    if (self != nullptr && self->cache_on) heap_free_remote_batched(*self, ch);
-    else heap_free_remote(c, *ch.run, ch.idx);
-    return;
-  }
+namespace {
+
+// small_free_slow for a chunk of the caller's own heap (a full or disabled
+// free cache, or a pointer the fast path refused). Out of line, so that
+// frees of other heaps' chunks, the common case here, need no stack frame
+// for the lock and the cache write-back.
+[[gnu::noinline]] void owner_free_slow(Context& c, Heap* self, ChunkRef ch, void* p) {
   OwnerLock hold(*self);
   FreeCache& fc = self->cache[ch.cls];
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
@@ -598,6 +597,19 @@ void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
   if (!self->cache_on && !self->rfq.maybe_empty()) heap_flush_remote(*self);
   heap_free_local(*self, *ch.run, ch.idx);
   heap_maybe_purge(*self);
+}
+
+}  // namespace
+
+void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p) {
+  const ChunkRef ch = small_chunk_of(c, seg, p, "free");
+  if (ch.run == nullptr) [[unlikely]]
+    return;
+  if (self != nullptr && seg.heap.load(std::memory_order_relaxed) == self) [[unlikely]]
+    return owner_free_slow(c, self, ch, p);
+  if (self != nullptr && self->cache_on) [[likely]]
+    return heap_free_remote_batched(*self, ch);
+  heap_free_remote(c, *ch.run, ch.idx);
 }
 
 void heap_purge(Heap& h, bool all) {
@@ -622,6 +634,29 @@ void heap_merge_for_owner(Heap& h) {
   h.merge_lock.unlock();
 }
 
+namespace {
+
+// The run of class cls of h whose pages hold p, or nullptr (p lies in no
+// small segment of h, or in a page of no run or of a run of another class).
+Run* owned_run_of(Heap& h, const void* p, unsigned cls) {
+  SmallSegment* seg = owned_small(h.ctx->registry.lookup(p), &h);
+  if (seg == nullptr) return nullptr;
+  const auto off = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - seg->base);
+  const std::uint16_t info = seg->page_info[off >> page_shift].load(std::memory_order_relaxed);
+  if (info == 0 || page_info_cls(info) != cls) return nullptr;
+  return &seg->runs[page_info_first(info)];
+}
+
+// Counts `bytes` written back from a free cache to run bitmaps (as
+// heap_free_local does chunk by chunk).
+void count_freed(Heap& h, std::uint64_t bytes) {
+  h.purge_credit += bytes;
+  h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) - bytes,
+                       std::memory_order_relaxed);
+}
+
+}  // namespace
+
 void heap_cache_flush(Heap& h, unsigned cls, bool half) {
   FreeCache& fc = h.cache[cls];
   void** items = h.cache_stack(cls);
@@ -635,17 +670,56 @@ void heap_cache_flush(Heap& h, unsigned cls, bool half) {
   // and reused since: p must still lie in a small segment of this heap and
   // be a chunk start of a run of cls (same class, same chunk grid: runs of
   // a class start at multiples of their size), and its bit must be clear
-  // (heap_free_local reports a double free that reached the cache).
+  // (a double free that reached the cache).
+  //
+  // Consecutive entries mostly lie in one run: the run found for an entry
+  // is kept with the address range of its chunks, [lo, lo + span), and an
+  // entry inside that range is checked against it without looking up its
+  // segment and page again. The range is dropped (span = 0) whenever
+  // heap_after_free may have released the run. This is heap_free_local
+  // with those lookups shared and the byte counters updated once, before
+  // heap_after_free (which reads them) and at the end.
+  const ClassInfo& ci = class_table.info[cls];
+  Run* run = nullptr;
+  std::uintptr_t lo = 0, span = 0;
+  std::uint64_t freed = 0;
   for (std::uint32_t k = 0; k < n; ++k) {
     void* p = items[k];
-    ChunkRef ch{nullptr, 0, 0};
-    if (SmallSegment* seg = owned_small(h.ctx->registry.lookup(p), &h)) ch = find_chunk(*seg, p);
-    if (ch.run == nullptr || ch.cls != cls) [[unlikely]] {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if (a - lo >= span) [[unlikely]] {
+      run = owned_run_of(h, p, cls);
+      if (run == nullptr) {
+        span = 0;
+        misuse(*h.ctx, "free", Misuse::not_a_chunk_start, p);
+        continue;
+      }
+      lo = reinterpret_cast<std::uintptr_t>(run->base);
+      span = std::uintptr_t{ci.chunks} * ci.size;
+    }
+    const std::size_t roff = a - lo;
+    const std::uint32_t idx = divide(roff, ci.recip);
+    if (static_cast<std::size_t>(idx) * ci.size != roff) [[unlikely]] {
       misuse(*h.ctx, "free", Misuse::not_a_chunk_start, p);
       continue;
     }
-    heap_free_local(h, *ch.run, ch.idx);
+    const std::uint32_t w = idx >> 6;
+    const std::uint64_t bit = std::uint64_t{1} << (idx & 63);
+    if (run->free_word_or_all(w) & bit) [[unlikely]] {
+      misuse(*h.ctx, "free", Misuse::double_free, p);
+      continue;
+    }
+    run->free_word(w) |= bit;
+    if (w < run->cursor) run->cursor = w;
+    run->dirty = 1;
+    freed += ci.size;
+    if (++run->free_count == run->nchunks || run->state == RunState::full) [[unlikely]] {
+      count_freed(h, freed);
+      freed = 0;
+      heap_after_free(h, *run);
+      span = 0;
+    }
   }
+  count_freed(h, freed);
   for (std::uint32_t k = n; k < count; ++k) items[k - n] = items[k];
   fc.count.store(count - n, std::memory_order_relaxed);
 }
@@ -660,7 +734,7 @@ void* heap_alloc_slow(Heap& h, unsigned cls) {
   heap_maybe_purge(h);
   Bin& bin = h.bins[cls];
   if (bin.current != nullptr && bin.current->free_count != 0)  // refilled by the flush
-    return run_pop(h, *bin.current);
+    return heap_refill(h, *bin.current, cls);
   if (Run* cur = bin.current) {
     // Exhausted (free_count == 0): it becomes full and leaves the bin.
     cur->state = RunState::full;
@@ -676,7 +750,7 @@ void* heap_alloc_slow(Heap& h, unsigned cls) {
   }
   r->state = RunState::current;
   bin.current = r;
-  return run_pop(h, *r);
+  return heap_refill(h, *r, cls);
 }
 
 void heap_after_free(Heap& h, Run& r) {

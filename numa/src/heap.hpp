@@ -67,7 +67,7 @@ void heap_free_remote(Context& c, Run& r, std::uint32_t idx);
 // free joins self's batch for r's class (RemoteBatch, invariants.hpp) and is
 // published with it. Only with the free cache on (the check mode reports
 // a double free at once).
-void heap_free_remote_batched(Heap& self, const ChunkRef& chunk);
+void heap_free_remote_batched(Heap& self, ChunkRef chunk);
 // Publishes self's pending batches (owner of self only): at every
 // allocation slow path, trim and thread exit.
 void heap_remote_batch_flush(Heap& self);
@@ -159,10 +159,57 @@ inline void* run_pop(Heap& h, Run& r) {
   return r.base + (static_cast<std::size_t>(w) * 64 + b) * r.chunk_size;
 }
 
+// Takes up to `want` (>= 1) free chunks of r (free_count != 0), all from
+// the first bitmap word that has one, lowest address first, and writes
+// them to out[want - 1], out[want - 2], ... (so that a stack ending at
+// out[want - 1] hands the lowest out first). Returns how many: fewer than
+// `want` when the word holds fewer free chunks.
+inline std::uint32_t run_take(Heap& h, Run& r, void** out, std::uint32_t want) {
+  std::uint32_t w = r.cursor;
+  std::uint64_t bits;
+  while ((bits = r.free_word(w)) == 0) ++w;  // free_count > 0: a bit is set at >= cursor
+  const std::size_t size = r.chunk_size;
+  std::uint8_t* const first = r.base + static_cast<std::size_t>(w) * 64 * size;
+  std::uint32_t k = 0;
+  do {
+    out[want - 1 - k] = first + static_cast<std::size_t>(__builtin_ctzll(bits)) * size;
+    bits &= bits - 1;
+  } while (++k < want && bits != 0);
+  r.free_word(w) = bits;
+  r.cursor = w;
+  if (w > r.hw) [[unlikely]] {  // w == hw + 1: store the next word (invariants.hpp, Run)
+    r.hw = static_cast<std::uint8_t>(w);
+    if (w + 1 < r.nwords()) r.free_word(w + 1) = r.full_word(w + 1);
+  }
+  r.free_count -= k;
+  r.popped = 1;
+  h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) + k * size,
+                       std::memory_order_relaxed);
+  return k;
+}
+
 // Writes the cached chunks of class cls back to their runs (all, or the
 // older half, at least one, when `half`).
 void heap_cache_flush(Heap& h, unsigned cls, bool half);
 void heap_cache_flush_all(Heap& h);
+
+// An allocation of class cls from r, a run of that class with a free chunk,
+// when the free cache of cls is empty (owner only): the cache is refilled
+// with up to half its capacity from one bitmap word of r and its top chunk
+// handed out, so that the next allocations of the class take the cache's
+// fast path (a program holding more live chunks of a class than the cache
+// takes would otherwise come to the run at every allocation). Without a
+// cache (check mode) or with one of under four chunks, one chunk.
+inline void* heap_refill(Heap& h, Run& r, unsigned cls) {
+  const std::uint32_t want = h.cache[cls].cap / 2;
+  if (want <= 1) return run_pop(h, r);
+  void** stack = h.cache_stack(cls);
+  const std::uint32_t k = run_take(h, r, stack, want);
+  if (k < want) [[unlikely]]  // the chunks are at stack[want - k, want): move them down
+    for (std::uint32_t i = 0; i < k; ++i) stack[i] = stack[want - k + i];
+  h.cache[cls].count.store(k - 1, std::memory_order_relaxed);
+  return stack[k - 1];
+}
 
 // Allocations from runs between two merges of the RFQ.
 inline std::uint8_t rfq_poll_every(const Heap& h) { return h.cache_on ? rfq_poll_interval : 1; }
@@ -171,7 +218,7 @@ inline std::uint8_t rfq_poll_every(const Heap& h) { return h.cache_on ? rfq_poll
 // the merge lock held if the heap uses it.
 inline void* heap_alloc_run_owned(Heap& h, unsigned cls) {
   // Remote frees are merged every rfq_poll_interval-th allocation from a run
-  // and whenever a run is exhausted (heap_alloc_slow); never before those
+  // (a refill of the free cache, below, is one) and whenever a run is exhausted (heap_alloc_slow); never before those
   // served by the free cache. Reading the queue's line more often makes
   // producer/consumer pairs ping-pong it: on the 16-core host (16 threads,
   // xmalloc, time relative to glibc) merging at every allocation from a run
@@ -186,7 +233,7 @@ inline void* heap_alloc_run_owned(Heap& h, unsigned cls) {
   }
   Run* r = h.bins[cls].current;
   if (r != nullptr && r->free_count != 0) [[likely]]
-    return run_pop(h, *r);
+    return heap_refill(h, *r, cls);
   return heap_alloc_slow(h, cls);
 }
 void* heap_alloc_run_locked(Heap& h, unsigned cls);  // OwnerLock + heap_alloc_run_owned

@@ -29,8 +29,10 @@ namespace {
 // than with 32 (merging for owners that do allocate).
 constexpr std::uint32_t idle_merge_runs = 16;
 
-// Publishes the frees `bits` (non-zero) of word w of run r.
-void publish(Context& c, Run& r, std::uint32_t w, std::uint64_t bits) {
+// Publishes the frees `bits` (non-zero) of word w of run r. Out of line,
+// so that heap_free_remote_batched, which calls it once per batch, needs no
+// stack frame for the frees it only gathers.
+[[gnu::noinline]] void publish(Context& c, Run& r, std::uint32_t w, std::uint64_t bits) {
   // Once our bits are visible the owner may merge them (if the run is in its
   // queue already) and release the run, and with it the segment, whose
   // descriptor may then be reused; we still read and write `queued`,
@@ -84,23 +86,32 @@ void heap_free_remote(Context& c, Run& r, std::uint32_t idx) {
   publish(c, r, idx >> 6, std::uint64_t{1} << (idx & 63));
 }
 
-void heap_free_remote_batched(Heap& self, const ChunkRef& chunk) {
+namespace {
+
+// A free of another word than the batch's: the batch is published and a
+// new one started with `bit`.
+[[gnu::noinline]] void batch_restart(Heap& self, RemoteBatch& b, Run& r, std::uint32_t w,
+                                     std::uint64_t bit, unsigned cls) {
+  if (b.run != nullptr) publish(*self.ctx, *b.run, b.word, b.bits);
+  b = RemoteBatch{&r, w, bit};
+  self.remote_batch_classes |= std::uint64_t{1} << cls;
+}
+
+}  // namespace
+
+void heap_free_remote_batched(Heap& self, ChunkRef chunk) {
   Run& r = *chunk.run;
   const std::uint32_t w = chunk.idx >> 6;
   const std::uint64_t bit = std::uint64_t{1} << (chunk.idx & 63);
   RemoteBatch& b = self.remote_batch[chunk.cls];
-  if (b.run == &r && b.word == w) {
-    if (b.bits & bit) [[unlikely]] {
-      misuse(*self.ctx, "free", Misuse::double_free,
-             r.base + static_cast<std::size_t>(chunk.idx) * class_size(chunk.cls));
-      return;
-    }
-    b.bits |= bit;
+  if (b.run != &r || b.word != w) [[unlikely]]
+    return batch_restart(self, b, r, w, bit, chunk.cls);
+  if (b.bits & bit) [[unlikely]] {
+    misuse(*self.ctx, "free", Misuse::double_free,
+           r.base + static_cast<std::size_t>(chunk.idx) * class_size(chunk.cls));
     return;
   }
-  if (b.run != nullptr) publish(*self.ctx, *b.run, b.word, b.bits);
-  b = RemoteBatch{&r, w, bit};
-  self.remote_batch_classes |= std::uint64_t{1} << chunk.cls;
+  b.bits |= bit;
 }
 
 void heap_remote_batch_flush(Heap& self) {

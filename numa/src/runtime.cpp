@@ -13,6 +13,7 @@
 namespace manyalloc::numa {
 
 constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local bool t_heap_abandoned __attribute__((tls_model("initial-exec"))) = false;
 
 constinit Process g_process;
 
@@ -26,6 +27,7 @@ void on_thread_exit(void* arg) {
   auto* h = static_cast<Heap*>(arg);
   if (h == nullptr) return;
   t_heap = nullptr;
+  t_heap_abandoned = true;
   heap_abandon(*h);
   heap_release(g_ctx, *h);
 }
@@ -151,6 +153,11 @@ Heap* thread_heap_slow() noexcept {
     if (node >= 0) h->source = c.node_source(node);
   }
   return h;
+}
+
+Heap* heap_for_free_slow(const Context& c) noexcept {
+  if (t_heap_abandoned || c.abort_on_misuse.load(std::memory_order_relaxed)) return nullptr;
+  return thread_heap_slow();
 }
 
 bool thread_heap_migrate(int node) noexcept {

@@ -31,12 +31,28 @@ inline Context& global() noexcept { return g_process.context; }
 // initialisation).
 extern constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec")));
 
+// True once the thread's heap was abandoned at its exit (the pthread key's
+// destructor): a free after that makes no heap again (heap_for_free).
+extern constinit thread_local bool t_heap_abandoned __attribute__((tls_model("initial-exec")));
+
 // The calling thread's heap, created or adopted on first use; nullptr only
 // when no metadata memory could be mapped.
 Heap* thread_heap_slow() noexcept;
 inline Heap* thread_heap() noexcept {
   Heap* h = t_heap;
   return h != nullptr ? h : thread_heap_slow();
+}
+
+// The heap of a thread that frees a small chunk of another heap: a thread
+// without one (the consumer of a producer/consumer pair, which only frees)
+// makes or adopts one, so that its frees are gathered in remote batches
+// (remote_free.cpp) instead of one atomic publish each. nullptr, and the
+// free is published at once, in check mode (no batches: every double free
+// is reported at once) and after the thread's exit handler ran.
+Heap* heap_for_free_slow(const Context& c) noexcept;  // t_heap == nullptr
+inline Heap* heap_for_free(const Context& c) noexcept {
+  Heap* h = t_heap;
+  return h != nullptr ? h : heap_for_free_slow(c);
 }
 
 // Initialises the global context once (options, sources, thread-exit key,

@@ -43,6 +43,17 @@ hwloc_obj_t numa_node(const HwlocApi& a, hwloc_topology_t topo, unsigned i) {
   return a.get_obj_by_depth(topo, depth, i);
 }
 
+// True when no topology is needed to place threads and memory: sysfs shows
+// one NUMA node (Context::nodes, until a loaded topology says otherwise)
+// and no topology is configured. Every thread then runs inside node 0, and
+// binding memory to node 0 changes nothing. hwloc is not loaded for that:
+// its library, libudev and libm stay unmapped, and its topology_init does
+// not run, which loads (and unloads) every hwloc plugin, with libraries of
+// their own (numa/DESIGN.md, "Footprint of the numa profile").
+bool single_node(const Context& c) {
+  return c.opts.topology == nullptr && c.nodes.load(std::memory_order_relaxed) == 1;
+}
+
 }  // namespace
 
 int topology_node_of_cpuset(hwloc_topology* topo, const hwloc_bitmap_s* cpuset) {
@@ -97,6 +108,7 @@ int topology_load(Context& c) {
 }
 
 int topology_thread_node(Context& c) {
+  if (single_node(c)) return 0;
   if (topology_load(c) <= 0 || g_topo == nullptr || !g_this_system) return -1;
   const HwlocApi& a = *hwloc_api();  // loaded: g_topo exists
   hwloc_bitmap_t set = a.bitmap_alloc();
@@ -109,6 +121,7 @@ int topology_thread_node(Context& c) {
 }
 
 bool topology_bind(Context& c, void* p, std::size_t bytes, int node, bool migrate) {
+  if (single_node(c)) return false;
   if (topology_load(c) <= 0 || g_topo == nullptr || !g_this_system || node < 0) return false;
   const HwlocApi& a = *hwloc_api();  // loaded: g_topo exists
   hwloc_obj_t obj = numa_node(a, g_topo, static_cast<unsigned>(node));

@@ -24,7 +24,8 @@ int topology_load(Context& c);
 
 // NUMA node of the calling thread: the node whose CPUs contain the thread's
 // CPU binding, or -1 when the thread may run on several nodes (or the
-// topology is not this machine's, e.g. synthetic).
+// topology is not this machine's, e.g. synthetic). On a machine of one node
+// without a configured topology, 0 without loading a topology.
 int topology_thread_node(Context& c);
 
 // Node whose cpuset includes `cpuset` entirely, or -1 (pure logic, tested
@@ -33,7 +34,8 @@ int topology_node_of_cpuset(hwloc_topology* topo, const hwloc_bitmap_s* cpuset);
 
 // Binds (and with migrate, moves) the pages of [p, p + bytes) to `node`
 // (c.os->bind, which does not allocate). No-op returning false when the
-// topology is not this machine's.
+// topology is not this machine's, and on a machine of one node without a
+// configured topology (without loading one).
 bool topology_bind(Context& c, void* p, std::size_t bytes, int node, bool migrate);
 
 // True once a topology is loaded and it describes this machine.

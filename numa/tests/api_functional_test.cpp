@@ -175,6 +175,28 @@ TEST(Api, AThreadThatOnlyAllocatesLargeBlocksMakesNoHeap) {
   EXPECT_EQ(during.orphan_heaps, before.orphan_heaps);
 }
 
+// A thread that frees another thread's small chunks without having
+// allocated makes or adopts a heap (runtime.hpp, heap_for_free), so that its
+// frees are gathered in remote batches (not in check mode, which ctest
+// turns off here: no batches there).
+TEST(Api, AThreadThatFreesOtherThreadsChunksHasAHeapForItsBatches) {
+  const char* check = std::getenv("MANYALLOC_NUMA_CHECK");
+  ASSERT_TRUE(check != nullptr && std::strcmp(check, "0") == 0);
+  void* p = manyalloc_numa_malloc(64);
+  ASSERT_NE(p, nullptr);
+  const auto before = stats();
+  manyalloc_numa_stats during{};
+  std::thread t([&] {
+    manyalloc_numa_free(p);
+    during = stats();
+  });
+  t.join();
+  const std::uint32_t live_before = before.heaps - before.orphan_heaps;
+  const std::uint32_t live_during = during.heaps - during.orphan_heaps;
+  EXPECT_EQ(live_during, live_before + 1);
+  EXPECT_EQ(stats().misuses, before.misuses);
+}
+
 TEST(Api, ForkedChildAllocatesWhileParentThreadsRun) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> busy;

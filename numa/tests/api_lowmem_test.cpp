@@ -74,14 +74,22 @@ TEST(LowmemApi, ForkedChildAdoptsAnOrphanThatWasBeingMerged) {
   int forks = 0, bad_children = 0;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   for (int round = 0; round < 50 && std::chrono::steady_clock::now() < until; ++round) {
-    std::thread([&] {
-      for (void*& p : chunks) p = manyalloc_numa_malloc(256);
-    }).join();
-    std::atomic<bool> done{false};
+    // The freer makes its heap first: a thread without one would adopt the
+    // orphan whose chunks it frees (runtime.hpp, heap_for_free), and its
+    // frees would be its own instead of frees into an orphan.
+    std::atomic<bool> ready{false}, go{false}, done{false};
     std::thread freer([&] {
+      manyalloc_numa_free(manyalloc_numa_malloc(64));
+      ready.store(true);
+      while (!go.load()) std::this_thread::yield();
       for (void* p : chunks) manyalloc_numa_free(p);
       done.store(true);
     });
+    while (!ready.load()) std::this_thread::yield();
+    std::thread([&] {
+      for (void*& p : chunks) p = manyalloc_numa_malloc(256);
+    }).join();
+    go.store(true);
     while (!done.load()) {
       const pid_t pid = fork();
       ASSERT_GE(pid, 0);

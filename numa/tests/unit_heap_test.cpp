@@ -354,6 +354,68 @@ TEST(Heap, LocalDoubleFreeAndInteriorPointerAreReportedNotApplied) {
   }
 }
 
+// An allocation that finds the free cache empty refills it with up to half
+// its capacity from one bitmap word (heap.hpp, heap_alloc_run_owned): the
+// next allocations come from the cache, lowest address first, and only the
+// chunks handed out count as in use.
+TEST(Heap, EmptyCacheIsRefilledFromTheRunLowestAddressFirst) {
+  HeapFixture f;
+  const unsigned cls = size_to_class(32);
+  const std::uint32_t half = f.h->cache[cls].cap / 2;
+  ASSERT_GT(half, 1u);
+  auto* first = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+  EXPECT_EQ(f.h->cache[cls].count.load(), half - 1);
+  EXPECT_EQ(heap_small_in_use(*f.h), class_size(cls));
+  for (std::uint32_t i = 1; i < half; ++i)
+    EXPECT_EQ(heap_alloc(*f.h, cls), first + i * class_size(cls));
+  EXPECT_EQ(f.h->cache[cls].count.load(), 0u);
+  EXPECT_EQ(heap_small_in_use(*f.h), half * class_size(cls));
+  // Without a cache (check mode) an allocation takes one chunk.
+  heap_set_cache(*f.h, false);
+  EXPECT_EQ(heap_alloc(*f.h, cls), first + half * class_size(cls));
+  EXPECT_EQ(heap_small_in_use(*f.h), (half + 1) * class_size(cls));
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+}
+
+// Writing the cache back looks a run up once for consecutive entries in it
+// (heap.cpp, heap_cache_flush): a double free and an interior pointer among
+// them are still refused one by one, and an entry after the write-back
+// that released its run is looked up again (its page is no run's any more).
+TEST(Heap, CacheWriteBackChecksEachEntryOfARunAndNoticesItsRelease) {
+  HeapFixture f;
+  const unsigned cls = size_to_class(4096);
+  const unsigned n = run_chunks(cls);
+  ASSERT_GE(f.h->cache[cls].cap, 4u);
+  std::vector<std::uint8_t*> a;
+  for (unsigned i = 0; i < n; ++i) a.push_back(static_cast<std::uint8_t*>(heap_alloc(*f.h, cls)));
+  void* other = heap_alloc(*f.h, cls);  // run a is full, another run is current
+  heap_cache_flush(*f.h, cls, false);   // the chunks the refill cached after `other`
+  ASSERT_EQ(f.c->misuses.load(), 0u);
+  auto push = [&](void* p) {
+    const std::uint32_t k = f.h->cache[cls].count.load();
+    ASSERT_LT(k, f.h->cache[cls].cap);
+    f.h->cache_stack(cls)[k] = p;
+    f.h->cache[cls].count.store(k + 1);
+  };
+  push(a[0]);
+  push(a[1]);
+  push(a[1]);           // double free
+  push(a[2] + 16);      // inside a chunk
+  heap_cache_flush(*f.h, cls, false);
+  EXPECT_EQ(f.c->misuses.load(), 2u);
+  for (unsigned i = 2; i < n; ++i) f.free(a[i], f.h);
+  heap_cache_flush_all(*f.h);  // the last of them releases run a
+  EXPECT_EQ(f.c->misuses.load(), 2u);
+  push(a[0]);  // freed twice: its run is gone
+  heap_cache_flush(*f.h, cls, false);
+  EXPECT_EQ(f.c->misuses.load(), 3u);
+  EXPECT_EQ(heap_small_in_use(*f.h), class_size(cls));  // `other` only
+  f.free(other, f.h);
+  heap_cache_flush_all(*f.h);
+  EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+  EXPECT_EQ(f.c->misuses.load(), 3u);
+}
+
 // The free fast path caches a pointer after looking only at its page
 // (heap.hpp); writing the cache back must refuse whatever is no chunk of
 // that class of this heap any more, and change nothing for it.
