@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "generic/test_heaps.hpp"
-#include "manyalloc/heap/acc/emulated_warp.hpp"
+#include "manyalloc_support/emulated_warp.hpp"
 #include "manyalloc/heap/heap.hpp"
 #include "manyalloc_support/host_runner.hpp"
 

@@ -13,11 +13,6 @@
 
 namespace manyalloc::region::detail {
 
-Runtime& runtime() {
-  static Runtime rt;
-  return rt;
-}
-
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <vector>
 
-#include "manyalloc/heap/acc/emulated_warp.hpp"
+#include "manyalloc_support/emulated_warp.hpp"
 
 namespace manyalloc::heap::testing {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "manyalloc/heap/acc/emulated_warp.hpp"
+#include "manyalloc_support/emulated_warp.hpp"
 #include "manyalloc/heap/heap.hpp"
 
 namespace manyalloc::heap::testing {
