@@ -267,8 +267,8 @@ inline void* heap_alloc(Heap& h, unsigned cls) {
 // as in the thread caches of jemalloc or tcmalloc: until then a bad
 // pointer may be handed out again (user data, never metadata, is at stake;
 // the check mode has no cache and verifies every free at once). Checking
-// both here made larson 26 % slower on one thread (0.180 s against 0.142 s,
-// each check about half of it; the 2-core VM, 7 runs). False when p needs
+// both here costs the fast path too much (numa/DESIGN.md, "Figures moved
+// out of the code"). False when p needs
 // the slow path: full or disabled cache, or p fails those checks
 // (small_free_slow reports it).
 inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {

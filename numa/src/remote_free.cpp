@@ -22,11 +22,10 @@ namespace {
 // idle_merge_runs-th run since the owner last took its RFQ merges the queue
 // for it (heap_merge_for_owner). An owner that allocates takes its queue at
 // least every rfq_poll_interval-th allocation from a run, so the count mostly
-// reaches the threshold on a heap whose thread sleeps or has exited.
-// Larson-like workload, lowmem, 16 threads (2-core VM, 3 runs, peak RSS):
-// no merge 15.0 MiB; threshold 128 runs 12.9, 32 12.5, 16 12.1, 8 11.9 MiB,
-// all at the same speed; but with 8 the xmalloc-like workload took 6 % longer
-// than with 32 (merging for owners that do allocate).
+// reaches the threshold on a heap whose thread sleeps or has exited. A
+// lower threshold keeps less memory parked but merges for owners that do
+// allocate, which slows producer/consumer pairs (numa/DESIGN.md, "Figures
+// moved out of the code").
 constexpr std::uint32_t idle_merge_runs = 16;
 
 // Publishes the frees `bits` (non-zero) of word w of run r. Out of line,

@@ -94,8 +94,8 @@ void restore_budget(Context& c, Source& s, const Segment* keep = nullptr,
 
 // What the cache may keep when the source maps fresh memory or grows a
 // segment: lowmem keeps no large block then (it serves a free followed by
-// an allocation, not a peak: Hera pattern, 2 threads, peak RSS +1 % with
-// its 4 MiB kept), the others their budget.
+// an allocation, not a peak; numa/DESIGN.md, "Figures moved out of the
+// code"), the others their budget.
 std::size_t fresh_limit(const Context& c) {
   return c.opts.profile == Profile::lowmem ? 0 : c.opts.cache_max;
 }
@@ -271,7 +271,7 @@ LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
     // place or moved by mremap: either way the touched pages are kept,
     // which is the point of recycling. Lowmem splits any larger one: the
     // touched pages of the rest would stay resident while the block is in
-    // use (Hera pattern, 2 threads: peak RSS +4 %), and the rest goes to the
+    // use (raising peak RSS; numa/DESIGN.md), and the rest goes to the
     // cache, within its budget, or back to the OS.
     const bool much_larger = c.opts.profile == Profile::lowmem ? seg->bytes > bytes
                                                                : seg->bytes >= 2 * bytes + segment_bytes;
