@@ -22,7 +22,7 @@ namespace manyalloc::numa {
 enum class Giveback : unsigned {
   purge,  // free pages inside live runs (heap_purge)
   idle,   // pages of empty runs: over a heap's budget, decayed, trimmed,
-          // or of a segment given back to its source (heap.cpp, "Retained")
+          // or of a segment given back to its source (heap_runs.cpp, "Retained")
   meta,   // descriptor pages (a segment descriptor freed, meta_pool.hpp)
   kinds
 };

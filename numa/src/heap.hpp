@@ -87,7 +87,7 @@ void heap_trim(Heap& h);
 // alone unless `all` (thread exit in lowmem, malloc_trim) or nothing was
 // allocated from them since the last purge; outside lowmem and `all`, a
 // free range between live chunks is kept when it is shorter than 16 KiB
-// (heap.cpp, min_purge_range). Owner only.
+// (heap_purge.cpp, min_purge_range). Owner only.
 void heap_purge(Heap& h, bool all = false);
 inline void heap_maybe_purge(Heap& h) {
   if (h.purge_credit >= h.purge_at) [[unlikely]]
@@ -223,7 +223,7 @@ inline void* heap_alloc_run_owned(Heap& h, unsigned cls) {
   // producer/consumer pairs ping-pong it: on the 16-core host (16 threads,
   // xmalloc, time relative to glibc) merging at every allocation from a run
   // took 1.65x, every 8th 1.4x, every 255th 1.05-1.2x (0.5-0.75x before the
-  // idle-page bound of heap.cpp), while larson's peak RSS was 1.19-1.20x
+  // idle-page bound of heap_runs.cpp), while larson's peak RSS was 1.19-1.20x
   // glibc's at every interval. In check mode (no cache) it is every
   // operation, so that a double free across threads is reported at once
   // (rfq_poll_every, heap_set_cache).

@@ -86,7 +86,7 @@ enum class RunState : std::uint8_t { unused, current, partial, full };
 //    page of its own (cache-scratch, lowmem, 16 threads on the 2-core VM:
 //    4 KiB less resident per thread);
 //  * pages of the run past the chunks of words > hw were never written since
-//    run_init (or were decommitted by the last purge, heap.cpp): the purge
+//    run_init (or were decommitted by the last purge, heap_purge.cpp): the purge
 //    only looks at [0, words hw] and only at runs with `dirty` set.
 // Remote side: remote_bits[w] bit i is 1 iff chunk i was freed by another
 // thread and not yet merged. A bit is only ever set for a chunk that is
@@ -157,7 +157,7 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // run that was not decommitted); idle_pages & used_pages == 0, and a
 // segment is handed to or taken from a source with idle_pages == 0. Bit p
 // of idle_old (owner only) is 1 iff page p was idle at the heap's last
-// purge and has been since (heap.cpp, "retained empty runs": the next purge
+// purge and has been since (heap_runs.cpp, "retained empty runs": the next purge
 // decommits it); idle_old is a subset of idle_pages.
 //
 // Bitmaps. A run's descriptor holds the first inline_words words of its
@@ -289,7 +289,7 @@ struct Source {
 // stops allocating (a main thread waiting in join while workers free what it
 // allocated) never merges its RFQ, and the freed chunks stay resident until
 // it wakes. In lowmem, another thread that queues a run on such a heap merges
-// the queue and purges for the owner (heap.cpp, heap_merge_for_owner). The
+// the queue and purges for the owner (heap_purge.cpp, heap_merge_for_owner). The
 // owner then holds `merge_lock` during every operation on its runs, bins and
 // segments (heap.hpp, OwnerLock: everything but the free cache fast paths,
 // which touch only the cache), and the other thread only takes it with
@@ -299,12 +299,12 @@ struct Source {
 //
 // Invariants: `avail` lists the owned small segments with a free page, `full`
 // the others; each owned segment is in exactly one of them; at most
-// keep_empty (1, heap.cpp) segment without any run is kept (lowmem gives it
+// keep_empty (1, heap_internal.hpp) segment without any run is kept (lowmem gives it
 // back at its next purge); `idle_pages` is the sum of popcount(idle_pages)
 // over the owned segments; bit c of `kept_empty` may be 1 only if
 // bins[c].current was empty when it was last set (a run kept empty, which
-// heap.cpp's kept_pages counts while it stays empty); the idle pages plus
-// the pages of the kept empty runs stay within the allowance (heap.cpp,
+// heap_runs.cpp's kept_pages counts while it stays empty); the idle pages plus
+// the pages of the kept empty runs stay within the allowance (heap_runs.cpp,
 // idle_allowance) after every run release, apart from the run kept last
 // ("retained empty runs").
 // Layout: the owner's fields first (fast paths: cache, bins), then the RFQ
@@ -319,7 +319,7 @@ struct alignas(64) Heap {
   SmallSegment* full = nullptr;
   unsigned empty_segments = 0;
   unsigned idle_pages = 0;  // run pages of no run that may be resident (SmallSegment)
-  unsigned idle_cap = 0;    // allowance of idle pages (heap.cpp, idle_allowance)
+  unsigned idle_cap = 0;    // allowance of idle pages (heap_runs.cpp, idle_allowance)
   bool idle_decommitted = false;  // the budget decommitted idle pages since idle_cap grew
   std::uint64_t kept_empty = 0;   // classes whose current run was kept empty (see above)
   std::uint8_t rfq_poll = 1;      // allocations from runs until the RFQ is checked (heap.hpp)
@@ -332,7 +332,7 @@ struct alignas(64) Heap {
   std::atomic<std::uint64_t> remote_frees{0};
   std::atomic<std::uint64_t> purged_bytes{0};  // bytes decommitted by purges
   std::atomic<std::uint64_t> idle_merges{0};   // RFQ merges by other threads (lowmem)
-  // Purge of free pages inside runs (heap.cpp, heap_purge): bytes merged into
+  // Purge of free pages inside runs (heap_purge.cpp, heap_purge): bytes merged into
   // run bitmaps since the last purge, and the amount that triggers the next.
   std::uint64_t purge_credit = 0;
   std::uint64_t purge_at = 0;

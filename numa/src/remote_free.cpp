@@ -38,7 +38,7 @@ constexpr std::uint32_t idle_merge_runs = 16;
   // `remote_words` and the segment's heap below. The pin, taken before the
   // bits are published, keeps the owner from releasing the run until we are
   // done: an owner that merged our bits read them after our fetch_or, so its
-  // seq_cst load of `pins` comes after our increment (heap.cpp, releasable).
+  // seq_cst load of `pins` comes after our increment (heap_runs.cpp, releasable).
   r.pins.fetch_add(1, std::memory_order_seq_cst);
   Heap* owner = r.seg->heap.load(std::memory_order_relaxed);
   // seq_cst pairs with the owner's flush (see heap_flush_remote).

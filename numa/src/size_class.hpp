@@ -120,7 +120,7 @@ constexpr std::uint32_t cache_capacity(unsigned c) {
 // Lowmem keeps half of that: cached chunks are free memory that stays
 // resident until a purge writes the caches back. 16 threads, 2-core VM,
 // peak RSS relative to glibc's: t-test1 0.990 -> 0.978 (with purges after
-// 512 KiB instead of 256 KiB merged, heap.cpp, so that the smaller caches,
+// 512 KiB instead of 256 KiB merged, heap_purge.cpp, so that the smaller caches,
 // which send more frees to the bitmaps, do not purge more often: page
 // faults stayed at 370 000; a quarter with 256 KiB gave 0.953 with twice
 // the faults and twice the time), larson 0.894 -> 0.870.

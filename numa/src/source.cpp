@@ -227,7 +227,7 @@ void source_give_small(Context& c, SmallSegment* seg) {
   {
     SpinGuard g(s.lock);
     // Lowmem keeps its small cache for large blocks (a heap keeps an empty
-    // segment of its own until its next purge, heap.cpp).
+    // segment of its own until its next purge, heap_purge.cpp).
     if (c.opts.profile != Profile::lowmem &&
         s.cached_bytes.load(std::memory_order_relaxed) + segment_bytes <= c.opts.cache_max) {
       cache_push(c, s, s.small_cache, seg, now);

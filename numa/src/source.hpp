@@ -37,7 +37,7 @@ void source_release_cache(Context& c, Source& s);
 // Decay: unmaps the cached segments of s that have been cached for at
 // least the decay delay (options, decay_ms; invariants.hpp, struct Source).
 // Called at every segment taken from or given back to s and at every purge
-// of a heap of s (heap.cpp), so that a process that keeps allocating gives
+// of a heap of s (heap_purge.cpp), so that a process that keeps allocating gives
 // back what it stopped reusing; costs a clock read and a comparison when
 // nothing has expired, nothing when nothing is cached.
 void source_decay(Context& c, Source& s);

@@ -378,7 +378,7 @@ TEST(Heap, EmptyCacheIsRefilledFromTheRunLowestAddressFirst) {
 }
 
 // Writing the cache back looks a run up once for consecutive entries in it
-// (heap.cpp, heap_cache_flush): a double free and an interior pointer among
+// (heap_cache.cpp, heap_cache_flush): a double free and an interior pointer among
 // them are still refused one by one, and an entry after the write-back
 // that released its run is looked up again (its page is no run's any more).
 TEST(Heap, CacheWriteBackChecksEachEntryOfARunAndNoticesItsRelease) {

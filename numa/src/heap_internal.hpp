@@ -1,0 +1,55 @@
+// Functions of the local heaps shared between heap.cpp (entry points),
+// heap_runs.cpp (lists, runs, segments, retained empty runs) and
+// heap_purge.cpp (purge); heap.hpp is the interface to the rest of the
+// allocator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "heap.hpp"
+#include "manyalloc/common/bits.hpp"
+
+namespace manyalloc::numa {
+
+static_assert(std::is_same_v<PageMask, std::uint64_t>, "page masks are 64-bit words");
+constexpr PageMask page_mask(unsigned npages, unsigned first) {
+  return bits::low_mask64(npages) << first;
+}
+
+// Empty segments a heap keeps between purges (the next runs take them
+// without a trip to the source); lowmem gives them back at its next purge.
+inline constexpr unsigned keep_empty = 1;
+
+// ---- heap_runs.cpp -----------------------------------------------------------
+
+// Pushes r at the head of b's list of partial runs.
+void bin_push(Bin& b, Run& r);
+// Removes r from b's list of partial runs.
+void bin_unlink(Bin& b, Run& r);
+// The current allowance of retained idle pages of h (idle_limit, idle_cap).
+unsigned idle_allowance(const Heap& h);
+// Decommits the idle pages `mask` of seg, one madvise per range.
+void decommit_pages(Heap& h, SmallSegment& seg, PageMask mask);
+// Decommits idle pages, oldest first, until at most `target` remain; returns the bytes.
+std::size_t trim_idle(Heap& h, unsigned target);
+// A new run for class cls from h's segments or a new segment; nullptr when none.
+Run* run_new(Heap& h, unsigned cls);
+// Gives empty segments back until at most `keep` remain.
+void release_empty_segments(Heap& h, unsigned keep);
+// Whether r may be released: every chunk free and merged, and no remote publish pinning it.
+bool releasable(const Run& r);
+// Returns the pages of the empty run r to its segment as idle pages.
+void run_unuse(Heap& h, Run& r);
+// Keeps the retained pages within the allowance, sparing the kept empty run `exempt`.
+void enforce_budget(Heap& h, const Run* exempt);
+// Releases r (empty, not a current run) and keeps h within its budget.
+void run_release(Heap& h, Run& r);
+
+// ---- heap_purge.cpp ----------------------------------------------------------
+
+// Sets h.purge_at, the bytes freed that trigger the next purge, from the bytes in use.
+void set_purge_threshold(Heap& h);
+
+}  // namespace manyalloc::numa

@@ -1,0 +1,317 @@
+// Local heaps: their intrusive lists, runs and segments, and the empty runs
+// and idle pages they retain (heap_internal.hpp); the purge is in
+// heap_purge.cpp, the entry points in heap.cpp.
+#include <bit>
+
+#include "heap_internal.hpp"
+#include "source.hpp"
+
+namespace manyalloc::numa {
+
+// ---- intrusive lists (owner only) -----------------------------------------
+
+void bin_push(Bin& b, Run& r) {
+  r.prev = nullptr;
+  r.next = b.partial;
+  if (b.partial) b.partial->prev = &r;
+  b.partial = &r;
+}
+void bin_unlink(Bin& b, Run& r) {
+  if (r.prev) r.prev->next = r.next;
+  else b.partial = r.next;
+  if (r.next) r.next->prev = r.prev;
+  r.next = r.prev = nullptr;
+}
+
+namespace {
+
+void seg_push(SmallSegment*& head, SmallSegment& s) {
+  s.prev = nullptr;
+  s.next = head;
+  if (head) head->prev = &s;
+  head = &s;
+}
+void seg_unlink(SmallSegment*& head, SmallSegment& s) {
+  if (s.prev) s.prev->next = s.next;
+  else head = static_cast<SmallSegment*>(s.next);
+  if (s.next) s.next->prev = s.prev;
+  s.next = s.prev = nullptr;
+}
+
+}  // namespace
+
+// ---- retained empty runs ---------------------------------------------------
+//
+// The pages of empty runs stay resident ("retained") so that the next runs
+// of the heap reuse them without a decommit, page faults and a new run
+// (issue 19: a malloc/memset/free loop must not decommit and refault on
+// every iteration; measurements in numa/DESIGN.md). Two kinds:
+//  * idle pages: a released run's pages (SmallSegment::idle_pages); run_new
+//    takes them first;
+//  * an empty current run: a bin's current run that becomes empty stays
+//    the bin's current run (Heap::kept_empty), so that a class with one
+//    live chunk at a time allocates and frees without touching a run
+//    descriptor or a page.
+// They go back to the OS, never on every free, in three ways:
+//  * budget: when a released run or a run kept empty takes the retained
+//    pages above the heap's allowance (idle_allowance), the kept empty runs
+//    other than the one just kept are released and the idle pages are
+//    decommitted down to half the allowance, those idle since the last
+//    purge first (enforce_budget): a heap that shrinks makes one madvise
+//    per half allowance released, not one per run;
+//  * decay: every purge (heap_purge, after purge_at bytes freed: 512 KiB or
+//    1/8 of the bytes in use in lowmem, 8 MiB or the bytes in use otherwise)
+//    decommits the pages that were idle at the previous purge and still
+//    are (SmallSegment::idle_old), and releases and decommits the empty
+//    current runs nothing was allocated from since then; lowmem also gives
+//    its empty segments back;
+//  * trim (malloc_trim) and, in lowmem, thread exit: everything.
+// Without a bound every page a heap ever gave to a run would stay resident
+// (larson-like workloads, whose heaps refill while the previous generation
+// of their chunks is freed by other threads); a fixed small bound makes
+// producer/consumer pairs (xmalloc), which release runs in bursts and
+// create new ones right after, fault far more pages. So the allowance
+// adapts: it starts at idle_limit(h, true) and doubles (up to
+// idle_limit(h, false)) when a run has to be placed on non-idle pages after
+// the budget decommitted some, and halves at each purge. Outside lowmem:
+// 1/8 of the bytes in use (at least 128 KiB) up to 1/4 (at least 512 KiB);
+// lowmem: 1/16 (at least 128 KiB) up to 1/8 (at least 256 KiB). Why these
+// bounds (the runs that chose them): numa/DESIGN.md, "Giving memory back".
+
+namespace {
+
+unsigned idle_limit(const Heap& h, bool low) {
+  const bool lowmem = h.ctx->opts.profile == Profile::lowmem;
+  const std::uint64_t in_use = h.small_in_use.load(std::memory_order_relaxed);
+  const std::uint64_t rel = (low ? in_use / 8 : in_use / 4) >> (lowmem ? 1 : 0);
+  constexpr std::uint64_t KiB = 1024;
+  const std::uint64_t min = low ? 128 * KiB : lowmem ? 256 * KiB : 512 * KiB;
+  return static_cast<unsigned>((rel > min ? rel : min) / page_bytes);
+}
+
+}  // namespace
+
+unsigned idle_allowance(const Heap& h) {
+  const unsigned low = idle_limit(h, true);
+  return h.idle_cap > low ? h.idle_cap : low;
+}
+
+// Decommits the pages `mask` (idle pages of seg): one madvise per range of
+// consecutive pages.
+void decommit_pages(Heap& h, SmallSegment& seg, PageMask mask) {
+  h.idle_pages -= static_cast<unsigned>(std::popcount(mask));
+  seg.idle_pages &= ~mask;
+  seg.idle_old &= ~mask;
+  while (mask != 0) {
+    const unsigned first = static_cast<unsigned>(std::countr_zero(mask));
+    const unsigned n = static_cast<unsigned>(std::countr_one(mask >> first));
+    os_decommit(*h.ctx, seg.base + static_cast<std::size_t>(first) * page_bytes,
+                static_cast<std::size_t>(n) * page_bytes, Giveback::idle);
+    mask &= ~page_mask(n, first);
+  }
+}
+
+namespace {
+
+// Decommits every idle page of seg (before it goes back to its source).
+void decommit_idle(Heap& h, SmallSegment& seg) {
+  if (seg.idle_pages != 0) decommit_pages(h, seg, seg.idle_pages);
+}
+
+}  // namespace
+
+// Decommits idle pages until at most `target` remain: first the pages idle
+// since the last purge, then the others; segment by segment, the oldest
+// (last in the lists) first, the newest taking the next runs. In a segment
+// whose old idle pages are not enough, all its idle pages go in one pass,
+// so that neighbouring old and new ones make one range (one madvise).
+// Returns the bytes decommitted.
+std::size_t trim_idle(Heap& h, unsigned target) {
+  std::size_t bytes = 0;
+  for (int pass = 0; pass < 2 && h.idle_pages > target; ++pass)
+    for (SmallSegment* list : {h.full, h.avail})
+      for (SmallSegment* seg = list; seg != nullptr && h.idle_pages > target;
+           seg = static_cast<SmallSegment*>(seg->next)) {
+        PageMask m = seg->idle_pages & seg->idle_old;
+        if (pass == 1 || h.idle_pages - static_cast<unsigned>(std::popcount(m)) > target)
+          m = seg->idle_pages;
+        if (m == 0) continue;
+        bytes += static_cast<std::size_t>(std::popcount(m)) * page_bytes;
+        decommit_pages(h, *seg, m);
+      }
+  return bytes;
+}
+
+namespace {
+
+// Pages of the empty current runs the heap keeps (Heap::kept_empty); the
+// classes whose current run was allocated from or replaced since are
+// dropped from the set.
+unsigned kept_pages(Heap& h) {
+  unsigned n = 0;
+  for (std::uint64_t m = h.kept_empty; m != 0; m &= m - 1) {
+    const unsigned c = static_cast<unsigned>(std::countr_zero(m));
+    const Run* r = h.bins[c].current;
+    if (r != nullptr && r->free_count == r->nchunks) n += r->npages;
+    else h.kept_empty &= ~(std::uint64_t{1} << c);
+  }
+  return n;
+}
+
+// ---- runs -------------------------------------------------------------------
+
+void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
+  r.seg = &seg;
+  r.first_page = static_cast<std::uint8_t>(first);
+  r.npages = static_cast<std::uint8_t>(run_pages(cls));
+  r.base = seg.base + static_cast<std::size_t>(first) * page_bytes;
+  r.cls = static_cast<std::uint16_t>(cls);
+  r.chunk_size = static_cast<std::uint32_t>(class_size(cls));
+  r.nchunks = run_chunks(cls);
+  r.remote_bits = seg.remote_rows[first];
+  r.hw = 0;  // words 0 and 1 stored, the others implied (invariants.hpp, Run)
+  for (std::uint32_t w = 0; w < r.nwords() && w < 2; ++w) r.free_word(w) = r.full_word(w);
+  r.free_count = r.nchunks;
+  r.cursor = 0;
+  r.dirty = 0;
+  r.popped = 0;
+  r.state = RunState::unused;
+  r.next = r.prev = nullptr;
+  // remote_bits are all zero and queued is 0 (invariant of unused runs).
+}
+
+}  // namespace
+
+// A new run for class cls from the heap's segments, or a new segment.
+// Idle pages come first (they are resident: no page faults, and fewer idle
+// pages means fewer runs decommitted at release, see idle_limit); otherwise
+// the first free place.
+Run* run_new(Heap& h, unsigned cls) {
+  const unsigned np = run_pages(cls);
+  const bool want_idle = h.idle_pages >= np;  // else no run fits in idle pages only
+  SmallSegment* seg = nullptr;
+  unsigned first = pages_per_segment;
+  bool done = false;
+  for (SmallSegment* s = h.avail; s != nullptr && !done; s = static_cast<SmallSegment*>(s->next)) {
+    const PageMask used = s->used_pages.load(std::memory_order_relaxed);
+    for (unsigned p = 0; p < pages_per_segment; p += np) {
+      const PageMask m = page_mask(np, p);
+      if ((used & m) != 0) continue;
+      done = !want_idle || (s->idle_pages & m) == m;
+      if (seg == nullptr || done) seg = s, first = p;
+      if (done) break;
+    }
+  }
+  if (seg == nullptr) {
+    seg = source_take_small(*h.ctx, *h.source);
+    if (seg == nullptr) return nullptr;
+    seg->heap.store(&h, std::memory_order_relaxed);
+    seg->used_pages.store(0, std::memory_order_relaxed);
+    seg->in_full_list = false;
+    seg_push(h.avail, *seg);
+    ++h.empty_segments;
+    first = 0;
+  }
+  PageMask used = seg->used_pages.load(std::memory_order_relaxed);
+  if (used == 0) --h.empty_segments;
+  const PageMask mask = page_mask(np, first);
+  if ((seg->idle_pages & mask) != mask && h.idle_decommitted) {
+    // A run was decommitted and pages are needed again: allow more idle pages.
+    const unsigned high = idle_limit(h, false), twice = 2 * idle_allowance(h);
+    h.idle_cap = twice < high ? twice : high;
+    h.idle_decommitted = false;
+  }
+  h.idle_pages -= static_cast<unsigned>(std::popcount(seg->idle_pages & mask));
+  seg->idle_pages &= ~mask;
+  seg->idle_old &= ~mask;
+  Run& r = seg->runs[first];
+  run_init(r, *seg, first, cls);
+  for (unsigned p = first; p < first + np; ++p)
+    seg->page_info[p].store(page_info_of(cls, first), std::memory_order_relaxed);
+  used |= mask;
+  seg->used_pages.store(used, std::memory_order_relaxed);
+  if (used == all_pages) {
+    seg_unlink(h.avail, *seg);
+    seg_push(h.full, *seg);
+    seg->in_full_list = true;
+  }
+  return &r;
+}
+
+namespace {
+
+void segment_release(Heap& h, SmallSegment& seg) {
+  seg_unlink(seg.in_full_list ? h.full : h.avail, seg);
+  decommit_idle(h, seg);  // cached segments hold no resident free pages
+  source_give_small(*h.ctx, &seg);
+}
+
+}  // namespace
+
+// Gives empty segments back until at most `keep` remain.
+void release_empty_segments(Heap& h, unsigned keep) {
+  for (SmallSegment* s = h.avail; s != nullptr && h.empty_segments > keep;) {
+    auto* next = static_cast<SmallSegment*>(s->next);
+    if (s->used_pages.load(std::memory_order_relaxed) == 0) {
+      --h.empty_segments;
+      segment_release(h, *s);
+    }
+    s = next;
+  }
+}
+
+// Whether r may be released: every chunk free and merged, and no remote
+// thread inside a publish to it (invariants.hpp, Run::pins; remote_free.cpp).
+bool releasable(const Run& r) {
+  return r.free_count == r.nchunks && r.pins.load(std::memory_order_seq_cst) == 0;
+}
+
+// All chunks of r are free and merged: its pages go back to the segment as
+// idle pages, still resident (see "retained empty runs" above). Empty
+// segments are left to the caller.
+void run_unuse(Heap& h, Run& r) {
+  SmallSegment& seg = *r.seg;
+  r.state = RunState::unused;
+  const PageMask mask = page_mask(r.npages, r.first_page);
+  seg.idle_pages |= mask;
+  seg.idle_old &= ~mask;
+  h.idle_pages += r.npages;
+  for (unsigned p = r.first_page; p < r.first_page + r.npages; ++p)
+    seg.page_info[p].store(0, std::memory_order_relaxed);
+  const PageMask used = seg.used_pages.load(std::memory_order_relaxed) & ~mask;
+  seg.used_pages.store(used, std::memory_order_relaxed);
+  if (seg.in_full_list) {
+    seg_unlink(h.full, seg);
+    seg_push(h.avail, seg);
+    seg.in_full_list = false;
+  }
+  if (used == 0) ++h.empty_segments;
+}
+
+// Keeps the retained pages within the allowance (see "retained empty runs"
+// above): over it, the empty current runs kept other than `exempt` are
+// released and the idle pages decommitted down to half the allowance.
+void enforce_budget(Heap& h, const Run* exempt) {
+  const unsigned budget = idle_allowance(h);
+  if (h.idle_pages + (h.kept_empty != 0 ? kept_pages(h) : 0) <= budget) return;
+  for (std::uint64_t m = h.kept_empty; m != 0; m &= m - 1) {
+    const unsigned c = static_cast<unsigned>(std::countr_zero(m));
+    Run* r = h.bins[c].current;
+    if (r == exempt || !releasable(*r)) continue;  // kept_pages left only empty runs
+    h.bins[c].current = nullptr;
+    h.kept_empty &= ~(std::uint64_t{1} << c);
+    run_unuse(h, *r);
+  }
+  if (h.empty_segments > keep_empty) release_empty_segments(h, keep_empty);
+  if (h.idle_pages > budget / 2 && trim_idle(h, budget / 2) != 0) h.idle_decommitted = true;
+}
+
+// Releases r (every chunk free and merged, not a current run) and keeps
+// the heap within its budget.
+void run_release(Heap& h, Run& r) {
+  run_unuse(h, r);
+  if (h.empty_segments > keep_empty) release_empty_segments(h, keep_empty);
+  enforce_budget(h, nullptr);
+}
+
+}  // namespace manyalloc::numa
