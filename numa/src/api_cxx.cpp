@@ -2,8 +2,8 @@
 // a link dependency on the C++ runtime.
 //
 // Why: a C program (Python, a Fortran or C MPI code) that preloads the
-// library should not have to load libstdc++ and libgcc_s (about 1 MiB of
-// resident code, and their relocation at every process start). The library
+// library should not have to load libstdc++ and libgcc_s (resident code,
+// and their relocation at every process start). The library
 // is built without exceptions and does not link libstdc++ (CMakeLists.txt);
 // it reaches the C++ runtime only when an allocation fails (find_runtime).
 //

@@ -18,19 +18,15 @@ namespace {
 // Before a new run of class cls is made, a free chunk of one of the next
 // borrow_classes classes (up to two doublings larger) is handed out
 // instead. Runs segregate sizes, so each class needs room for its own peak
-// of live chunks, and those peaks come at different times: in a simulation
-// of the t-test1 workload (one thread, 3 M operations) the sum of the
-// per-class peaks was 1.43x the peak of the sum, which a best-fit allocator
-// such as glibc's shares between sizes. A borrowed chunk wastes up to 3/4
+// of live chunks, and those peaks come at different times: the sum of the
+// per-class peaks exceeds the peak of the sum, which a best-fit allocator
+// such as glibc's shares between sizes (numa/DESIGN.md, "Figures moved out
+// of the code"). A borrowed chunk wastes up to 3/4
 // of itself, but its pages are resident already. While a class borrows,
 // each of its allocations takes this slow path, so only classes whose
 // chunks are big enough for that not to matter borrow: above 128 B in
-// lowmem, above 512 B otherwise. Measured (t-test1, 16 threads, 2-core VM,
-// peak RSS relative to glibc's): lowmem without borrowing 1.08, borrowing
-// one doubling 1.01, two 0.99 (with the idle current runs purged, see
-// heap_purge); uma 1.24 without, 1.13 from 640 B, 1.12 from 160 B at the
-// same speed, but larson (16-512 B) was 11 % slower with classes from 160 B
-// borrowing. The lending class must be at least as aligned as cls (its
+// lowmem, above 512 B otherwise (the bounds chosen by peak RSS and speed,
+// numa/DESIGN.md). The lending class must be at least as aligned as cls (its
 // size has at least as many trailing zero bits), since aligned requests
 // choose cls for the alignment of its chunks (class_for_aligned). The
 // chunk stays a chunk of its own run and class: malloc_usable_size reports

@@ -220,11 +220,8 @@ inline void* heap_alloc_run_owned(Heap& h, unsigned cls) {
   // Remote frees are merged every rfq_poll_interval-th allocation from a run
   // (a refill of the free cache, below, is one) and whenever a run is exhausted (heap_alloc_slow); never before those
   // served by the free cache. Reading the queue's line more often makes
-  // producer/consumer pairs ping-pong it: on the 16-core host (16 threads,
-  // xmalloc, time relative to glibc) merging at every allocation from a run
-  // took 1.65x, every 8th 1.4x, every 255th 1.05-1.2x (0.5-0.75x before the
-  // idle-page bound of heap_runs.cpp), while larson's peak RSS was 1.19-1.20x
-  // glibc's at every interval. In check mode (no cache) it is every
+  // producer/consumer pairs ping-pong it (numa/DESIGN.md, "Figures moved out
+  // of the code"). In check mode (no cache) it is every
   // operation, so that a double free across threads is reported at once
   // (rfq_poll_every, heap_set_cache).
   if (--h.rfq_poll == 0) [[unlikely]] {

@@ -16,10 +16,8 @@ namespace {
 // Purge thresholds: lowmem purges after every lowmem_purge_min bytes (or
 // 1/8 of the bytes in use) merged into bitmaps; the recycling profiles only
 // after purge_min (or as many bytes as are in use), i.e. rarely: purged
-// pages cost a page fault when reused, and on a 2-core run a 1 MiB
-// threshold made the xmalloc-like workload 3x slower. 8 MiB (16 before the
-// 32 KiB pages) took t-test1's peak RSS on 16 threads from 1.26x to 1.24x
-// glibc's for 50 % more page faults (still fewer than with 64 KiB pages).
+// pages cost a page fault when reused, so a small threshold slows
+// producer/consumer pairs (numa/DESIGN.md, "Figures moved out of the code").
 // Lowmem's 512 KiB goes with its half-size free caches (size_class.hpp).
 constexpr std::uint64_t lowmem_purge_min = 512 * 1024;
 constexpr std::uint64_t purge_min = 8 * 1024 * 1024;
@@ -170,8 +168,8 @@ void purge_runs(Heap& h, bool all) {
         // from: its free pages would be faulted in again at once (a
         // producer/consumer pair frees and reuses the same run all the
         // time), so it is purged only when nothing was allocated from it
-        // since the last purge, or `all`. Lowmem t-test1 (16 threads, with
-        // borrowing of one doubling): peak RSS 1.08x -> 1.02x glibc's.
+        // since the last purge, or `all` (its effect on lowmem's peak RSS:
+        // numa/DESIGN.md).
         const bool idle = r.popped == 0;
         r.popped = 0;
         // `all` also takes runs not freed into since their last purge: it

@@ -1,8 +1,8 @@
 // The hwloc functions the node allocator calls, resolved with dlopen on
 // first use instead of linking libhwloc.
 //
-// Linking hwloc (and, through it, libudev) mapped about 200 KiB more into
-// every process at start, counted in its resident set, although only the
+// Linking hwloc (and, through it, libudev) mapped more into every process
+// at start, counted in its resident set, although only the
 // numa profile and the NUMA calls need a topology (topology.hpp). Only
 // topology.cpp calls these.
 #pragma once

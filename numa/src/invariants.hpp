@@ -168,8 +168,7 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // line), which only remote frees touch. With the whole bitmap in the
 // descriptor (32 words of each for 16-byte chunks, 640 bytes a run), a
 // segment cut into one-page runs kept 11 descriptor pages resident (now 4); with every word outside (transposed), a thread allocating only
-// 16-byte chunks made four bitmap pages resident for one run (cache-scratch,
-// lowmem, 16 threads: +300 KiB).
+// 16-byte chunks made four bitmap pages resident for one run.
 struct SmallSegment : Segment {
   std::atomic<Heap*> heap;
   std::atomic<PageMask> used_pages;
