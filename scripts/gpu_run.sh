@@ -100,6 +100,18 @@ if [[ $? -ne 0 ]]; then say "BUILD FAILED"; tail -40 "$LOG"; exit 1; fi
 heap_tests=build-gpu/heap/tests/manyalloc_heap_gpu_tests
 dist_tests=build-gpu/heap/tests/distribution/manyalloc_heap_distribution_gpu_tests
 
+# Configures build-gpu with the peers' sources from .carry and builds the
+# peers benchmark (log build_peers.log); sets blog.
+build_peers_bench() {
+  local opt=(-DMANYALLOC_PEERS_DIR="$PWD/.carry/peers")
+  [[ -d .carry/boost/include ]] && opt+=(-DMANYALLOC_BOOST_INCLUDE_DIR="$PWD/.carry/boost/include")
+  local t0=$SECONDS
+  blog=$OUT/build_peers.log
+  cmake -S . -B build-gpu "${opt[@]}" > "$blog" 2>&1 \
+    && cmake --build build-gpu -j"$(nproc)" --target manyalloc_heap_peers_bench >> "$blog" 2>&1 || return 1
+  say "peers build: $((SECONDS - t0)) s; $(grep -o 'manyalloc_heap_peers_bench: peers.*' "$blog" | head -1)"
+}
+
 run_tests() {
   for t in "$heap_tests" "$dist_tests"; do
     name=$(basename "$t")
@@ -218,13 +230,8 @@ for stage in "${stages[@]}"; do
         || say "figures report.py failed (run it here on the fetched figures.jsonl)" ;;
     peers)
       say "== peers: our heaps side by side with Gallatin, Ouroboros, mallocMC"
-      peers_opt=(-DMANYALLOC_PEERS_DIR="$PWD/.carry/peers")
-      [[ -d .carry/boost/include ]] && peers_opt+=(-DMANYALLOC_BOOST_INCLUDE_DIR="$PWD/.carry/boost/include")
       t0=$SECONDS
-      blog=$OUT/build_peers.log
-      if cmake -S . -B build-gpu "${peers_opt[@]}" > "$blog" 2>&1 \
-         && cmake --build build-gpu -j"$(nproc)" --target manyalloc_heap_peers_bench >> "$blog" 2>&1; then
-        say "peers build: $((SECONDS - t0)) s; $(grep -o 'manyalloc_heap_peers_bench: peers.*' "$blog" | head -1)"
+      if build_peers_bench; then
         rm -f "$OUT/peers.jsonl"
         pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
         # Usable share without CUDA's malloc (its 2 GiB fill alone outlasts
@@ -265,13 +272,8 @@ for stage in "${stages[@]}"; do
       say "pic report: exit $? (2: a check failed; run it here on the fetched JSONL where matplotlib is missing)" ;;
     pic-peers)
       say "== pic-peers: the PIC experiments for the peer allocators"
-      peers_opt=(-DMANYALLOC_PEERS_DIR="$PWD/.carry/peers")
-      [[ -d .carry/boost/include ]] && peers_opt+=(-DMANYALLOC_BOOST_INCLUDE_DIR="$PWD/.carry/boost/include")
       t0=$SECONDS
-      blog=$OUT/build_peers.log
-      if cmake -S . -B build-gpu "${peers_opt[@]}" > "$blog" 2>&1 \
-         && cmake --build build-gpu -j"$(nproc)" --target manyalloc_heap_peers_bench >> "$blog" 2>&1; then
-        say "peers build: $((SECONDS - t0)) s; $(grep -o 'manyalloc_heap_peers_bench: peers.*' "$blog" | head -1)"
+      if build_peers_bench; then
         rm -f "$OUT/pic_peers.jsonl"
         pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
         # The peers compiled in (our heaps run in the pic stage, configured for frames).

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -218,5 +219,27 @@ class Bench {
   std::string device_;
   std::string current_;
 };
+
+// The programs' main (main_cuda.cu, main_host.cpp): options, then every
+// experiment of Bench<P> into the records file; errors reported with the
+// program's name, exit status 1.
+template <class P>
+int bench_main(int argc, char** argv, const char* program) {
+  try {
+    const Options opt = parse(argc, argv);
+    if (opt.help) {
+      std::fputs(usage(), stdout);
+      return 0;
+    }
+    std::FILE* out = std::fopen(opt.out.c_str(), "w");
+    if (out == nullptr) throw std::runtime_error("cannot write " + opt.out);
+    Bench<P>(opt, out).run();
+    std::fclose(out);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
+  return 0;
+}
 
 }  // namespace manyalloc::heap::pic

@@ -30,19 +30,5 @@ struct CudaPlatform : ma::pic::Heaps<ma::ReservePoolPolicies::CudaMalloc> {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const auto opt = ma::pic::parse(argc, argv);
-    if (opt.help) {
-      std::fputs(ma::pic::usage(), stdout);
-      return 0;
-    }
-    std::FILE* out = std::fopen(opt.out.c_str(), "w");
-    if (out == nullptr) throw std::runtime_error("cannot write " + opt.out);
-    ma::pic::Bench<CudaPlatform>(opt, out).run();
-    std::fclose(out);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "manyalloc_heap_pic_cuda: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return ma::pic::bench_main<CudaPlatform>(argc, argv, "manyalloc_heap_pic_cuda");
 }

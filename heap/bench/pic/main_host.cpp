@@ -26,20 +26,6 @@ struct HostPlatform : ma::pic::Heaps<ma::ReservePoolPolicies::HostPool> {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const auto opt = ma::pic::parse(argc, argv);
-    if (opt.help) {
-      std::fputs(ma::pic::usage(), stdout);
-      return 0;
-    }
-    ma::testing::HostRunner::threads = std::max(2u, std::thread::hardware_concurrency());
-    std::FILE* out = std::fopen(opt.out.c_str(), "w");
-    if (out == nullptr) throw std::runtime_error("cannot write " + opt.out);
-    ma::pic::Bench<HostPlatform>(opt, out).run();
-    std::fclose(out);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "manyalloc_heap_pic_host: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  ma::testing::HostRunner::threads = std::max(2u, std::thread::hardware_concurrency());
+  return ma::pic::bench_main<HostPlatform>(argc, argv, "manyalloc_heap_pic_host");
 }

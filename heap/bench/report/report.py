@@ -410,6 +410,19 @@ def pick(rows, **kw):
     return None
 
 
+def environment_section(args, env, recs, device):
+    """The report's machine, commit, date, command and allocator list (markdown parts)."""
+    envrows = [("device", env.get("gpu", device)), ("driver", env.get("driver", "-")),
+               ("memory", env.get("memory", "-")), ("CUDA", env.get("cuda", "-")),
+               ("commit", env.get("commit", "-")), ("date", env.get("date", "-")), ("CPUs", env.get("cpus", "-")),
+               ("records", f"{len(recs)} from {', '.join(os.path.basename(p) for p in args.jsonl)}")]
+    if args.command:
+        envrows.append(("command", f"`{args.command}`"))
+    return [table(["", ""], envrows) + "\n",
+            "Allocators: " + "; ".join(
+                f"**{short(a)}** = `{a}`" for a in sorted({r['allocator'] for r in recs})) + "\n"]
+
+
 def report(recs, env, args, made):
     md = []
     device = next((r["device"] for r in recs), "?")
@@ -419,15 +432,7 @@ def report(recs, env, args, made):
     main = scat[0] if scat else None
     md.append(f"# {args.title}\n")
     md.append("## Environment\n")
-    envrows = [("device", env.get("gpu", device)), ("driver", env.get("driver", "-")),
-               ("memory", env.get("memory", "-")), ("CUDA", env.get("cuda", "-")),
-               ("commit", env.get("commit", "-")), ("date", env.get("date", "-")), ("CPUs", env.get("cpus", "-")),
-               ("records", f"{len(recs)} from {', '.join(os.path.basename(p) for p in args.jsonl)}")]
-    if args.command:
-        envrows.append(("command", f"`{args.command}`"))
-    md.append(table(["", ""], envrows) + "\n")
-    md.append("Allocators: " + "; ".join(
-        f"**{short(a)}** = `{a}`" for a in sorted({r['allocator'] for r in recs})) + "\n")
+    md.extend(environment_section(args, env, recs, device))
     bad = [r for r in recs if not r.get("verified", False)]
     md.append("## Verification\n")
     if bad:
@@ -714,15 +719,7 @@ def report_figures(recs, env, args, made):
               "(`ListBased`, the \"size list\", and `MultiList`, the \"mp lists\"), CUDA's `malloc` "
               "(`DeviceMalloc`; `HostMalloc` on host threads) and our `SizeClassSlabs`. XMalloc, the paper's "
               "fifth allocator, is not part of this comparison.\n")
-    envrows = [("device", env.get("gpu", device)), ("driver", env.get("driver", "-")),
-               ("memory", env.get("memory", "-")), ("CUDA", env.get("cuda", "-")),
-               ("commit", env.get("commit", "-")), ("date", env.get("date", "-")), ("CPUs", env.get("cpus", "-")),
-               ("records", f"{len(recs)} from {', '.join(os.path.basename(p) for p in args.jsonl)}")]
-    if args.command:
-        envrows.append(("command", f"`{args.command}`"))
-    md.append(table(["", ""], envrows) + "\n")
-    md.append("Allocators: " + "; ".join(
-        f"**{short(a)}** = `{a}`" for a in sorted({r['allocator'] for r in recs})) + "\n")
+    md.extend(environment_section(args, env, recs, device))
     bad = [r for r in recs if not r.get("verified", False)]
     md.append("## Verification\n")
     if bad:

@@ -158,7 +158,7 @@ struct ClassSlots {
     const std::uint32_t kept = page != no_page ? 1u << log : 0u;
     if (kept != reserved) acc.atomic_sub(&h.shared->open_pages.value, reserved - kept);
     // No page left: the open segments of every class give back the pages
-    // they have not started (shrink_segment), then one more try.
+    // they have not started (end_segment's shrink), then one more try.
     if (page == no_page) acc.atomic_add(&h.shared->dry_refills, 1u);
     if (page == no_page && acc.load(&h.shared->open_pages.value) != 0u) {
       shrink_all_segments(acc, h);
@@ -226,47 +226,23 @@ struct ClassSlots {
     return SlotResult::dry;
   }
 
-  // Closes the segment of slot (cls, shard) if it still has chunks to hand
-  // out: the slot becomes empty by a CAS (so no claim is in between, C1),
-  // and the pages drop the chunks they will never hand out from `used`, so
-  // that each goes back to the pool once its handed-out chunks are freed
-  // (S2). Safe while workers allocate and free. Returns the chunks dropped.
-  template <class Acc>
-  MANYALLOC_FN static std::uint32_t close_segment(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
-                                                  std::uint32_t shard) {
-    std::uint64_t* slot = h.slot(cls, shard);
-    const std::uint32_t n = per_page(cls);
-    for (;;) {
-      const std::uint64_t word = acc.load64(slot);
-      const SlotWord seen = SlotWord::decode(word);
-      const std::uint32_t end = seen.base_plus_one == 0u ? 0u : n << seen.log_pages;
-      if (seen.cursor >= end) return 0;  // empty, or a refill is under way
-      const SlotWord empty{seen.generation + 1u, 0u, 0u, 0u};
-      if (acc.atomic_cas64(slot, word, empty.encode()) != word) continue;
-      const std::uint32_t base = seen.base_plus_one - 1u;
-      acc.atomic_sub(&h.shared->open_pages.value, 1u << seen.log_pages);
-      for (std::uint32_t index = seen.cursor; index < end;) {
-        const std::uint32_t page = base + index / n;
-        const std::uint32_t drop = n - index % n;
-        acc.fence();
-        if (acc.atomic_sub(&h.pages[page].used, drop) == drop) retire(acc, h, page);
-        index += drop;
-      }
-      return end - seen.cursor;
-    }
-  }
+  // Ends the segment of slot (cls, shard) if it still has chunks to hand
+  // out: the slot is replaced by a CAS (so no claim is in between, C1), and
+  // the pages drop the chunks they will never hand out from `used`, so that
+  // each goes back to the pool once its handed-out chunks are freed (S2).
+  // Safe while workers allocate and free. Returns the chunks dropped.
+  //   close: the slot becomes empty (release_open_segments).
+  //   shrink: what a refill that found no page does (C5): the page the
+  //     cursor is in stays in the slot when it still holds chunks in use,
+  //     so its other chunks can still be handed out; only the pages after
+  //     it go back. A page whose handed-out chunks have all come back is
+  //     dropped as by close. Both choices are safe at any time; the check
+  //     of `used` only picks the one that loses less.
+  enum class SegmentEnd { close, shrink };
 
-  // What a refill that found no page does to slot (cls, shard): the pages
-  // of the segment that no chunk has been handed out from go back to the
-  // pool, and the page the cursor is in stays in the slot when it still
-  // holds chunks in use, so its other chunks can still be handed out (a
-  // pool that runs out keeps every started page usable). A page whose
-  // handed-out chunks have all come back is dropped with the rest, as
-  // close_segment does. Both choices are safe at any time; the check of
-  // `used` only picks the one that loses less. Returns the chunks dropped.
   template <class Acc>
-  MANYALLOC_FN static std::uint32_t shrink_segment(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
-                                                   std::uint32_t shard) {
+  MANYALLOC_FN static std::uint32_t end_segment(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                                std::uint32_t shard, SegmentEnd how) {
     std::uint64_t* slot = h.slot(cls, shard);
     const std::uint32_t n = per_page(cls);
     for (;;) {
@@ -278,7 +254,8 @@ struct ClassSlots {
       const std::uint32_t pages = 1u << seen.log_pages;
       const std::uint32_t at = seen.cursor / n;  // the page the cursor is in
       const std::uint32_t left_in_page = n - seen.cursor % n;
-      const bool keep = left_in_page != n && acc.load(&h.pages[base + at].used) > left_in_page;
+      const bool keep = how == SegmentEnd::shrink && left_in_page != n &&
+                        acc.load(&h.pages[base + at].used) > left_in_page;
       if (keep && at + 1u == pages) return 0;  // nothing after the kept page
       SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
       if (keep) {
@@ -286,10 +263,9 @@ struct ClassSlots {
         next.cursor = seen.cursor % n;
       }
       if (acc.atomic_cas64(slot, word, next.encode()) != word) continue;
-      const std::uint32_t first_dropped = keep ? at + 1u : at;
       acc.atomic_sub(&h.shared->open_pages.value, pages - (keep ? 1u : 0u));
       std::uint32_t dropped = 0;
-      for (std::uint32_t p = first_dropped; p < pages; ++p) {
+      for (std::uint32_t p = keep ? at + 1u : at; p < pages; ++p) {
         const std::uint32_t drop = p == at ? left_in_page : n;
         acc.fence();
         if (acc.atomic_sub(&h.pages[base + p].used, drop) == drop) retire(acc, h, base + p);
@@ -302,7 +278,7 @@ struct ClassSlots {
   template <class Acc>
   MANYALLOC_FN static void shrink_all_segments(const Acc& acc, const SlabLayout& h) {
     for (std::uint32_t c = 0; c < class_count; ++c) {
-      for (std::uint32_t s = 0; s < h.shards; ++s) shrink_segment(acc, h, c, s);
+      for (std::uint32_t s = 0; s < h.shards; ++s) end_segment(acc, h, c, s, SegmentEnd::shrink);
     }
   }
 
@@ -353,7 +329,7 @@ struct ClassSlots {
   }
 };
 
-// ClassSlots::close_segment over slot indices [begin, end) (class-major),
+// ClassSlots::end_segment (close) over slot indices [begin, end) (class-major),
 // run by a back end's map_ranges (on the GPU: in a kernel). Returns the
 // chunks dropped.
 template <class Config, class Backend>
@@ -364,8 +340,9 @@ struct CloseSegments {
     const typename Backend::acc_type acc{};
     std::uint64_t dropped = 0;
     for (Int i = begin; i < end; ++i) {
-      dropped += ClassSlots<Config>::close_segment(acc, h, static_cast<std::uint32_t>(i / h.shards),
-                                                   static_cast<std::uint32_t>(i % h.shards));
+      dropped += ClassSlots<Config>::end_segment(acc, h, static_cast<std::uint32_t>(i / h.shards),
+                                                 static_cast<std::uint32_t>(i % h.shards),
+                                                 ClassSlots<Config>::SegmentEnd::close);
     }
     return dropped;
   }
