@@ -264,6 +264,39 @@ TEST(SlabWarpPath, StaleChunkInACombinedFreeIsReportedAndNothingIsLost) {
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
 }
 
+// A warp's 32 requests of 8 KiB take four pages whole as one slab (S2): its
+// first page holds the count and one bitmap word for all 32 chunks, the
+// others name their distance from it. A chunk on a later page freed twice is
+// reported, and the warp's free returns all four pages.
+TEST(SlabWarpPath, AWarpOfLargeChunksTakesOneSlabOfSeveralPages) {
+  EmulatedHeap heap(std::size_t{16} << 20);
+  const std::size_t fresh = heap.getAvailableSlots(8192);
+  acc::EmulatedGrid grid;
+  const auto handle = heap.handle();
+  std::vector<void*> ptrs(32);
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 8192); });
+  const auto& l = heap.creation().layout();
+  for (void* p : ptrs) ASSERT_NE(p, nullptr);
+  const auto first = static_cast<std::uint32_t>((static_cast<std::byte*>(ptrs[0]) - l.data) >> l.slab_shift);
+  for (unsigned t = 0; t < 32; ++t)
+    ASSERT_EQ(static_cast<std::byte*>(ptrs[t]), l.page_data(first) + std::size_t{t} * 8192) << "lane " << t;
+  EXPECT_EQ(l.pages[first].run, 4u);
+  EXPECT_EQ(l.pages[first].used, 32u);
+  for (std::uint32_t p = 0; p < 4; ++p) EXPECT_EQ(l.pages[first + p].lead, p) << "page " << p << " of the slab";
+  EXPECT_EQ(l.bits_of(first)[0], 0xffffffffu) << "one word holds the bits of all 32 chunks";
+  EXPECT_EQ(l.bits_of(first + 2)[0], 0u);
+  acc::HostThread host;
+  handle.dealloc(host, ptrs[20]);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  EXPECT_EQ(l.bits_of(first)[0], ~(1u << 20));
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t]); });
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 1u) << "the chunk on the slab's third page was freed twice";
+  EXPECT_EQ(st.last_misuse, Misuse::double_free);
+  EXPECT_EQ(st.pages_in_use, 0u);
+  EXPECT_EQ(heap.getAvailableSlots(8192), fresh) << "memory lost";
+}
+
 // Segments opened for other classes (one chunk each, freed again) must not
 // keep their untouched pages from a class that runs out: a refill that
 // finds no page closes every open segment and tries again.

@@ -166,6 +166,34 @@ std::vector<mp::Entry> selected(const mp::Options& o) {
   return out;
 }
 
+// Keeps every SM busy for about `ms` milliseconds on a scratch buffer of
+// its own (no heap involved), so that a child's first cold launch finds the
+// GPU as its later series do: context and clocks up, not idle since the
+// parent's last child (METHOD.md: warm up first). The cold launches still
+// time a fresh heap.
+__global__ void spin_kernel(unsigned* scratch, std::uint64_t cycles) {
+  const long long start = clock64();
+  unsigned x = threadIdx.x;
+  while (static_cast<std::uint64_t>(clock64() - start) < cycles) x = x * 1664525u + 1013904223u;
+  scratch[blockIdx.x * blockDim.x + threadIdx.x] = x;
+}
+
+void warm_up_gpu(double ms) {
+  cudaDeviceProp p{};
+  int dev = 0;
+  mp::check(cudaGetDevice(&dev), "cudaGetDevice");
+  mp::check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+  int clock_khz = 0;
+  mp::check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev), "cudaDeviceGetAttribute (clock)");
+  const unsigned blocks = static_cast<unsigned>(p.multiProcessorCount) * 4u, threads = 256;
+  unsigned* scratch = nullptr;
+  mp::check(cudaMalloc(&scratch, sizeof(unsigned) * blocks * threads), "cudaMalloc (warm-up)");
+  spin_kernel<<<blocks, threads>>>(scratch, static_cast<std::uint64_t>(ms * clock_khz));
+  mp::check(cudaGetLastError(), "spin_kernel launch");
+  mp::check(cudaDeviceSynchronize(), "spin_kernel");
+  mp::check(cudaFree(scratch), "cudaFree (warm-up)");
+}
+
 std::string device_name() {
   cudaDeviceProp p{};
   int dev = 0;
@@ -194,6 +222,7 @@ int run_child(const mp::Options& o) {
   int rc = 0;
   try {
     ctx.device = device_name();
+    warm_up_gpu(20.0);
     entry->run(ctx, o.child_experiment);
   } catch (const std::exception& e) {
     mp::Record r;

@@ -70,13 +70,14 @@ SlabStats slab_stats(const Heap& heap, const std::vector<void*>& live, const std
     }
     run = 0;
     const std::uint32_t cls = pages[p].cls;
-    if (large[p] || cls == 0 || cls > CP::class_count) continue;
+    // A slab's chunk bits are all on its first page (lead 0; slabs/invariants.hpp S2).
+    if (large[p] || cls == 0 || cls > CP::class_count || pages[p].lead != 0) continue;
     const std::uint32_t bytes = CP::Classes::bytes(cls - 1);
-    const std::uint32_t per_page = static_cast<std::uint32_t>(slab / bytes);
+    const std::uint32_t chunks = static_cast<std::uint32_t>(slab / bytes) * pages[p].run;
     std::uint32_t used = 0;
     for (std::uint32_t w = 0; w < l.bitmap_words; ++w) used += bits::popcount(bits[std::size_t{p} * l.bitmap_words + w]);
-    if (used < per_page) {
-      s.free_bytes += static_cast<double>(per_page - used) * bytes;
+    if (used < chunks) {
+      s.free_bytes += static_cast<double>(chunks - used) * bytes;
       largest_chunk = std::max<double>(largest_chunk, bytes);
     }
   }

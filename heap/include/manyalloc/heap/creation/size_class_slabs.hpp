@@ -9,8 +9,9 @@
 //  - A pool that runs out keeps its started pages usable: open segments
 //    shrink to their current page, and a request takes a chunk of a larger
 //    class when its own has none (slabs/invariants.hpp C5).
-//  - A slab is one page of one class; pages come from one page pool and go
-//    back to it when their last chunk is freed, so memory moves between
+//  - A slab is one page of one class, or the few pages a warp's group of
+//    large requests takes whole; pages come from one page pool and go back
+//    to it when their slab's last chunk is freed, so memory moves between
 //    classes and large requests.
 //  - Requests are combined per warp: the lanes asking for the same class
 //    elect one lane that claims chunks for all of them with one 64-bit
@@ -18,8 +19,8 @@
 //    the group needs a page or more.
 //  - Requests above the largest class take runs of whole pages, found
 //    through the page bitmap's two hint levels, never by scanning pages.
-//  - A free is one atomic on the chunk's bitmap word and one on its page's
-//    counter.
+//  - A free is one atomic on the chunk's bitmap word and one on its slab's
+//    counter, both combined per warp.
 //
 // Data structures and invariants: detail/slabs/invariants.hpp.
 #pragma once
@@ -194,10 +195,10 @@ class SizeClassSlabs {
   }
 
   // Frees are combined per warp: the lanes freeing chunks whose bits share
-  // one word of a page's chunk bitmap form a group, whose lowest lane clears
-  // all their bits with one atomic and returns them to the page's count
-  // with one more (S2, S3); the pages that become empty go back to the pool
-  // with one atomic per word of the page bitmap (retire_pages).
+  // one word of a slab's chunk bitmap form a group, whose lowest lane clears
+  // all their bits with one atomic and returns them to the slab's count
+  // with one more (S2, S3); a slab that becomes empty goes back to the pool
+  // with one atomic on the page bitmap (ClassSlots::retire).
   template <class Acc>
     requires acc::MixedWidthAtomics<Acc>
   MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
@@ -317,9 +318,9 @@ class SizeClassSlabs {
   struct Located {
     Misuse misuse = Misuse::none;
     bool large = false;
-    std::uint32_t page = 0;
+    std::uint32_t page = 0;   // the page of the pointer; for slab chunks the slab's first page (S2)
     std::uint32_t cls = 0;    // class index (slab chunks)
-    std::uint32_t index = 0;  // chunk index in the page
+    std::uint32_t index = 0;  // chunk index in the slab
   };
 
   template <class Acc>
@@ -334,6 +335,7 @@ class SizeClassSlabs {
     at.page = static_cast<std::uint32_t>(offset >> h.slab_shift);
     const std::size_t in_page = offset & (h.slab_bytes() - 1u);
     const std::uint32_t cls = acc.load(&h.pages[at.page].cls);
+    const std::uint32_t lead = acc.load(&h.pages[at.page].lead);  // beside cls: both loads in flight together
     if (cls == 0u) {
       at.misuse = Misuse::double_free;
     } else if (cls == heap::detail::slabs::large_head) {
@@ -342,15 +344,23 @@ class SizeClassSlabs {
     } else {
       at.cls = cls - 1u;
       const std::uint32_t bytes = Classes::bytes(at.cls);
-      at.index = static_cast<std::uint32_t>(in_page / bytes);
-      if (in_page % bytes != 0u || at.index >= Slots::per_page(at.cls)) at.misuse = Misuse::not_a_chunk_start;
+      const std::uint32_t n = Slots::per_page(at.cls);
+      const auto in_slab_page = static_cast<std::uint32_t>(in_page / bytes);
+      if (in_page % bytes != 0u || in_slab_page >= n) {
+        at.misuse = Misuse::not_a_chunk_start;
+      } else if (lead > at.page || lead >= 32u) {
+        at.misuse = Misuse::double_free;  // a stale entry of a free page (S1)
+      } else {
+        at.page -= lead;
+        at.index = lead * n + in_slab_page;
+      }
     }
     return at;
   }
 
-  // The match_any key of a free: the chunk's bitmap word (page and word
+  // The match_any key of a free: the chunk's bitmap word (slab and word
   // index) when every such key fits below bit 31 (SlabLayout::word_keys),
-  // else its page. Lanes not freeing a slab chunk get a key of their own.
+  // else its slab's first page. Lanes not freeing a slab chunk get a key of their own.
   template <class Acc>
   MANYALLOC_FN std::uint32_t free_key(const Acc& acc, const Located& at) const {
     const Layout& h = layout_;
@@ -365,17 +375,16 @@ class SizeClassSlabs {
     report_misuse("SizeClassSlabs::destroy", m, ptr);
   }
 
-  // Called by every lane of `group`: the lanes freeing chunks of one page,
+  // Called by every lane of `group`: the lanes freeing chunks of one slab,
   // and of one bitmap word when the keys name words. Returns this lane's
-  // misuse (chunks whose bit was already clear are reported by the leader);
-  // `emptied` becomes the page when this lane's free emptied it.
+  // misuse (chunks whose bit was already clear are reported by the leader).
   template <class Acc>
   MANYALLOC_FN Misuse free_chunk(const Acc& acc, std::uint32_t group, const Located& at) const {
     const Layout& h = layout_;
     if (!h.word_keys) group = acc.match_any(group, at.index / 32u);
     const std::uint32_t bit = 1u << (at.index % 32u);
     // The barrier orders every lane's writes to its chunk before the
-    // leader's release below (a page's chunks are reused only after S2).
+    // leader's release below (a slab's chunks are reused only after S2).
     acc.sync_lanes(group);
     const std::uint32_t bits = acc.reduce_or(group, bit);
     Misuse mine = Misuse::none;
@@ -386,27 +395,27 @@ class SizeClassSlabs {
       if (acc.lane_id() != acc::lowest_lane(same)) mine = Misuse::double_free;
     }
     if (acc.lane_id() == acc::lowest_lane(group)) {
+      heap::detail::slabs::SlabPage& slab = h.pages[at.page];
+      const std::uint32_t run = acc.load(&slab.run);  // in flight beside the atomic below
       const std::uint32_t first = at.index / 32u * 32u;
       const std::uint32_t old = acc.atomic_and(h.bits_of(at.page) + at.index / 32u, ~bits);
       // S3: a bit already clear is a chunk freed twice or never handed out.
       for (std::uint32_t stale = bits & ~old; stale != 0u; stale &= stale - 1u) {
         const std::uint32_t index = first + bits::find_first_set(stale) - 1u;
-        note_misuse(acc, Misuse::double_free,
-                    h.page_data(at.page) + static_cast<std::size_t>(index) * Classes::bytes(at.cls));
+        note_misuse(acc, Misuse::double_free, Slots::address(h, at.cls, {at.page, 0u, 0u}, index));
       }
       const std::uint32_t freed = bits::popcount(old & bits);
-      // S2: the page's last chunks came back; no one hands out its chunks
-      // again, so the page returns to the pool. The release orders the bit
+      // S2: the slab's last chunks came back; no one hands out its chunks
+      // again, so its pages return to the pool. The release orders the bit
       // clears (and, through the barrier, the lanes' writes) before it.
-      // A group that frees every chunk of its page knows the count reaches
+      // A group that frees every chunk of its slab knows the count reaches
       // 0 (all were handed out, none was freed before) and does not wait
       // for it.
-      std::uint32_t* used = &h.pages[at.page].used;
-      if (freed == Slots::per_page(at.cls)) {
-        (void)acc.atomic_sub_release(used, freed);
-        Slots::retire(acc, h, at.page);
-      } else if (freed != 0u && acc.atomic_sub_release(used, freed) == freed) {
-        Slots::retire(acc, h, at.page);
+      if (freed == run * Slots::per_page(at.cls)) {
+        (void)acc.atomic_sub_release(&slab.used, freed);
+        Slots::retire(acc, h, at.page, run);
+      } else if (freed != 0u && acc.atomic_sub_release(&slab.used, freed) == freed) {
+        Slots::retire(acc, h, at.page, run);
       }
     }
     return mine;

@@ -55,7 +55,8 @@ struct ClassSlots {
     return h.page_data(e.base + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
   }
 
-  // Marks the chunks of `e` allocated (S3): one atomic OR per bitmap word.
+  // Marks the chunks of segment extent `e` allocated (S3; a slab per page):
+  // one atomic OR per bitmap word.
   template <class Acc>
   MANYALLOC_FN static void set_bits(const Acc& acc, const SlabLayout& h, std::uint32_t cls, const Extent& e) {
     const std::uint32_t n = per_page(cls);
@@ -75,14 +76,23 @@ struct ClassSlots {
   }
 
   // Makes pages [first, first + k) slabs of `cls` with every chunk counted
-  // as handed out (S2). Their chunk bits are zero (S1).
+  // as handed out (S2): a slab per page (a segment's pages), or one slab of
+  // all k pages (a group's own pages, at most 32 chunks). Their chunk bits
+  // are zero (S1).
   // The caller orders these stores before the chunks reach other workers
   // (a fence before the slot exchange; the hand-over for private pages).
+  enum class SlabShape { page_each, one_slab };
+
   template <class Acc>
   MANYALLOC_FN static void init_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t first,
-                                      std::uint32_t k) {
+                                      std::uint32_t k, SlabShape shape) {
+    const bool one = shape == SlabShape::one_slab;
     for (std::uint32_t p = first; p < first + k; ++p) {
-      acc.store(&h.pages[p].used, per_page(cls));
+      if (!one || p == first) {
+        acc.store(&h.pages[p].used, one ? k * per_page(cls) : per_page(cls));
+        acc.store(&h.pages[p].run, one ? k : 1u);
+      }
+      acc.store(&h.pages[p].lead, one ? p - first : 0u);
       acc.store(&h.pages[p].cls, cls + 1u);
     }
   }
@@ -103,21 +113,22 @@ struct ClassSlots {
     }
   };
 
-  // 1. Whole pages for the group alone.
+  // 1. Whole pages for the group alone, as one slab (S2): its chunk bits are
+  // one word of the first page's bitmap, set with one atomic.
   template <class Acc>
   MANYALLOC_FN static void take_private_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
                                               std::uint32_t start, Gathered& g) {
     const std::uint32_t n = per_page(cls);
-    const std::uint32_t k = g.need / n;
+    std::uint32_t k = g.need / n;
+    if (k * n > 32u) k = 32u / n;  // a slab of several pages has one bitmap word
     if (k == 0u || !g.room()) return;
     const std::uint32_t page = PagePool::claim_in_word(acc, h, k, start);
     if (page == no_page) return;
     // No fence: the pages reach other workers only through the group's
     // hand-over (a warp barrier) and what the user does to pass pointers on.
-    init_pages(acc, h, cls, page, k);
-    const Extent e{page, 0u, k * n};
-    set_bits(acc, h, cls, e);
-    g.add(e);
+    init_pages(acc, h, cls, page, k, SlabShape::one_slab);
+    acc.atomic_or(h.bits_of(page), bits::low_mask(k * n));
+    g.add(Extent{page, 0u, k * n});
   }
 
   // A fresh segment for slot (cls, shard), whose claim `seen` crossed the
@@ -168,7 +179,7 @@ struct ClassSlots {
     }
     SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
     if (page != no_page) {
-      init_pages(acc, h, cls, page, 1u << log);
+      init_pages(acc, h, cls, page, 1u << log, SlabShape::page_each);
       const std::uint32_t end = n << log;
       const std::uint32_t take = g.need < end ? g.need : end;
       const Extent e{page, 0u, take};
@@ -305,14 +316,14 @@ struct ClassSlots {
     return nullptr;
   }
 
-  // S2: a page whose chunks have all come back returns to the pool. Its
-  // entry keeps its class (S1): the next owner rewrites it, and until then
-  // a stray free finds the chunk's bit clear and is reported. The caller's
-  // fence before the count update that reached 0 orders the bit clears
-  // before the release.
+  // S2: a slab whose chunks have all come back returns its `run` pages to
+  // the pool. Their entries keep class and lead (S1): the next owner
+  // rewrites them, and until then a stray free finds the chunk's bit clear
+  // and is reported. The caller's release (the count update that reached 0,
+  // or a fence) orders the bit clears before it.
   template <class Acc>
-  MANYALLOC_FN static void retire(const Acc& acc, const SlabLayout& h, std::uint32_t page) {
-    PagePool::release_in_word(acc, h, page / 32u, 1u << (page % 32u));
+  MANYALLOC_FN static void retire(const Acc& acc, const SlabLayout& h, std::uint32_t first, std::uint32_t run = 1u) {
+    PagePool::release_in_word(acc, h, first / 32u, bits::low_mask(run) << (first % 32u));
   }
 
   // Everything the leader of a group of `need` lanes of class `cls` does.

@@ -36,20 +36,31 @@
 //
 // Page table entry SlabPage -- invariants:
 //  S1 cls == 0 or a page whose bit in `taken` is clear: the page is free
-//     (a retired slab keeps its old cls until its next owner rewrites it),
-//     or, with cls == 0 or a stale class, a body page of a large run. No
-//     chunk on it is allocated and its chunk bitmap is all zero, so a free
-//     of a pointer into it is reported (double free).
-//  S2 1 <= cls <= class_count: the page is a slab of size class cls-1.
-//     `used` counts the chunks of the page not yet freed, counting every
-//     chunk the page has as handed out from the moment the page was claimed
+//     (a retired slab keeps its old cls and lead until its next owner
+//     rewrites them), or, with cls == 0 or a stale class, a body page of a
+//     large run. No chunk of the slab its entry names is allocated and that
+//     slab's chunk bitmap is all zero, so a free of a pointer into it is
+//     reported (double free) -- unless the page, or the first page its stale
+//     lead names, has meanwhile become part of another slab, which no check
+//     of a pointer alone can tell from a live chunk.
+//  S2 1 <= cls <= class_count: the page belongs to a slab of size class
+//     cls-1. A slab is `run` consecutive pages of one word of `taken`: one
+//     page when it is a page of a slot's segment, up to 32 pages when a
+//     group of lanes took them whole for itself (then at most 32 chunks in
+//     all: one bitmap word). Every page stores its distance from the slab's
+//     first page in `lead`; the first page (lead 0) holds the slab's `run`
+//     and `used` and, in its chunk bitmap, the bits of all the slab's chunks
+//     (chunk i lies in page first + i / chunks per page). So a warp that
+//     frees a 4-page slab of 8 KiB chunks clears one bitmap word, updates
+//     one count and returns four pages with one atomic.
+//     `used` counts the chunks of the slab not yet freed, counting every
+//     chunk as handed out from the moment the slab's pages were claimed
 //     (chunks are handed out only by a segment cursor, which passes every
-//     chunk of a segment exactly once). So `used` reaches 0 exactly once,
-//     when the last handed-out chunk comes back; the free that takes it to 0
-//     clears the page's bit in `taken` (retire), itself or through a lane of
-//     its warp that releases the warp's emptied pages of one bitmap word
-//     together.
-//  S3 A chunk's bit in the page's chunk bitmap is set from before its
+//     chunk of a segment exactly once, or all at once to the group that
+//     took the pages). So `used` reaches 0 exactly once, when the last
+//     handed-out chunk comes back; the free that takes it to 0 clears the
+//     slab's bits in `taken` (retire).
+//  S3 A chunk's bit in its slab's chunk bitmap is set from before its
 //     pointer is handed to a worker until its free clears it, so a second
 //     free of a chunk, or a free of a chunk never handed out, finds it clear.
 //  S4 cls == large_head: the page starts a run of `run` whole pages owned by
@@ -105,9 +116,9 @@ namespace manyalloc::heap::detail::slabs {
 
 struct SlabPage {
   std::uint32_t cls;   // 0, class index + 1, or large_head (S1, S2, S4)
-  std::uint32_t used;  // chunks not yet freed (S2)
-  std::uint32_t run;   // pages of a large run (S4)
-  std::uint32_t reserved;
+  std::uint32_t used;  // chunks of the slab not yet freed (S2; first page of a slab)
+  std::uint32_t run;   // pages of a large run (S4) or of a slab (S2; its first page)
+  std::uint32_t lead;  // pages from the first page of the page's slab (S2)
 };
 
 // Counters written by many workers sit on cache lines of their own (128 B).
