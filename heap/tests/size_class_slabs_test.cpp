@@ -265,8 +265,8 @@ TEST(SlabWarpPath, StaleChunkInACombinedFreeIsReportedAndNothingIsLost) {
 }
 
 // A warp's 32 requests of 8 KiB take four pages whole as one slab (S2): its
-// first page holds the count and one bitmap word for all 32 chunks, the
-// others name their distance from it. A chunk on a later page freed twice is
+// first page's entry holds the count and one word of bits for all 32
+// chunks, the others name their distance from it. A chunk on a later page freed twice is
 // reported, and the warp's free returns all four pages.
 TEST(SlabWarpPath, AWarpOfLargeChunksTakesOneSlabOfSeveralPages) {
   EmulatedHeap heap(std::size_t{16} << 20);
@@ -283,12 +283,12 @@ TEST(SlabWarpPath, AWarpOfLargeChunksTakesOneSlabOfSeveralPages) {
   EXPECT_EQ(l.pages[first].run, 4u);
   EXPECT_EQ(l.pages[first].used, 32u);
   for (std::uint32_t p = 0; p < 4; ++p) EXPECT_EQ(l.pages[first + p].lead, p) << "page " << p << " of the slab";
-  EXPECT_EQ(l.bits_of(first)[0], 0xffffffffu) << "one word holds the bits of all 32 chunks";
-  EXPECT_EQ(l.bits_of(first + 2)[0], 0u);
+  EXPECT_EQ(l.pages[first].bits, 0xffffffffu) << "one word holds the bits of all 32 chunks";
+  EXPECT_EQ(l.pages[first + 2].bits, 0u);
   acc::HostThread host;
   handle.dealloc(host, ptrs[20]);
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
-  EXPECT_EQ(l.bits_of(first)[0], ~(1u << 20));
+  EXPECT_EQ(l.pages[first].bits, ~(1u << 20));
   grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t]); });
   const auto st = heap.creation().statistics<acc::HostThreads>();
   EXPECT_EQ(st.misuse_reports, 1u) << "the chunk on the slab's third page was freed twice";

@@ -73,9 +73,14 @@ SlabStats slab_stats(const Heap& heap, const std::vector<void*>& live, const std
     // A slab's chunk bits are all on its first page (lead 0; slabs/invariants.hpp S2).
     if (large[p] || cls == 0 || cls > CP::class_count || pages[p].lead != 0) continue;
     const std::uint32_t bytes = CP::Classes::bytes(cls - 1);
-    const std::uint32_t chunks = static_cast<std::uint32_t>(slab / bytes) * pages[p].run;
+    const auto per_page = static_cast<std::uint32_t>(slab / bytes);
+    const std::uint32_t chunks = per_page * pages[p].run;
     std::uint32_t used = 0;
-    for (std::uint32_t w = 0; w < l.bitmap_words; ++w) used += bits::popcount(bits[std::size_t{p} * l.bitmap_words + w]);
+    if (per_page <= 32) {
+      used = bits::popcount(pages[p].bits);  // SlabLayout::chunk_word
+    } else {
+      for (std::uint32_t w = 0; w < l.bitmap_words; ++w) used += bits::popcount(bits[std::size_t{p} * l.bitmap_words + w]);
+    }
     if (used < chunks) {
       s.free_bytes += static_cast<double>(chunks - used) * bytes;
       largest_chunk = std::max<double>(largest_chunk, bytes);

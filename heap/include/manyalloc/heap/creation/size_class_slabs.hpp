@@ -195,7 +195,7 @@ class SizeClassSlabs {
   }
 
   // Frees are combined per warp: the lanes freeing chunks whose bits share
-  // one word of a slab's chunk bitmap form a group, whose lowest lane clears
+  // one word of a slab's chunk bits form a group, whose lowest lane clears
   // all their bits with one atomic and returns them to the slab's count
   // with one more (S2, S3); a slab that becomes empty goes back to the pool
   // with one atomic on the page bitmap (ClassSlots::retire).
@@ -398,7 +398,7 @@ class SizeClassSlabs {
       heap::detail::slabs::SlabPage& slab = h.pages[at.page];
       const std::uint32_t run = acc.load(&slab.run);  // in flight beside the atomic below
       const std::uint32_t first = at.index / 32u * 32u;
-      const std::uint32_t old = acc.atomic_and(h.bits_of(at.page) + at.index / 32u, ~bits);
+      const std::uint32_t old = acc.atomic_and(h.chunk_word(at.page, Slots::per_page(at.cls), at.index), ~bits);
       // S3: a bit already clear is a chunk freed twice or never handed out.
       for (std::uint32_t stale = bits & ~old; stale != 0u; stale &= stale - 1u) {
         const std::uint32_t index = first + bits::find_first_set(stale) - 1u;

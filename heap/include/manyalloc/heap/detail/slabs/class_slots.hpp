@@ -70,7 +70,7 @@ struct ClassSlots {
       std::uint32_t take = end - index;
       if (take > room_in_page) take = room_in_page;
       if (take > room_in_word) take = room_in_word;
-      acc.atomic_or(h.bits_of(page) + in_page / 32u, bits::low_mask(take) << (in_page % 32u));
+      acc.atomic_or(h.chunk_word(page, n, in_page), bits::low_mask(take) << (in_page % 32u));
       index += take;
     }
   }
@@ -114,7 +114,7 @@ struct ClassSlots {
   };
 
   // 1. Whole pages for the group alone, as one slab (S2): its chunk bits are
-  // one word of the first page's bitmap, set with one atomic.
+  // one word on the first page's entry, set with one atomic.
   template <class Acc>
   MANYALLOC_FN static void take_private_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
                                               std::uint32_t start, Gathered& g) {
@@ -127,7 +127,7 @@ struct ClassSlots {
     // No fence: the pages reach other workers only through the group's
     // hand-over (a warp barrier) and what the user does to pass pointers on.
     init_pages(acc, h, cls, page, k, SlabShape::one_slab);
-    acc.atomic_or(h.bits_of(page), bits::low_mask(k * n));
+    acc.atomic_or(h.chunk_word(page, n, 0u), bits::low_mask(k * n));
     g.add(Extent{page, 0u, k * n});
   }
 

@@ -39,7 +39,7 @@
 //     (a retired slab keeps its old cls and lead until its next owner
 //     rewrites them), or, with cls == 0 or a stale class, a body page of a
 //     large run. No chunk of the slab its entry names is allocated and that
-//     slab's chunk bitmap is all zero, so a free of a pointer into it is
+//     slab's chunk bits are all zero, so a free of a pointer into it is
 //     reported (double free) -- unless the page, or the first page its stale
 //     lead names, has meanwhile become part of another slab, which no check
 //     of a pointer alone can tell from a live chunk.
@@ -47,12 +47,14 @@
 //     cls-1. A slab is `run` consecutive pages of one word of `taken`: one
 //     page when it is a page of a slot's segment, up to 32 pages when a
 //     group of lanes took them whole for itself (then at most 32 chunks in
-//     all: one bitmap word). Every page stores its distance from the slab's
-//     first page in `lead`; the first page (lead 0) holds the slab's `run`
-//     and `used` and, in its chunk bitmap, the bits of all the slab's chunks
-//     (chunk i lies in page first + i / chunks per page). So a warp that
-//     frees a 4-page slab of 8 KiB chunks clears one bitmap word, updates
-//     one count and returns four pages with one atomic.
+//     all). Every page stores its distance from the slab's first page in
+//     `lead`; the first page (lead 0) holds the slab's `run` and `used` and
+//     the bits of all the slab's chunks (chunk i lies in page first + i /
+//     chunks per page): in its entry's `bits` when the class has at most 32
+//     chunks per page (a free then finds count and bits on the sector it
+//     read the class from), else in its chunk bitmap (SlabLayout::
+//     chunk_word). So a warp that frees a 4-page slab of 8 KiB chunks clears
+//     one word, updates one count and returns four pages with one atomic.
 //     `used` counts the chunks of the slab not yet freed, counting every
 //     chunk as handed out from the moment the slab's pages were claimed
 //     (chunks are handed out only by a segment cursor, which passes every
@@ -60,7 +62,7 @@
 //     took the pages). So `used` reaches 0 exactly once, when the last
 //     handed-out chunk comes back; the free that takes it to 0 clears the
 //     slab's bits in `taken` (retire).
-//  S3 A chunk's bit in its slab's chunk bitmap is set from before its
+//  S3 A chunk's bit among its slab's chunk bits is set from before its
 //     pointer is handed to a worker until its free clears it, so a second
 //     free of a chunk, or a free of a chunk never handed out, finds it clear.
 //  S4 cls == large_head: the page starts a run of `run` whole pages owned by
@@ -114,11 +116,14 @@
 
 namespace manyalloc::heap::detail::slabs {
 
-struct SlabPage {
+// One 32-byte sector per page.
+struct alignas(32) SlabPage {
   std::uint32_t cls;   // 0, class index + 1, or large_head (S1, S2, S4)
   std::uint32_t used;  // chunks of the slab not yet freed (S2; first page of a slab)
   std::uint32_t run;   // pages of a large run (S4) or of a slab (S2; its first page)
   std::uint32_t lead;  // pages from the first page of the page's slab (S2)
+  std::uint32_t bits;  // chunk bits of a slab of at most 32 chunks per page (S2, S3; its first page)
+  std::uint32_t unused[3];
 };
 
 // Counters written by many workers sit on cache lines of their own (128 B).
@@ -193,6 +198,11 @@ struct SlabLayout {
   }
   MANYALLOC_FN std::uint32_t* bits_of(std::uint32_t page) const {
     return chunk_bits + static_cast<std::size_t>(page) * bitmap_words;
+  }
+  // The word holding the bit of chunk `index` of the slab whose first page
+  // is `page`, for a class of `per_page` chunks per page (S2, S3).
+  MANYALLOC_FN std::uint32_t* chunk_word(std::uint32_t page, std::uint32_t per_page, std::uint32_t index) const {
+    return per_page <= 32u ? &pages[page].bits : bits_of(page) + index / 32u;
   }
   MANYALLOC_FN std::uint64_t* slot(std::uint32_t cls, std::uint32_t shard) const {
     return slots + static_cast<std::size_t>(cls) * shards + shard;
