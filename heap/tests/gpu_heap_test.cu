@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "manyalloc_support/cuda_runner.hpp"
 #include "generic/heap_typed_tests.hpp"
@@ -107,6 +108,28 @@ TEST(CudaSlabs, ColdMixedLaunchStaysWithinTheOpenBudget) {
   CudaRunner::run(workers, MixedAlloc<H>{heap.handle(), ptrs.data(), failures.data(), 1});
   heap.creation().release_open_segments<acc::Cuda>();
   EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u);
+}
+
+// The back end zeroes heap metadata with a kernel of its own (acc::Cuda::
+// fill_zero); ranges of any alignment and length are zeroed exactly.
+TEST(CudaBackend, FillZeroClearsExactlyTheRange) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  const std::size_t size = 70000;
+  unsigned char* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, size), cudaSuccess);
+  std::vector<unsigned char> host(size);
+  for (std::size_t begin : {0, 1, 3, 15, 16, 17}) {
+    for (std::size_t n : {0, 1, 7, 16, 31, 1000, 65537}) {
+      ASSERT_EQ(cudaMemset(dev, 0xab, size), cudaSuccess);
+      acc::Cuda::fill_zero(dev + begin, n);
+      ASSERT_EQ(cudaMemcpy(host.data(), dev, size, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (std::size_t i = 0; i < size; ++i) {
+        const unsigned char want = i >= begin && i < begin + n ? 0 : 0xab;
+        ASSERT_EQ(host[i], want) << "byte " << i << " of fill_zero(" << begin << ", " << n << ")";
+      }
+    }
+  }
+  cudaFree(dev);
 }
 
 // Issue 15: a pool that grows between launches (CUDA virtual memory
