@@ -219,7 +219,7 @@ struct Cuda {
   // A kernel rather than cudaMemset: the first kernel to run after a large
   // cudaMalloc pays for making the new memory usable by the SMs, and a heap's
   // initialisation, not the first launch of the user's kernels, should pay
-  // it (docs/results/heap/peers: the cold-launch probe).
+  // it (docs/results/heap/peers/cold_launch_probe).
   static void fill_zero(void* dst, std::size_t n) {
     if (n == 0) return;
     const unsigned block = 256;
