@@ -1,6 +1,7 @@
 # ctest script (region.install.c_consumer): a region-only build of the source
-# tree (no numa layer, no tests, CUDA off, benchmarks on but not built: only
-# the library is built) installed with `cmake --install` into a scratch
+# tree (no numa layer, no tests, CUDA off, benchmarks and manyalloc-coalesce
+# left at their defaults but not built: only the library is built) installed
+# with `cmake --install` into a scratch
 # prefix; then the C program consumer.c is built against the installation
 # three ways and each run with 2 ranks:
 #   mpicc consumer.c -I... -L... -lmanyalloc-region
@@ -19,7 +20,7 @@ run("configuring the region-only build"
     ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${B} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
     -DMPI_C_COMPILER=${MPI_C_COMPILER} -DMPI_CXX_COMPILER=${MPI_CXX_COMPILER} -DMPIEXEC_EXECUTABLE=${MPIEXEC}
-    -DMANYALLOC_CUDA=OFF -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_COALESCE_TOOL=OFF -DMANYALLOC_BUILD_TESTS=OFF
+    -DMANYALLOC_CUDA=OFF -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_TESTS=OFF
     -DMANYALLOC_BUILD_BENCHMARKS=ON)
 run("building the region library" ${CMAKE_COMMAND} --build ${B} --target manyalloc_region)
 run("cmake --install" ${CMAKE_COMMAND} --install ${B} --prefix ${P})
