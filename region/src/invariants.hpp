@@ -95,6 +95,13 @@
 //       holds, and an allocation may then fail with MR_ERR_NO_MEMORY
 //       although the space is free. Once the returns have arrived (no slab
 //       in flight, S3), the whole space is reachable again.
+//   M4  memory back to the operating system: with a shared GAS (memfd), the
+//       top scheduler removes the pages that come back to it from the host's
+//       memory object (MADV_REMOVE) in the event that takes them, before it
+//       can grant them again; they hold no live object (M2), so no correct
+//       program reads them (a stale pointer reads zeros). Pages kept below
+//       the top, pages freed by the top's own regions, the memory objects
+//       of other hosts and private memory (copy mode) stay allocated.
 //
 // Worker-to-worker transfers (transfers.cpp), deadlock-free by construction:
 //   X1  no transfer call waits for another worker to make a call. A send

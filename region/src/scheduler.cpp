@@ -4,8 +4,10 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "manyalloc/common/build_config.hpp"
 #include "manyalloc/common/math.hpp"
@@ -600,8 +602,23 @@ void Scheduler::on_mem_return(Message& m, int src) {
       flowback_violation(self_, "were not delegated to the child that returned them", a, n);
     delegated_slabs_.erase(a, n);
     regions_.add_free_slabs(a, n);
+    release_to_os(a, n);
   }
   if (!parked_.empty()) retry_parked();
+}
+
+// M4: pages that came back to the top scheduler are wanted by no subtree;
+// with a shared GAS their memory goes back to the operating system (for
+// every rank of the top's host). A refusal is reported once, and the pages
+// then stay allocated as before.
+void Scheduler::release_to_os(std::uint64_t first, std::uint64_t n) {
+  if (!topo_.is_top(self_) || !gas_.shared || !release_returned_) return;
+  if (release_gas_slabs(gas_, first, n)) return;
+  release_returned_ = false;
+  std::fprintf(stderr,
+               "manyalloc region: scheduler %d: madvise(MADV_REMOVE) of returned pages failed (%s); free pages "
+               "stay allocated in memory from now on\n",
+               self_, std::strerror(errno));
 }
 
 void Scheduler::report_load() {

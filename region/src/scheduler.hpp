@@ -50,6 +50,7 @@ class Scheduler {
   void on_mem_req(Message& m, int src);
   void on_mem_grant(Message& m);
   void on_mem_return(Message& m, int src);
+  void release_to_os(std::uint64_t first, std::uint64_t n);
   void on_done();
   void on_exit();
   void reply_stats(Message& m);
@@ -94,6 +95,9 @@ class Scheduler {
   // Free slab count at the last check_return that found no whole page to
   // give (fragmented free ranges): no new scan until it changes.
   std::uint64_t return_scanned_at_ = ~std::uint64_t{0};
+  // Top scheduler, shared GAS: pages returned to it go back to the
+  // operating system (M4); off after the kernel refused once.
+  bool release_returned_ = true;
   LocalRegions regions_;
 
   RangeSet<slab_key_bits> granted_slabs_;                        // S1

@@ -16,13 +16,19 @@
 //      and no scheduler below the top keeps more free slabs than its return
 //      watermark.
 //   3. Each worker in turn, alone, fills the space again: it gets nearly
-//      all of it; then it frees its region, and step 2 is repeated.
+//      all of it; then it frees its region, and step 2 is repeated. With a
+//      shared GAS (zero copy) the worker has written every 4 KiB page of
+//      its objects, and once step 2 has settled, no more of those pages are
+//      still in memory (mincore) than the schedulers below the top keep:
+//      the pages that came back to the top went back to the operating
+//      system (M4).
 // Before flow-back, pages never left a leaf: in step 3 a worker got only
 // what its own leaf had kept from step 1 (with 2 leaves, half the space).
 // Main: mpi_gtest_main.cpp, the form without a session (mr_init is called
 // here with the settings above).
 #include <mpi.h>
 
+#include <sys/mman.h>
 #include <time.h>
 
 #include <cstdint>
@@ -67,9 +73,10 @@ std::uint64_t keep_pages(std::uint64_t s, std::uint64_t f, std::uint64_t nsched)
 }
 
 // Fills a new region of this worker's leaf with objects until the space is
-// exhausted; writes a word into each object and checks it; frees the
-// region. Returns the bytes allocated.
-std::uint64_t fill_and_free() {
+// exhausted; writes a word into each object (and a byte into every 4 KiB
+// page of it when `touch`) and checks it; frees the region. Returns the
+// bytes allocated; the objects' addresses are left in `addrs`.
+std::uint64_t fill_and_free(bool touch, std::vector<void*>& addrs) {
   mr_rid_t r = 0;
   EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &r), MR_OK);
   std::vector<void*> objs;
@@ -81,11 +88,30 @@ std::uint64_t fill_and_free() {
   while ((s = mr_alloc(object_bytes, r, &p)) == MR_OK) objs.push_back(p);
   EXPECT_EQ(s, MR_ERR_NO_MEMORY);
   for (std::size_t i = 0; i < objs.size(); ++i) *static_cast<std::uint64_t*>(objs[i]) = i;
+  if (touch)
+    for (void* o : objs)
+      for (std::uint64_t b = 4096; b < object_bytes; b += 4096) static_cast<volatile char*>(o)[b] = 1;
   std::size_t bad = 0;
   for (std::size_t i = 0; i < objs.size(); ++i) bad += *static_cast<std::uint64_t*>(objs[i]) != i;
   EXPECT_EQ(bad, 0u);
   EXPECT_EQ(mr_rfree(r), MR_OK);
+  addrs = objs;
   return objs.size() * object_bytes;
+}
+
+// 4 KiB pages of the objects at `addrs` that are in memory (mincore).
+std::uint64_t resident_pages(const std::vector<void*>& addrs) {
+  constexpr std::size_t per_object = object_bytes / 4096;
+  unsigned char vec[per_object];
+  std::uint64_t n = 0;
+  for (void* o : addrs) {
+    if (mincore(o, object_bytes, vec) != 0) {
+      ADD_FAILURE() << "mincore failed";
+      return ~std::uint64_t{0};
+    }
+    for (unsigned char v : vec) n += v & 1;
+  }
+  return n;
 }
 
 // Step 2 (on worker 0): waits until the flow-back has settled, then checks
@@ -134,7 +160,8 @@ TEST(FlowBack, AnyWorkerGetsTheWholeSpaceAfterEverythingIsFreed) {
     for (std::uint64_t s = 1; s < nsched; ++s) slack_mib += keep_pages(s, fanout, nsched);
     ASSERT_LT(slack_mib, gas_mib / 4) << "the space is too small for this tree";
     // 1. Everyone at once.
-    const std::uint64_t mine = fill_and_free();
+    std::vector<void*> addrs;
+    const std::uint64_t mine = fill_and_free(false, addrs);
     std::uint64_t total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, mr_worker_comm());
     EXPECT_GE(total, (gas_mib - pool_slack_pages * static_cast<std::uint64_t>(nw)) * mib)
@@ -144,9 +171,10 @@ TEST(FlowBack, AnyWorkerGetsTheWholeSpaceAfterEverythingIsFreed) {
     if (me == 0) expect_settled(nsched, fanout, "after step 1");
     EXPECT_EQ(mr_barrier(), MR_OK);
     // 3. Each worker alone.
+    const bool shared = mr_zero_copy(me == 0 ? 1 : 0) != 0;
     for (int w = 0; w < nw; ++w) {
       if (w == me) {
-        const std::uint64_t got = fill_and_free();
+        const std::uint64_t got = fill_and_free(shared, addrs);
         EXPECT_GE(got, (gas_mib - slack_mib) * mib) << "step 3: worker " << me << " alone";
         std::printf("flow-back: worker %d alone got %llu of %llu MiB\n", me,
                     static_cast<unsigned long long>(got / mib), static_cast<unsigned long long>(gas_mib));
@@ -155,6 +183,13 @@ TEST(FlowBack, AnyWorkerGetsTheWholeSpaceAfterEverythingIsFreed) {
       EXPECT_EQ(mr_barrier(), MR_OK);
       if (me == 0) expect_settled(nsched, fanout, "after a worker alone");
       EXPECT_EQ(mr_barrier(), MR_OK);
+      if (w == me && shared) {
+        const std::uint64_t resident = resident_pages(addrs);
+        EXPECT_LE(resident * 4096, slack_mib * mib) << "worker " << me << ": freed pages still in memory";
+        std::printf("flow-back: worker %d: %llu MiB of its freed objects still in memory\n", me,
+                    static_cast<unsigned long long>(resident * 4096 / mib));
+        std::fflush(stdout);
+      }
     }
   }
   EXPECT_EQ(mr_finalize(), MR_OK);
