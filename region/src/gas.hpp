@@ -40,4 +40,14 @@ struct GasMapping {
 GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared, bool force_remote, const void* comm);
 void unmap_global_address_space(const GasMapping& m);
 
+// Gives the memory behind slabs [first_slab, first_slab + n) back to the
+// operating system; the slabs must hold no live object and be owned by the
+// caller. Shared GAS: madvise(MADV_REMOVE) frees the pages of this host's
+// memory object for every rank of the host at once (they read as zeros
+// afterwards and are allocated again on the next touch). Private memory:
+// nothing is done (only the process that touched a page could drop it, and a
+// scheduler does not touch the workers' pages). False, with errno, when the
+// kernel refused.
+bool release_gas_slabs(const GasMapping& m, std::uint64_t first_slab, std::uint64_t n);
+
 }  // namespace manyalloc::region::detail

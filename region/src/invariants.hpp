@@ -45,16 +45,63 @@
 //       Region 0 (root) lives on the top scheduler and is never freed.
 //
 // Scheduler routing (scheduler.hpp, section 5):
-//   S1  granted ranges/ids: everything the parent ever handed down (the top
-//       scheduler: the whole GAS and all ids). granted = L2 + L3 + delegated
-//       (memory) and L1 + L4 + delegated (ids).
+//   S1  granted ranges/ids: everything the parent handed down and this
+//       scheduler has not returned (M1; the top scheduler: the whole GAS and
+//       all ids). granted = L2 + L3 + delegated (memory) and L1 + L4 +
+//       delegated (ids).
 //   S2  a key (address or region id) outside `granted` goes to the parent;
 //       inside `delegated` to that child; in L1/L2 it is handled here; any
 //       other key is a programmer error answered with an error code. A
-//       message therefore never travels down and then up again, so routing
-//       cannot loop.
+//       message travels down and then up again only into a page whose
+//       return it crosses (M3), at most once per return, so routing cannot
+//       loop.
 //   S3  memory conservation: summed over all schedulers,
-//       free slabs + slabs held by pools == GAS slabs.
+//       free slabs + slabs held by pools + slabs in op_mem_grant and
+//       op_mem_return messages in flight == GAS slabs.
+//
+// Flow-back of pages (scheduler.cpp, check_return / on_mem_return): the 5.2
+// watermarks read upward. Below the top, a scheduler whose free slabs (L3)
+// exceed its return watermark, twice its refill watermark, gives whole free
+// pages back to its parent until the refill watermark is left (refill: below
+// a quarter of it, up to it; so neither one triggers the other). Region ids
+// are not returned.
+//   M1  ownership of a returned range: in the event that posts op_mem_return
+//       the child takes the range out of L3 and out of `granted`; from then
+//       on it is the parent's, still in the parent's `delegated` (naming the
+//       child) and in nobody's free ranges while the message travels; the
+//       parent's event that takes the message moves it from `delegated` to
+//       its own L3. No range is ever free at the parent while the child
+//       still owns it, nor owned by both.
+//   M2  only whole 1-MiB pages that lie entirely in L3 go back: never a slab
+//       of L2 (a live region's used or pool slabs). Every returned range is
+//       inside `granted` at the child and, at the parent, inside one
+//       `delegated` range naming the sender; a range that is not is a
+//       protocol violation and stops the job (the accounting would be lost).
+//   M3  races. A child returns nothing while a refill of its own is
+//       outstanding or requests are parked, so no grant crosses a return of
+//       the same child; a refill sent after a return reaches the parent
+//       after it (order per pair of ranks, transport.hpp), which may then
+//       grant the same pages again. A key the parent routed down into a
+//       range already returned is outside the child's `granted` and goes
+//       back up (S2) behind the return, so the parent, having taken the
+//       return first, handles it as its own key: no region there (an
+//       invalid pointer, as for any address of no region) or, once granted
+//       again, the page's new owner. Pages that come back while requests
+//       are parked at the parent serve them at once. A return is posted
+//       before the reply to the free that emptied the pages, but it is
+//       asynchronous: a refill that reaches an ancestor before pages still
+//       travelling up to it (from another subtree, or from a child whose
+//       message has not arrived yet) is answered from what that ancestor
+//       holds, and an allocation may then fail with MR_ERR_NO_MEMORY
+//       although the space is free. Once the returns have arrived (no slab
+//       in flight, S3), the whole space is reachable again.
+//   M4  memory back to the operating system: with a shared GAS (memfd), the
+//       top scheduler removes the pages that come back to it from the host's
+//       memory object (MADV_REMOVE) in the event that takes them, before it
+//       can grant them again; they hold no live object (M2), so no correct
+//       program reads them (a stale pointer reads zeros). Pages kept below
+//       the top, pages freed by the top's own regions, the memory objects
+//       of other hosts and private memory (copy mode) stay allocated.
 //
 // Worker-to-worker transfers (transfers.cpp), deadlock-free by construction:
 //   X1  no transfer call waits for another worker to make a call. A send

@@ -125,6 +125,48 @@ std::uint64_t LocalRegions::take_pages(std::uint64_t pages,
   return got;
 }
 
+namespace {
+// The whole pages inside free range [s, s + n): page-aligned [a, b), empty
+// when b <= a.
+std::pair<std::uint64_t, std::uint64_t> whole_pages(std::uint64_t s, std::uint64_t n) {
+  const std::uint64_t a = (s + slabs_per_page - 1) / slabs_per_page * slabs_per_page;
+  const std::uint64_t b = (s + n) / slabs_per_page * slabs_per_page;
+  return {a, b > a ? b : a};
+}
+}  // namespace
+
+std::uint64_t LocalRegions::free_page_count() const {
+  std::uint64_t pages = 0;
+  free_slabs_.for_each([&](std::uint64_t s, std::uint64_t n, const auto&) {
+    const auto [a, b] = whole_pages(s, n);
+    pages += (b - a) / slabs_per_page;
+  });
+  return pages;
+}
+
+std::uint64_t LocalRegions::take_free_pages(std::uint64_t pages,
+                                            std::vector<std::pair<std::uint64_t, std::uint64_t>>& out,
+                                            std::size_t max_ranges) {
+  // Collect the candidates from the top of the space down, then carve them
+  // out of L3 (not while walking it).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;
+  free_slabs_.for_each([&](std::uint64_t s, std::uint64_t n, const auto&) {
+    const auto [a, b] = whole_pages(s, n);
+    if (b > a) runs.emplace_back(a, b);
+  });
+  std::uint64_t got = 0;
+  for (auto it = runs.rbegin(); it != runs.rend() && got < pages && out.size() < max_ranges; ++it) {
+    const std::uint64_t p = std::min((it->second - it->first) / slabs_per_page, pages - got);
+    const std::uint64_t first = it->second - p * slabs_per_page, n = p * slabs_per_page;
+    free_slabs_.erase(first, n);
+    if constexpr (build::checked_build)
+      if (poison_) forget_poison(first, n);  // the parent scheduler does not know them
+    out.emplace_back(first, n);
+    got += p;
+  }
+  return got;
+}
+
 std::pair<std::uint64_t, std::uint64_t> LocalRegions::take_ids(std::uint64_t n) {
   if (free_ids_.empty() || n == 0) return {0, 0};
   auto first = free_ids_.take(n, 0);

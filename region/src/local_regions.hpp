@@ -72,6 +72,16 @@ class LocalRegions {
   // pools first when the free ranges alone do not have them.
   std::uint64_t take_pages(std::uint64_t pages, std::vector<std::pair<std::uint64_t, std::uint64_t>>& out,
                            std::size_t max_ranges);
+  // Flow-back (section 5.2 watermarks, upward): at most `pages` whole 1-MiB
+  // pages that lie entirely in the free ranges (L3), as page-aligned ranges
+  // appended to `out` (at most max_ranges of them, counting those already in
+  // out) and removed from L3; the highest pages first, so that the low ones
+  // stay near the regions that came before. Region pools are not trimmed and
+  // no slab of any region is ever taken. Returns the pages taken.
+  std::uint64_t take_free_pages(std::uint64_t pages, std::vector<std::pair<std::uint64_t, std::uint64_t>>& out,
+                                std::size_t max_ranges);
+  // Whole free pages in L3 (what take_free_pages could give).
+  std::uint64_t free_page_count() const;
   // A chunk of at most n contiguous never-used ids (generation 0, so that a
   // child scheduler needs no generations); {first, count}, count 0 when none.
   std::pair<std::uint64_t, std::uint64_t> take_ids(std::uint64_t n);

@@ -40,6 +40,8 @@ enum Op : std::uint64_t {
   op_mem_req = 26,      // a0 slabs wanted, a1 ids wanted (5.2 refill)
   op_mem_grant = 27,    // a0 #slab ranges, a1 #id ranges, payload (start, length) pairs
   op_load = 28,         // a0 subtree load (regions), upstream
+  op_mem_return = 30,   // a0 #slab ranges, payload (start, length) pairs: whole free
+                        //   pages a child gives back to its parent (flow-back, upstream)
   op_exit = 31,         // shutdown, downstream
 };
 

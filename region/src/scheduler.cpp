@@ -4,7 +4,10 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "manyalloc/common/build_config.hpp"
 #include "manyalloc/common/math.hpp"
@@ -21,6 +24,20 @@ std::uint64_t to_status(LocalStatus s) {
     default: return MR_ERR_NO_MEMORY;
   }
 }
+
+// A page range of a flow-back that breaks M1/M2 (invariants.hpp): the
+// accounting of the whole tree (S3) would be wrong from here on, so the job
+// stops with the range named.
+[[noreturn]] void flowback_violation(int self, const char* what, std::uint64_t first, std::uint64_t n) {
+  std::fprintf(stderr,
+               "manyalloc region: scheduler %d: returned slabs [%llu, +%llu) %s; the memory accounting would be "
+               "wrong, aborting\n",
+               self, static_cast<unsigned long long>(first), static_cast<unsigned long long>(n), what);
+  std::abort();
+}
+
+// Ranges per op_mem_return (as per op_mem_grant): a message stays small.
+constexpr std::size_t max_return_ranges = 256;
 }  // namespace
 
 Scheduler::Scheduler(MpiTransport& transport, const Topology& topo, const GasMapping& gas,
@@ -35,6 +52,7 @@ Scheduler::Scheduler(MpiTransport& transport, const Topology& topo, const GasMap
   const std::uint64_t scale = static_cast<std::uint64_t>(topo_.descendants(self_)) + 1;
   slabs_hi_ = tuning_.leaf_pages_hi * slabs_per_page * scale;
   slabs_lo_ = slabs_hi_ / 4;
+  slabs_return_ = 2 * slabs_hi_;  // flow-back watermark (M1-M3 in invariants.hpp)
   ids_hi_ = tuning_.leaf_ids_hi * scale;
   ids_lo_ = ids_hi_ / 4;
   if (!topo_.is_leaf(self_)) child_load_.assign(static_cast<std::size_t>(topo_.fanout), 0);
@@ -72,6 +90,8 @@ Scheduler::Route Scheduler::route_region(std::uint64_t id, int* hop) const {
   return Route::error;
 }
 
+// As route_region; an address in a page this scheduler gave back to its
+// parent is no longer granted here and goes up again (M3).
 Scheduler::Route Scheduler::route_addr(std::uint64_t addr, int* hop) const {
   const bool in_gas = addr >= gas_.base && addr - gas_.base < gas_.bytes;
   const std::uint64_t slab = in_gas ? (addr - gas_.base) >> slab_shift : 0;
@@ -131,6 +151,9 @@ void Scheduler::run() {
     idle = 0;
     ++messages_;
     dispatch(m, src);
+    // Return first: after the answer to a refill, surplus pages go up
+    // before a refill of ids alone could hold them back again (M3).
+    check_return();
     check_refill();
   }
   t_.flush();
@@ -199,6 +222,7 @@ void Scheduler::dispatch(Message& m, int src) {
       return on_sub_done(m);
     case op_mem_req: return on_mem_req(m, src);
     case op_mem_grant: return on_mem_grant(m);
+    case op_mem_return: return on_mem_return(m, src);
     case op_load:
       child_load_[static_cast<std::size_t>(src - topo_.first_child(self_))] = m[w_a0];
       return report_load();
@@ -337,6 +361,9 @@ void Scheduler::do_rfree(Message& m, bool sub) {
     t_.post(hop, make_msg(op_rfree_sub, static_cast<std::uint64_t>(self_), token, {child, its_parent}));
   }
   report_load();
+  // Pages freed here go up before the free is answered (M3): the worker
+  // learns of the free only after the return is posted.
+  check_return();
   finish_pending(token);
 }
 
@@ -519,7 +546,11 @@ void Scheduler::on_mem_grant(Message& m) {
     granted_ids_.insert(m[i], m[i + 1], {});
   }
   if (nslab == 0 && nid == 0) return fail_parked();
-  // Retry what was waiting; whatever still cannot run parks again.
+  retry_parked();
+}
+
+// Retry what was waiting; whatever still cannot run parks again.
+void Scheduler::retry_parked() {
   std::deque<Message> q;
   q.swap(parked_);
   parked_need_ = 0;
@@ -529,6 +560,65 @@ void Scheduler::on_mem_grant(Message& m) {
     else
       dispatch(p, self_);
   }
+}
+
+// Flow-back (M1-M3 in invariants.hpp), the 5.2 watermarks read upward: past
+// slabs_return_ free slabs, the whole pages of the free ranges (never a slab
+// of a region) go back to the parent until slabs_hi_ are left. Not while a
+// refill is outstanding or requests are parked: memory is short then, and a
+// grant never crosses a return of the same child.
+void Scheduler::check_return() {
+  if (topo_.is_top(self_) || mem_outstanding_ || !parked_.empty()) return;
+  const std::uint64_t slabs = regions_.free_slab_count();
+  if (slabs <= slabs_return_ || slabs == return_scanned_at_) return;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  const std::uint64_t pages = regions_.take_free_pages((slabs - slabs_hi_) / slabs_per_page, ranges, max_return_ranges);
+  if (pages == 0) {
+    return_scanned_at_ = slabs;
+    return;
+  }
+  return_scanned_at_ = ~std::uint64_t{0};
+  Message r = make_msg(op_mem_return, static_cast<std::uint64_t>(self_), 0, {ranges.size()});
+  for (auto [a, n] : ranges) {
+    // M1: from here the range is the parent's; this scheduler neither
+    // routes to it nor hands it out (S1: granted = L2 + L3 + delegated).
+    if (!granted_slabs_.erase(a, n)) flowback_violation(self_, "were not granted to this scheduler", a, n);
+    r.push_back(a);
+    r.push_back(n);
+  }
+  t_.post(topo_.parent(self_), std::move(r));
+}
+
+// M2: a returned range must be delegated to the child that returns it, as a
+// whole; it leaves the delegation map and joins the free ranges (L3), where
+// parked requests (a child's refill included) may take it at once.
+void Scheduler::on_mem_return(Message& m, int src) {
+  const std::uint64_t nslab = m[w_a0];
+  if (m.size() != hdr_words + 2 * nslab) flowback_violation(self_, "came in a malformed message", 0, 0);
+  for (std::size_t i = hdr_words; i + 1 < m.size(); i += 2) {
+    const std::uint64_t a = m[i], n = m[i + 1];
+    const auto d = delegated_slabs_.find(a);
+    if (!d || *d.value != static_cast<std::uint64_t>(src) || a + n > d.start + d.length)
+      flowback_violation(self_, "were not delegated to the child that returned them", a, n);
+    delegated_slabs_.erase(a, n);
+    regions_.add_free_slabs(a, n);
+    release_to_os(a, n);
+  }
+  if (!parked_.empty()) retry_parked();
+}
+
+// M4: pages that came back to the top scheduler are wanted by no subtree;
+// with a shared GAS their memory goes back to the operating system (for
+// every rank of the top's host). A refusal is reported once, and the pages
+// then stay allocated as before.
+void Scheduler::release_to_os(std::uint64_t first, std::uint64_t n) {
+  if (!topo_.is_top(self_) || !gas_.shared || !release_returned_) return;
+  if (release_gas_slabs(gas_, first, n)) return;
+  release_returned_ = false;
+  std::fprintf(stderr,
+               "manyalloc region: scheduler %d: madvise(MADV_REMOVE) of returned pages failed (%s); free pages "
+               "stay allocated in memory from now on\n",
+               self_, std::strerror(errno));
 }
 
 void Scheduler::report_load() {

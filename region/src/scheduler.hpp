@@ -49,6 +49,8 @@ class Scheduler {
   void on_sub_done(Message& m);
   void on_mem_req(Message& m, int src);
   void on_mem_grant(Message& m);
+  void on_mem_return(Message& m, int src);
+  void release_to_os(std::uint64_t first, std::uint64_t n);
   void on_done();
   void on_exit();
   void reply_stats(Message& m);
@@ -62,6 +64,10 @@ class Scheduler {
   void park(Message& m, std::uint64_t need_slabs);
   void fail_parked();
   void check_refill();
+  // Flow-back: past the return watermark, whole free pages go to the parent.
+  void check_return();
+  // Runs the parked requests again (after new memory came in).
+  void retry_parked();
   void report_load();
 
   struct Pending {
@@ -82,6 +88,16 @@ class Scheduler {
   GasMapping gas_;
   SchedulerTuning tuning_;
   std::uint64_t slabs_hi_ = 0, slabs_lo_ = 0, ids_hi_ = 0, ids_lo_ = 0;
+  // Free slabs above which whole free pages flow back to the parent, down
+  // to slabs_hi_ (2 x slabs_hi_: a refill, which stops at slabs_hi_, never
+  // triggers a return by itself).
+  std::uint64_t slabs_return_ = 0;
+  // Free slab count at the last check_return that found no whole page to
+  // give (fragmented free ranges): no new scan until it changes.
+  std::uint64_t return_scanned_at_ = ~std::uint64_t{0};
+  // Top scheduler, shared GAS: pages returned to it go back to the
+  // operating system (M4); off after the kernel refused once.
+  bool release_returned_ = true;
   LocalRegions regions_;
 
   RangeSet<slab_key_bits> granted_slabs_;                        // S1

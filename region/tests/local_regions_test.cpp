@@ -109,6 +109,67 @@ TEST(LocalRegions, TakePagesIsPageAligned) {
   EXPECT_EQ(lr.free_slab_count(), slabs_per_page);
 }
 
+// Flow-back to the parent: only pages entirely in the free ranges go, the
+// highest first; slabs of live regions (used or in their pools) never do.
+TEST(LocalRegions, TakeFreePagesTakesOnlyWholeFreePages) {
+  LocalRegions lr(base, RegionWatermarks{});
+  lr.add_free_slabs(0, 8 * slabs_per_page);
+  lr.add_free_ids(1, 10);
+  lr.create_root();
+  std::uint64_t r = 0;
+  ASSERT_EQ(lr.create(0, &r), LocalStatus::ok);
+  std::vector<std::uint64_t> objs;
+  ASSERT_EQ(lr.alloc(lr.find(r), 4096, 10, objs), LocalStatus::ok);
+  const std::uint64_t pool = lr.stats().pool_slabs;
+  ASSERT_GT(pool, 0u);
+  // The region's slabs keep at least one page out of the free ranges.
+  const std::uint64_t whole = lr.free_page_count();
+  EXPECT_LT(whole, 8u);
+  EXPECT_LE(whole * slabs_per_page, lr.free_slab_count());
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  EXPECT_EQ(lr.take_free_pages(2, out, 16), 2u);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, 6 * slabs_per_page);  // the top two pages
+  EXPECT_EQ(out[0].second, 2 * slabs_per_page);
+  // Everything else: no more than the whole free pages left, none of the
+  // region's slabs.
+  EXPECT_EQ(lr.take_free_pages(100, out, 16), whole - 2);
+  std::uint64_t taken = 0;
+  for (auto [a, n] : out) {
+    EXPECT_EQ(a % slabs_per_page, 0u);
+    EXPECT_EQ(n % slabs_per_page, 0u);
+    taken += n;
+    EXPECT_EQ(lr.region_of(base + a * slab_bytes), nullptr);
+    for (std::uint64_t o : objs) {
+      const std::uint64_t s = lr.slab_of(o);
+      EXPECT_FALSE(s >= a && s < a + n);
+    }
+  }
+  EXPECT_EQ(taken, whole * slabs_per_page);
+  EXPECT_EQ(lr.free_page_count(), 0u);
+  EXPECT_EQ(lr.free_slab_count() + lr.stats().pool_slabs + taken, 8 * slabs_per_page);
+  EXPECT_EQ(lr.stats().pool_slabs, pool);
+  EXPECT_TRUE(lr.check_invariants());
+  // The objects still work; once the region is gone its pages are whole
+  // free pages again and all of them can go.
+  for (std::uint64_t o : objs) EXPECT_EQ(lr.free(o), FreeStatus::ok);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> remote;
+  ASSERT_EQ(lr.destroy(r, remote), LocalStatus::ok);
+  EXPECT_EQ(lr.free_page_count(), 8 - whole);
+  out.clear();
+  EXPECT_EQ(lr.take_free_pages(100, out, 16), 8 - whole);
+  EXPECT_EQ(lr.free_slab_count(), 0u);
+  // max_ranges bounds the ranges appended.
+  lr.add_free_slabs(0, slabs_per_page);
+  lr.add_free_slabs(2 * slabs_per_page, slabs_per_page);
+  out.assign(1, {100 * slabs_per_page, slabs_per_page});
+  EXPECT_EQ(lr.take_free_pages(100, out, 2), 1u);
+  EXPECT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].first, 2 * slabs_per_page);
+  EXPECT_EQ(lr.free_slab_count(), slabs_per_page);
+}
+
 TEST(Topology, TwoLevelTree) {
   auto t = Topology::make(21, 2, 4);
   ASSERT_TRUE(t);

@@ -84,7 +84,9 @@ typedef struct mr_config {
   int levels;          /* scheduler tree levels (default 1: one scheduler) */
   int fanout;          /* scheduler-to-scheduler ratio (default 4) */
   uint64_t gas_bytes;  /* global address space size (default 64 GiB) */
-  uint64_t leaf_pages_hi;  /* 1-MiB pages a leaf scheduler refills to (default 64) */
+  uint64_t leaf_pages_hi;  /* 1-MiB pages a leaf scheduler refills to (default 64); a
+                            * scheduler keeps at most twice its share free and
+                            * gives whole free pages beyond that back upward */
   uint64_t region_slabs_hi;/* free slabs a new region gets (default 64) */
   int load_threshold;  /* report subtree load upstream when it moved this much (default 4) */
   int transfer;        /* MR_TRANSFER_*; 0: environment, else auto */
