@@ -129,8 +129,8 @@ namespace {
 // The whole pages inside free range [s, s + n): page-aligned [a, b), empty
 // when b <= a.
 std::pair<std::uint64_t, std::uint64_t> whole_pages(std::uint64_t s, std::uint64_t n) {
-  const std::uint64_t a = (s + slabs_per_page - 1) / slabs_per_page * slabs_per_page;
-  const std::uint64_t b = (s + n) / slabs_per_page * slabs_per_page;
+  const std::uint64_t a = ceil_div(s, slabs_per_page) * slabs_per_page;
+  const std::uint64_t b = round_down(s + n, slabs_per_page);
   return {a, b > a ? b : a};
 }
 }  // namespace

@@ -11,7 +11,7 @@
 //      it. Each frees its region.
 //   2. Returns travel asynchronously (invariants.hpp, M3), and a scheduler
 //      whose own refill is outstanding returns once it is answered: worker 0
-//      waits (at most 20 s) until no pool holds slabs, none is in flight
+//      polls (settle_polls times, settle_poll_ns apart) until no pool holds slabs, none is in flight
 //      (the top scheduler has delegated exactly what the others hold free)
 //      and no scheduler below the top keeps more free slabs than its return
 //      watermark.
@@ -37,8 +37,10 @@
 #include <vector>
 
 #include "manyalloc/region/mpi_interop.h"
+#include "invariants.hpp"
 #include "manyalloc/region/region.h"
 #include "mpi_gtest.hpp"
+#include "topology.hpp"
 
 const unsigned region_test::alarm_seconds = 110;  // a hang fails before ctest's timeout
 
@@ -47,7 +49,10 @@ namespace {
 constexpr std::uint64_t mib = std::uint64_t{1} << 20;
 constexpr std::uint64_t leaf_pages_hi = 4;
 constexpr std::uint64_t object_bytes = 64 * 1024;
-constexpr std::uint64_t slabs_per_page = 256;
+using manyalloc::region::detail::slabs_per_page;
+// How long step 2 waits for the returns in flight to arrive.
+constexpr int settle_polls = 2000;
+constexpr long settle_poll_ns = 10 * 1000 * 1000;
 // Partly used pages of the filling region's pool.
 constexpr std::uint64_t pool_slack_pages = 8;
 
@@ -57,19 +62,25 @@ std::uint64_t env_number(const char* name) {
   return v != nullptr ? std::strtoull(v, nullptr, 10) : 0;
 }
 
-// The tree of src/topology.hpp: scheduler s has children s*f+1 .. s*f+f.
-// Scheduler descendants of s.
-std::uint64_t descendants(std::uint64_t s, std::uint64_t f, std::uint64_t nsched) {
-  std::uint64_t n = 0;
-  for (std::uint64_t c = s * f + 1; c <= s * f + f && c < nsched; ++c) n += 1 + descendants(c, f, nsched);
-  return n;
+// The library's own tree for this run (src/topology.hpp).
+manyalloc::region::detail::Topology tree() {
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const auto t = manyalloc::region::detail::Topology::make(
+      world, static_cast<int>(env_number("MANYALLOC_REGION_LEVELS")),
+      static_cast<int>(env_number("MANYALLOC_REGION_FANOUT")));
+  if (!t) {
+    ADD_FAILURE() << "the world does not fit the tree";
+    return {};
+  }
+  return *t;
 }
 
 // Pages a scheduler below the top may keep free: under its return
 // watermark, twice its refill watermark (leaf_pages_hi scaled by its
 // subtree, as src/scheduler.cpp does).
-std::uint64_t keep_pages(std::uint64_t s, std::uint64_t f, std::uint64_t nsched) {
-  return 2 * leaf_pages_hi * (descendants(s, f, nsched) + 1);
+std::uint64_t keep_pages(const manyalloc::region::detail::Topology& t, int s) {
+  return 2 * leaf_pages_hi * (static_cast<std::uint64_t>(t.descendants(s)) + 1);
 }
 
 // Fills a new region of this worker's leaf with objects until the space is
@@ -116,10 +127,11 @@ std::uint64_t resident_pages(const std::vector<void*>& addrs) {
 
 // Step 2 (on worker 0): waits until the flow-back has settled, then checks
 // what every scheduler keeps.
-void expect_settled(std::uint64_t nsched, std::uint64_t fanout, const char* when) {
+void expect_settled(const manyalloc::region::detail::Topology& t, const char* when) {
+  const auto nsched = static_cast<std::uint64_t>(t.nsched);
   std::vector<mr_sched_stats> st(nsched);
   std::uint64_t below_free = 0, pools = 0;
-  for (int tries = 0; tries < 2000; ++tries) {
+  for (int poll = 0; poll < settle_polls; ++poll) {
     below_free = pools = 0;
     bool kept = true;
     for (std::uint64_t s = 0; s < nsched; ++s) {
@@ -127,24 +139,23 @@ void expect_settled(std::uint64_t nsched, std::uint64_t fanout, const char* when
       pools += st[s].pool_slabs;
       if (s == 0) continue;
       below_free += st[s].free_slabs;
-      kept = kept && st[s].free_slabs <= keep_pages(s, fanout, nsched) * slabs_per_page;
+      kept = kept && st[s].free_slabs <= keep_pages(t, static_cast<int>(s)) * slabs_per_page;
     }
     if (pools == 0 && st[0].delegated_slabs == below_free && kept) break;
-    timespec ts{0, 10 * 1000 * 1000};
+    timespec ts{0, settle_poll_ns};
     nanosleep(&ts, nullptr);
   }
   EXPECT_EQ(pools, 0u) << when;
   EXPECT_EQ(st[0].delegated_slabs, below_free) << when << ": slabs still in flight";
   for (std::uint64_t s = 1; s < nsched; ++s)
-    EXPECT_LE(st[s].free_slabs, keep_pages(s, fanout, nsched) * slabs_per_page)
+    EXPECT_LE(st[s].free_slabs, keep_pages(t, static_cast<int>(s)) * slabs_per_page)
         << when << ": scheduler " << s << " kept its free pages";
 }
 
 TEST(FlowBack, AnyWorkerGetsTheWholeSpaceAfterEverythingIsFreed) {
   const std::uint64_t gas_mib = env_number("MANYALLOC_REGION_GAS_MIB");
-  const std::uint64_t fanout = env_number("MANYALLOC_REGION_FANOUT");
   ASSERT_GT(gas_mib, 0u);
-  ASSERT_GT(fanout, 0u);
+  const manyalloc::region::detail::Topology t = tree();
   mr_config c{};
   c.leaf_pages_hi = leaf_pages_hi;
   int argc = 0;
@@ -153,11 +164,12 @@ TEST(FlowBack, AnyWorkerGetsTheWholeSpaceAfterEverythingIsFreed) {
   if (mr_is_worker()) {
     const int me = mr_worker_id(), nw = mr_num_workers();
     const auto nsched = static_cast<std::uint64_t>(mr_num_schedulers());
+    ASSERT_EQ(nsched, static_cast<std::uint64_t>(t.nsched));
     // What one fill may miss: what every scheduler below the top may keep
     // (its own path passes everything down, so this over-counts) and the
     // pool's partly used pages.
     std::uint64_t slack_mib = pool_slack_pages;
-    for (std::uint64_t s = 1; s < nsched; ++s) slack_mib += keep_pages(s, fanout, nsched);
+    for (std::uint64_t s = 1; s < nsched; ++s) slack_mib += keep_pages(t, static_cast<int>(s));
     ASSERT_LT(slack_mib, gas_mib / 4) << "the space is too small for this tree";
     // 1. Everyone at once.
     std::vector<void*> addrs;
@@ -168,7 +180,7 @@ TEST(FlowBack, AnyWorkerGetsTheWholeSpaceAfterEverythingIsFreed) {
         << "step 1: all workers together";
     EXPECT_EQ(mr_barrier(), MR_OK);
     // 2. What the schedulers hold now.
-    if (me == 0) expect_settled(nsched, fanout, "after step 1");
+    if (me == 0) expect_settled(t, "after step 1");
     EXPECT_EQ(mr_barrier(), MR_OK);
     // 3. Each worker alone.
     const bool shared = mr_zero_copy(me == 0 ? 1 : 0) != 0;
@@ -181,7 +193,7 @@ TEST(FlowBack, AnyWorkerGetsTheWholeSpaceAfterEverythingIsFreed) {
         std::fflush(stdout);
       }
       EXPECT_EQ(mr_barrier(), MR_OK);
-      if (me == 0) expect_settled(nsched, fanout, "after a worker alone");
+      if (me == 0) expect_settled(t, "after a worker alone");
       EXPECT_EQ(mr_barrier(), MR_OK);
       if (w == me && shared) {
         const std::uint64_t resident = resident_pages(addrs);

@@ -179,13 +179,11 @@ __global__ void spin_kernel(unsigned* scratch, std::uint64_t cycles) {
 }
 
 void warm_up_gpu(double ms) {
-  cudaDeviceProp p{};
-  int dev = 0;
+  int dev = 0, sms = 0, clock_khz = 0;
   mp::check(cudaGetDevice(&dev), "cudaGetDevice");
-  mp::check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
-  int clock_khz = 0;
+  mp::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute (SMs)");
   mp::check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev), "cudaDeviceGetAttribute (clock)");
-  const unsigned blocks = static_cast<unsigned>(p.multiProcessorCount) * 4u, threads = 256;
+  const unsigned blocks = static_cast<unsigned>(sms) * 4u, threads = 256;
   unsigned* scratch = nullptr;
   mp::check(cudaMalloc(&scratch, sizeof(unsigned) * blocks * threads), "cudaMalloc (warm-up)");
   spin_kernel<<<blocks, threads>>>(scratch, static_cast<std::uint64_t>(ms * clock_khz));

@@ -11,7 +11,8 @@
 namespace ma = manyalloc;
 using Heap = ma::heap::Allocator<ma::heap::CreationPolicies::SizeClassSlabs<>, ma::heap::DistributionPolicies::NoOp,
     ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::Shrink<16>>;
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(e)); std::exit(1);} } while (0)
+// CUDA errors: the back end's check (throws with the call named).
+#define CK(x) manyalloc::heap::acc::cuda_check((x), #x)
 template <class H> __global__ void alloc_k(H h, void** p, unsigned n, unsigned bytes) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; p[i] = h.alloc(a, bytes); } }
 template <class H> __global__ void free_k(H h, void** p, unsigned n) {

@@ -9,7 +9,8 @@ namespace ma = manyalloc;
 namespace cp = ma::heap::CreationPolicies;
 template <class C> using Heap = ma::heap::Allocator<C, ma::heap::DistributionPolicies::NoOp,
     ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::Shrink<16>>;
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(e)); std::exit(1);} } while (0)
+// CUDA errors: the back end's check (throws with the call named).
+#define CK(x) manyalloc::heap::acc::cuda_check((x), #x)
 __device__ unsigned size_of(unsigned i) { unsigned x = i * 2654435761u; x ^= x >> 15; x *= 2246822519u; x ^= x >> 13; return 16 + x % 4081; }
 template <class H> __global__ void alloc_k(H h, void** p, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; p[i] = h.alloc(a, size_of(i)); } }
