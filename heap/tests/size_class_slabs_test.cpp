@@ -158,6 +158,43 @@ TEST(SlabPagePool, WholeWordRunGivesBackABatchThatHitATakenWord) {
   EXPECT_EQ(f.claim(90 * 32), 6u * 32u);
 }
 
+// Counts the loads of page-bitmap words, to bound what a search reads.
+struct BitmapReadCounter : acc::HostThread {
+  const std::uint32_t* words_begin = nullptr;
+  const std::uint32_t* words_end = nullptr;
+  mutable std::size_t reads = 0;
+  using acc::HostThread::load;
+  std::uint32_t load(const std::uint32_t* p) const {
+    if (p >= words_begin && p < words_end) ++reads;
+    return acc::HostThread::load(p);
+  }
+  unsigned processor_id() const { return 0; }  // shard 0
+};
+
+// Sets the pages of `mask` in word w taken, keeping counters and hints exact.
+void take_bits(const slabs::SlabLayout& h, std::uint32_t w, std::uint32_t mask) {
+  h.taken[w] |= mask;
+  h.shared->taken[0].value += bits::popcount(mask);
+  if (h.taken[w] != 0u) h.busy[w / 32] |= 1u << (w % 32);
+  if ((h.taken[w] & slabs::PagePool::valid_bits(w, h.page_count)) == slabs::PagePool::valid_bits(w, h.page_count))
+    h.full[w / 32] |= 1u << (w % 32);
+}
+
+// A run of 17..32 pages needs an empty word: the busy hints find one,
+// reading one hint word per 32 bitmap words, not every word before it.
+TEST(SlabPagePool, LongRunsAreFoundThroughTheBusyHints) {
+  PoolFixture f(1024 * 32);  // 1024 words, 32 hint words
+  for (std::uint32_t w = 0; w < 1024; ++w) take_bits(f.h, w, w == 1000u ? 0u : 1u);
+  BitmapReadCounter counter;
+  counter.words_begin = f.taken.data();
+  counter.words_end = f.taken.data() + f.taken.size();
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 3u), 1000u * 32u);
+  EXPECT_LE(counter.reads, 8u) << "words of the bitmap read to find the only empty word";
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 3u), slabs::no_page) << "no empty word is left";
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 31u, 3u), 3u * 32u + 1u) << "shorter runs fit beside taken pages";
+  f.expect_hints_exact();
+}
+
 using EmulatedHeap = SlabsHeap<HostRunner>;
 
 // Lanes of emulated warps ask for sizes of a few classes at once (several
@@ -295,6 +332,34 @@ TEST(SlabWarpPath, AWarpOfLargeChunksTakesOneSlabOfSeveralPages) {
   EXPECT_EQ(st.last_misuse, Misuse::double_free);
   EXPECT_EQ(st.pages_in_use, 0u);
   EXPECT_EQ(heap.getAvailableSlots(8192), fresh) << "memory lost";
+}
+
+// A class's first request opens a segment of 32 pages. When the slot's
+// hashed word is full and every other word has one page taken, no word has
+// room for the segment: the refill settles for a single page after reading
+// a few words, instead of searching the whole bitmap once per segment
+// length (a fresh heap's first launch of many classes spent milliseconds so).
+TEST(SlabRefill, AFragmentedPoolCostsARefillFewBitmapReads) {
+  EmulatedHeap heap(std::size_t{256} << 20);
+  const auto& h = heap.creation().layout();
+  using Slots = slabs::ClassSlots<CreationPolicies::SizeClassSlabsConfig>;
+  const std::uint32_t cls = Slots::Classes::of(4096);
+  ASSERT_EQ(slabs::segment_log_pages(Slots::per_page(cls), CreationPolicies::SizeClassSlabsConfig::segment_chunks), 5u);
+  ASSERT_GE(h.open_budget, 32u);
+  ASSERT_GT(h.words, 100u);
+  const std::uint32_t hashed = Slots::hash_start(h, cls * 977u, 0u) % h.words;
+  for (std::uint32_t w = 0; w < h.words; ++w) take_bits(h, w, w == hashed ? 0xffffffffu : 1u);
+  BitmapReadCounter counter;
+  counter.words_begin = h.taken;
+  counter.words_end = h.taken + h.words;
+  void* p = heap.handle().alloc(counter, 4096);
+  ASSERT_NE(p, nullptr);
+  EXPECT_LE(counter.reads, 16u) << "words of the bitmap read by one refill";
+  const auto page = static_cast<std::uint32_t>((static_cast<std::byte*>(p) - h.data) >> h.slab_shift);
+  EXPECT_EQ(page % 32u, 1u) << "the segment is the first free page of a word";
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().open_pages, 1u);
+  heap.handle().dealloc(counter, p);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
 }
 
 // Segments opened for other classes (one chunk each, freed again) must not

@@ -41,6 +41,9 @@ template <class Config>
 struct ClassSlots {
   static constexpr std::uint32_t slab_bytes = Config::slab_bytes;
   static constexpr std::uint32_t max_extents = 6;
+  // Hint words (32 words of the page bitmap each) a refill reads looking
+  // for an empty word before it settles for a shorter segment.
+  static constexpr std::uint32_t refill_hint_words = 8;
   using Classes = SizeClasses<Config::classes_per_doubling>;
   static constexpr std::uint32_t class_count = Classes::count(slab_bytes);
 
@@ -106,6 +109,7 @@ struct ClassSlots {
     Extent extents[max_extents];
     std::uint32_t count = 0;
     std::uint32_t need = 0;
+    bool deferred = false;  // pass 1 found the slot being refilled (gather)
     MANYALLOC_FN bool room(std::uint32_t n = 1) const { return count + n <= max_extents; }
     MANYALLOC_FN void add(const Extent& e) {
       extents[count++] = e;
@@ -149,21 +153,23 @@ struct ClassSlots {
     const std::uint32_t reserved = 1u << log;
     const std::uint32_t open = acc.atomic_add(&h.shared->open_pages.value, reserved);
     while (log > 0u && open + (1u << log) > h.open_budget) --log;
-    std::uint32_t page = no_page;
-    // First the hashed word alone, with shorter segments if it must (one
-    // load each: a refill keeps its slot's waiters waiting), then searches.
+    // Where the pages come from, cheapest first (a refill keeps its slot's
+    // waiters waiting, so it reads few words): the hashed word; an empty
+    // word found through the hints near it; a shorter segment in the hashed
+    // word; one page anywhere. A segment of several pages never comes from
+    // a search of the words themselves: once single pages are spread over
+    // most words, such searches read thousands of words one after another.
     const std::uint32_t limit = PagePool::usable(acc, h);
-    for (std::uint32_t l = log;; --l) {
-      page = PagePool::try_word(acc, h, start % h.words, 1u << l, limit);
-      if (page != no_page) {
-        log = l;
-        break;
-      }
-      if (l == 0u) break;
+    const std::uint32_t hashed = start % h.words;
+    std::uint32_t page = PagePool::try_word(acc, h, hashed, 1u << log, limit);
+    if (page == no_page && log > 0u) page = PagePool::claim_in_empty_word(acc, h, 1u << log, start, refill_hint_words);
+    for (std::uint32_t l = log; page == no_page && l-- > 0u;) {
+      page = PagePool::try_word(acc, h, hashed, 1u << l, limit);
+      if (page != no_page) log = l;
     }
-    for (; page == no_page; --log) {
-      page = PagePool::claim_in_word(acc, h, 1u << log, start);
-      if (page != no_page || log == 0u) break;
+    if (page == no_page) {
+      page = PagePool::claim_in_word(acc, h, 1u, start);
+      log = 0;
     }
     // Keep only the reservation of the pages claimed.
     const std::uint32_t kept = page != no_page ? 1u << log : 0u;
@@ -326,14 +332,41 @@ struct ClassSlots {
     PagePool::release_in_word(acc, h, first / 32u, bits::low_mask(run) << (first % 32u));
   }
 
-  // Everything the leader of a group of `need` lanes of class `cls` does.
+  // What the leader of a group of `need` lanes of class `cls` does, in two
+  // passes with a barrier of the whole warp between them. Pass 1 never
+  // waits: a leader whose slot another worker is refilling defers. Every
+  // refill a warp's leaders must do is then done before any of them waits,
+  // so a leader never waits while a refill that others wait for sits on
+  // another path of its own warp, and waits never chain through a warp.
   template <class Acc>
   MANYALLOC_FN static void gather(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t shard,
                                   std::uint32_t warp, Gathered& g) {
     take_private_pages(acc, h, cls, hash_start(h, warp, shard), g);
     if (g.need == 0u) return;
-    if (g.room(2) && from_slot(acc, h, cls, shard, true, g) == SlotResult::served) return;
-    // No page left for a new segment: what other shards' segments still hold.
+    if (g.room(2)) {
+      const SlotResult r = from_slot(acc, h, cls, shard, false, g);
+      if (r == SlotResult::served) return;
+      if (r == SlotResult::busy && g.room(2)) {
+        g.deferred = true;
+        return;
+      }
+    }
+    from_other_shards(acc, h, cls, shard, g);
+  }
+
+  // Pass 2, for a leader that deferred in pass 1.
+  template <class Acc>
+  MANYALLOC_FN static void gather_deferred(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                           std::uint32_t shard, Gathered& g) {
+    g.deferred = false;
+    if (from_slot(acc, h, cls, shard, true, g) == SlotResult::served) return;
+    from_other_shards(acc, h, cls, shard, g);
+  }
+
+  // No page left for a new segment: what other shards' segments still hold.
+  template <class Acc>
+  MANYALLOC_FN static void from_other_shards(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                             std::uint32_t shard, Gathered& g) {
     for (std::uint32_t i = 1; i < h.shards && g.need != 0u && g.room(2); ++i) {
       from_slot(acc, h, cls, (shard + i) & (h.shards - 1u), false, g);
     }

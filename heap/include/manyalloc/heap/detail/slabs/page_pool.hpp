@@ -117,6 +117,29 @@ struct PagePool {
     return no_page;
   }
 
+  // k (1..32) pages at the start of a word with no taken page, found
+  // through the `busy` hints from word `start` on: one load per 32 words.
+  // Reads at most `hint_words` hint words; no_page when none was found
+  // (hints may be stale: this is no proof that no such word exists).
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t claim_in_empty_word(const Acc& acc, const SlabLayout& h, std::uint32_t k,
+                                                        std::uint32_t start, std::uint32_t hint_words) {
+    const std::uint32_t limit = usable(acc, h);
+    const std::uint32_t words = (limit + 31u) / 32u;  // words with a usable page (P3)
+    if (words == 0u) return no_page;
+    const std::uint32_t hints = (words + 31u) / 32u;
+    std::uint32_t hw = start % words / 32u;
+    for (std::uint32_t i = 0; i < hints && i < hint_words; ++i) {
+      const std::uint32_t in_range = hw + 1u < hints ? 0xffffffffu : bits::low_mask(words - hw * 32u);
+      for (std::uint32_t empty = ~acc.load(&h.busy[hw]) & in_range; empty != 0u; empty &= empty - 1u) {
+        const std::uint32_t page = try_word(acc, h, hw * 32u + bits::find_first_set(empty) - 1u, k, limit);
+        if (page != no_page) return page;
+      }
+      hw = hw + 1u < hints ? hw + 1u : 0u;
+    }
+    return no_page;
+  }
+
   // k (1..32) consecutive pages, searching from word `start`; no_page when
   // no word holds such a run.
   template <class Acc>
@@ -131,7 +154,15 @@ struct PagePool {
     // Slow path. Fast fail on a full pool (P2), then pass 0 skips the words
     // whose `full` hint is set, pass 1 trusts no hint.
     if (taken_pages(acc, h) + k > limit) return no_page;
-    for (int pass = 0; pass < 2; ++pass) {
+    // Long runs are rare in words that have taken pages: look for an empty
+    // word through the `busy` hints (one load per 32 words) instead of
+    // reading every word, then run only the pass that trusts no hint.
+    const bool long_run = k > 16u;
+    if (long_run) {
+      const std::uint32_t page = claim_in_empty_word(acc, h, k, start, words);
+      if (page != no_page) return page;
+    }
+    for (int pass = long_run ? 1 : 0; pass < 2; ++pass) {
       std::uint32_t w = start;
       for (std::uint32_t seen = 0; seen < words;) {
         if (pass == 0 && w % 32u == 0u && seen + 32u <= words) {
