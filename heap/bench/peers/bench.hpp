@@ -63,6 +63,7 @@ struct Options {
   std::vector<std::uint32_t> threads{1u << 17, 1u << 20};     // throughput
   std::vector<std::uint32_t> sizes{16, 64, 256, 1024, 4096, 8192, 0};  // 0 = mixed 16 B - 4 KiB
   int repeat = 5;                                             // warm launches after the cold one
+  int cold_heaps = 3;  // fresh heaps whose first launches give the cold figure (median)
   std::uint32_t churn_threads = 1u << 18;
   std::uint32_t churn_rounds = 50;
   int churn_reps = 5;

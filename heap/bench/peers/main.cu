@@ -51,6 +51,8 @@ const char* usage() {
          "  --sizes LIST         request sizes, 'mixed' = uniform 16 B-4 KiB (default\n"
          "                       16,64,256,1024,4096,8192,mixed); also the usable-share sizes\n"
          "  --repeat N           warm launches after the cold one (default 5)\n"
+         "  --cold-heaps N       fresh heaps timed for the cold launch, median (default 3;\n"
+         "                       1 where the adapter's heap is not fresh or the launch is slow)\n"
          "  --churn-threads N --churn-rounds N --churn-reps N   (default 262144, 50, 5)\n"
          "  --usable-gib X       pool of the usable-share experiment (default 2)\n"
          "  --slow-s S           a cold alloc+free launch above S seconds: one warm launch at\n"
@@ -98,6 +100,7 @@ mp::Options parse(int argc, char** argv) {
     else if (a == "--threads") o.threads = parse_u32_list(value());
     else if (a == "--sizes") o.sizes = parse_u32_list(value());
     else if (a == "--repeat") o.repeat = std::stoi(value());
+    else if (a == "--cold-heaps") o.cold_heaps = std::stoi(value());
     else if (a == "--churn-threads") o.churn_threads = static_cast<std::uint32_t>(std::stoul(value()));
     else if (a == "--churn-rounds") o.churn_rounds = static_cast<std::uint32_t>(std::stoul(value()));
     else if (a == "--churn-reps") o.churn_reps = std::stoi(value());
@@ -138,6 +141,7 @@ mp::Options parse(int argc, char** argv) {
       throw std::invalid_argument("unknown experiment " + e);
   }
   if (o.repeat < 1) throw std::invalid_argument("--repeat must be at least 1");
+  if (o.cold_heaps < 1) throw std::invalid_argument("--cold-heaps must be at least 1");
   if (list) o.experiments.clear();  // run_parent prints the allocators and stops
   return o;
 }
