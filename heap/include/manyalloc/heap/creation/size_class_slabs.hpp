@@ -263,25 +263,20 @@ class SizeClassSlabs {
   // Fast path. The lanes asking for the same class form a group
   // (match_any); the lowest lane of each group gathers extents for all of
   // them, then hands them over to its group. Groups of different classes
-  // work side by side; every lane of `mask` takes part in match_any and the
-  // first ballot, the lanes asking for a class in the second, only the
-  // lanes of a group in its hand-overs.
+  // work side by side; every lane of `mask` takes part in match_any, only
+  // the lanes of a group in its hand-overs.
   template <class Acc>
   MANYALLOC_FN void* create_small(const Acc& acc, std::uint32_t mask, bool small, std::uint32_t cls) const {
     const std::uint32_t group = acc.match_any(mask, small ? cls : no_class);
-    const std::uint32_t smalls = acc.ballot(mask, small);
     if (!small) return nullptr;
     const unsigned lane = acc.lane_id();
     const unsigned leader = acc::lowest_lane(group);
     typename Slots::Gathered g;
-    const std::uint32_t shard = acc.processor_id() & (layout_.shards - 1u);
     if (lane == leader) {
       g.need = bits::popcount(group);
+      const std::uint32_t shard = acc.processor_id() & (layout_.shards - 1u);
       Slots::gather(acc, layout_, cls, shard, acc.warp_id(), g);
     }
-    // The ballot is a barrier of the warp: every leader has done its
-    // refills before any waits for another worker's (ClassSlots::gather).
-    if (acc.ballot(smalls, g.deferred) != 0u && g.deferred) Slots::gather_deferred(acc, layout_, cls, shard, g);
     const std::uint32_t rank = bits::popcount(group & bits::low_mask(lane));
     // The first hand-over carries the number of extents beside the first.
     const std::uint64_t first = lane == leader ? g.extents[0].pack() | (std::uint64_t{g.count} << 29) : 0u;

@@ -109,7 +109,6 @@ struct ClassSlots {
     Extent extents[max_extents];
     std::uint32_t count = 0;
     std::uint32_t need = 0;
-    bool deferred = false;  // pass 1 found the slot being refilled (gather)
     MANYALLOC_FN bool room(std::uint32_t n = 1) const { return count + n <= max_extents; }
     MANYALLOC_FN void add(const Extent& e) {
       extents[count++] = e;
@@ -332,41 +331,14 @@ struct ClassSlots {
     PagePool::release_in_word(acc, h, first / 32u, bits::low_mask(run) << (first % 32u));
   }
 
-  // What the leader of a group of `need` lanes of class `cls` does, in two
-  // passes with a barrier of the whole warp between them. Pass 1 never
-  // waits: a leader whose slot another worker is refilling defers. Every
-  // refill a warp's leaders must do is then done before any of them waits,
-  // so a leader never waits while a refill that others wait for sits on
-  // another path of its own warp, and waits never chain through a warp.
+  // Everything the leader of a group of `need` lanes of class `cls` does.
   template <class Acc>
   MANYALLOC_FN static void gather(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t shard,
                                   std::uint32_t warp, Gathered& g) {
     take_private_pages(acc, h, cls, hash_start(h, warp, shard), g);
     if (g.need == 0u) return;
-    if (g.room(2)) {
-      const SlotResult r = from_slot(acc, h, cls, shard, false, g);
-      if (r == SlotResult::served) return;
-      if (r == SlotResult::busy && g.room(2)) {
-        g.deferred = true;
-        return;
-      }
-    }
-    from_other_shards(acc, h, cls, shard, g);
-  }
-
-  // Pass 2, for a leader that deferred in pass 1.
-  template <class Acc>
-  MANYALLOC_FN static void gather_deferred(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
-                                           std::uint32_t shard, Gathered& g) {
-    g.deferred = false;
-    if (from_slot(acc, h, cls, shard, true, g) == SlotResult::served) return;
-    from_other_shards(acc, h, cls, shard, g);
-  }
-
-  // No page left for a new segment: what other shards' segments still hold.
-  template <class Acc>
-  MANYALLOC_FN static void from_other_shards(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
-                                             std::uint32_t shard, Gathered& g) {
+    if (g.room(2) && from_slot(acc, h, cls, shard, true, g) == SlotResult::served) return;
+    // No page left for a new segment: what other shards' segments still hold.
     for (std::uint32_t i = 1; i < h.shards && g.need != 0u && g.room(2); ++i) {
       from_slot(acc, h, cls, (shard + i) & (h.shards - 1u), false, g);
     }
