@@ -1,23 +1,9 @@
-// Probe: SizeClassSlabs alloc and free launches with L2 flushed before each
-// (as in the peers benchmark, which writes and verifies every chunk).
-#include <cstdio>
-#include <vector>
-#include <algorithm>
-#include "manyalloc/heap/heap.hpp"
-#include "manyalloc/heap/creation/size_class_slabs.hpp"
-namespace ma = manyalloc;
-namespace cp = ma::heap::CreationPolicies;
-using Heap = ma::heap::Allocator<cp::SizeClassSlabs<>, ma::heap::DistributionPolicies::NoOp,
-    ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::Shrink<16>>;
-#define CK(x) manyalloc::heap::acc::cuda_check((x), #x)
-template <class H> __global__ void alloc_k(H h, void** p, unsigned n, unsigned bytes) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; p[i] = h.alloc(a, bytes); } }
-template <class H> __global__ void free_k(H h, void** p, unsigned n) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; h.dealloc(a, p[i]); } }
+// Probe (README.md, free path): SizeClassSlabs alloc and free launches with L2
+// flushed before each (as in the peers benchmark, which writes and verifies
+// every chunk), beside the same launches with L2 warm.
+#include "probe_common.cuh"
 __global__ void flush_k(uint4* b, size_t n, unsigned v) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) b[i] = make_uint4(v, v, v, v); }
-template <class F> float timed(F f) { cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b); cudaEventRecord(a); f(); cudaEventRecord(b);
-  CK(cudaEventSynchronize(b)); float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); CK(cudaGetLastError()); return ms * 1000; }
 int main() {
   const unsigned n = 1u << 20;
   void** p; CK(cudaMalloc(&p, n * sizeof(void*)));

@@ -1,22 +1,7 @@
 // Probe (docs/results/heap/peers/cold_launch_probe/README.md): the cold launch of
 // SizeClassSlabs at 2^17 threads after four kinds of preparation, and a roofline.
-// Built by hand: nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr with the
-// heap and common include directories and a generated build_config.hpp.
 // Probe: where does the first launch on a fresh SizeClassSlabs heap spend its time?
-#include <cstdio>
-#include <vector>
-#include <algorithm>
-#include "manyalloc/heap/heap.hpp"
-#include "manyalloc/heap/creation/size_class_slabs.hpp"
-namespace ma = manyalloc;
-using Heap = ma::heap::Allocator<ma::heap::CreationPolicies::SizeClassSlabs<>, ma::heap::DistributionPolicies::NoOp,
-    ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::Shrink<16>>;
-// CUDA errors: the back end's check (throws with the call named).
-#define CK(x) manyalloc::heap::acc::cuda_check((x), #x)
-template <class H> __global__ void alloc_k(H h, void** p, unsigned n, unsigned bytes) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; p[i] = h.alloc(a, bytes); } }
-template <class H> __global__ void free_k(H h, void** p, unsigned n) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; h.dealloc(a, p[i]); } }
+#include "../probe_common.cuh"
 __global__ void empty_k() {}
 __global__ void touch_k(const unsigned* p, size_t words, unsigned* sink) {
   unsigned s = 0; for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words; i += (size_t)gridDim.x * blockDim.x * 8) s += p[i];
@@ -24,8 +9,6 @@ __global__ void touch_k(const unsigned* p, size_t words, unsigned* sink) {
 __global__ void roof_k(unsigned* base, size_t words, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n || (threadIdx.x & 31)) return;
   size_t w = ((size_t)(i / 32) * 2654435761ull) % (words / 32) * 32; atomicAdd(base + w, 1u); }
-template <class F> float timed(F f) { cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b); cudaEventRecord(a); f(); cudaEventRecord(b);
-  CK(cudaEventSynchronize(b)); float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); CK(cudaGetLastError()); return ms * 1000; }
 int main() {
   const unsigned n = 131072, tb = 256, g = n / tb; void** p; CK(cudaMalloc(&p, n * sizeof(void*))); unsigned* sink; CK(cudaMalloc(&sink, 4));
   empty_k<<<1,1>>>(); CK(cudaDeviceSynchronize());

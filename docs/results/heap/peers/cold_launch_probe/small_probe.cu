@@ -1,20 +1,6 @@
-// Probe: SizeClassSlabs alloc/free at 2^17 threads, one size per series, many launches.
-#include <cstdio>
-#include <vector>
-#include <algorithm>
-#include "manyalloc/heap/heap.hpp"
-#include "manyalloc/heap/creation/size_class_slabs.hpp"
-namespace ma = manyalloc;
-namespace cp = ma::heap::CreationPolicies;
-using Heap = ma::heap::Allocator<cp::SizeClassSlabs<>, ma::heap::DistributionPolicies::NoOp,
-    ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::Shrink<16>>;
-#define CK(x) manyalloc::heap::acc::cuda_check((x), #x)
-template <class H> __global__ void alloc_k(H h, void** p, unsigned n, unsigned bytes) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; p[i] = h.alloc(a, bytes); } }
-template <class H> __global__ void free_k(H h, void** p, unsigned n) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; h.dealloc(a, p[i]); } }
-template <class F> float timed(F f) { cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b); cudaEventRecord(a); f(); cudaEventRecord(b);
-  CK(cudaEventSynchronize(b)); float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); CK(cudaGetLastError()); return ms * 1000; }
+// Probe (cold_launch_probe/README.md): SizeClassSlabs alloc/free at 2^17 and 2^20
+// threads, one size per series, medians of 21 launches, and the alloc kernel's registers.
+#include "../probe_common.cuh"
 int main() {
   void** p; CK(cudaMalloc(&p, (1u << 20) * sizeof(void*)));
   Heap heap(size_t{16} << 30); auto h = heap.handle();
