@@ -3,7 +3,9 @@
 // the hint rules of slabs/invariants.hpp).
 //
 // Runs of up to 32 pages lie inside one bitmap word: a claim finds a word
-// whose free bits hold the run, and one atomic OR takes it. Longer runs
+// whose free bits hold the run, and one atomic OR takes it (runs of more
+// than 16 pages look for an empty word through the `busy` hints first, as
+// such runs are rare beside taken pages). Longer runs
 // take whole words: a search over the `busy` hints (one bit per word, a
 // word every 32 pages) finds consecutive words with no taken page, and a
 // CAS from 0 claims each. Neither search looks at the pages themselves.
