@@ -77,6 +77,27 @@ struct OpStats {
   }
 };
 
+// One allocation and one free whose cycles go to `stats` when `measure`
+// (the operator and spread experiments); a failed allocation is counted in
+// `fails` and returns nullptr.
+template <class Handle, class Acc>
+MANYALLOC_FN void* timed_alloc(const Handle& heap, const Acc& acc, std::size_t bytes, OpStats& stats, bool measure,
+                               std::uint32_t* fails) {
+  const std::uint64_t t0 = cycle_counter();
+  void* p = heap.alloc(acc, bytes);
+  const std::uint64_t t1 = cycle_counter();
+  if (measure) stats.add(t1 - t0);
+  if (p == nullptr) acc.atomic_add(fails, 1u);
+  return p;
+}
+template <class Handle, class Acc>
+MANYALLOC_FN void timed_free(const Handle& heap, const Acc& acc, void* p, OpStats& stats, bool measure) {
+  const std::uint64_t t0 = cycle_counter();
+  heap.dealloc(acc, p);
+  const std::uint64_t t1 = cycle_counter();
+  if (measure) stats.add(t1 - t0);
+}
+
 struct MeanCv {
   double n = 0, mean = 0, cv = 0;
 };

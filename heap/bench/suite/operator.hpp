@@ -36,14 +36,8 @@ struct OpAlloc {
   MANYALLOC_FN void operator()(const Acc& acc, std::uint32_t w) const {
     const std::uint32_t c = count[w];
     if (c >= depth) return;
-    const std::uint64_t t0 = cycle_counter();
-    void* p = heap.alloc(acc, bytes);
-    const std::uint64_t t1 = cycle_counter();
-    if (measure) stats[w].add(t1 - t0);
-    if (p == nullptr) {
-      acc.atomic_add(fails, 1u);
-      return;
-    }
+    void* p = timed_alloc(heap, acc, bytes, stats[w], measure, fails);
+    if (p == nullptr) return;
     mark_chunk(p, bytes, w, c);
     live[std::size_t{c} * workers + w] = p;
     count[w] = c + 1;
@@ -67,10 +61,7 @@ struct OpFree {
       --c;
       void*& slot = live[std::size_t{c} * workers + w];
       if (!check_chunk(slot, bytes, w, c)) acc.atomic_add(corrupt, 1u);
-      const std::uint64_t t0 = cycle_counter();
-      heap.dealloc(acc, slot);
-      const std::uint64_t t1 = cycle_counter();
-      if (measure) stats[w].add(t1 - t0);
+      timed_free(heap, acc, slot, stats[w], measure);
       slot = nullptr;
       if (!all) break;
     }

@@ -62,14 +62,8 @@ struct SpreadAlloc {
     const std::uint32_t c = s.count[w];
     if (c >= s.depth) return;
     const std::uint32_t bytes = spread_size(spread, w, step * s.depth + c);
-    const std::uint64_t t0 = cycle_counter();
-    void* p = heap.alloc(acc, bytes);
-    const std::uint64_t t1 = cycle_counter();
-    if (measure) stats[w].add(t1 - t0);
-    if (p == nullptr) {
-      acc.atomic_add(fails, 1u);
-      return;
-    }
+    void* p = timed_alloc(heap, acc, bytes, stats[w], measure, fails);
+    if (p == nullptr) return;
     mark_chunk(p, bytes, w, c);
     s.live[s.at(c, w)] = p;
     s.sizes[s.at(c, w)] = bytes;
@@ -92,10 +86,7 @@ struct SpreadFree {
       --c;
       void*& p = s.live[s.at(c, w)];
       if (check_marks && !check_chunk(p, s.sizes[s.at(c, w)], w, c)) acc.atomic_add(corrupt, 1u);
-      const std::uint64_t t0 = cycle_counter();
-      heap.dealloc(acc, p);
-      const std::uint64_t t1 = cycle_counter();
-      if (measure) stats[w].add(t1 - t0);
+      timed_free(heap, acc, p, stats[w], measure);
       p = nullptr;
       if (!all) break;
     }
