@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <vector>
+
+#include "manyalloc/region/region.h"
+
 namespace region_test {
 
 // Seconds after which SIGALRM ends the run (a message taken by the wrong
@@ -17,3 +22,32 @@ extern const unsigned alarm_seconds;
 // An mr_status or manyalloc::region::Status compared as a number.
 #define EXPECT_STATUS(expr, want) \
   EXPECT_EQ(static_cast<int>(expr), static_cast<int>(want)) << "status of " #expr
+
+namespace region_test {
+
+// The accounting of every scheduler, read by worker 0 between two barriers
+// of all workers (empty on the other workers).
+inline std::vector<mr_sched_stats> scheduler_accounting() {
+  std::vector<mr_sched_stats> all;
+  EXPECT_EQ(mr_barrier(), MR_OK);
+  if (mr_worker_id() == 0) {
+    all.resize(static_cast<std::size_t>(mr_num_schedulers()));
+    for (int s = 0; s < mr_num_schedulers(); ++s)
+      EXPECT_EQ(mr_sched_stats_get(s, &all[static_cast<std::size_t>(s)]), MR_OK);
+  }
+  EXPECT_EQ(mr_barrier(), MR_OK);
+  return all;
+}
+
+// On worker 0: every scheduler counts the regions, live objects and live
+// bytes it counted in `start` (scheduler_accounting()). Call on all workers.
+inline void expect_accounting_back_to(const std::vector<mr_sched_stats>& start) {
+  const std::vector<mr_sched_stats> now = scheduler_accounting();
+  for (std::size_t s = 0; s < now.size() && s < start.size(); ++s) {
+    EXPECT_EQ(now[s].regions, start[s].regions) << "scheduler " << s;
+    EXPECT_EQ(now[s].live_objects, start[s].live_objects) << "scheduler " << s;
+    EXPECT_EQ(now[s].live_bytes, start[s].live_bytes) << "scheduler " << s;
+  }
+}
+
+}  // namespace region_test

@@ -64,13 +64,7 @@ void use_live(mr_rid_t live, int n) {
 TEST(StaleIds, FailForeverAfterTheirSlotIsReused) {
   const int me = mr_worker_id();
   const int nw = mr_num_workers();
-  std::vector<mr_sched_stats> start(static_cast<std::size_t>(mr_num_schedulers()));
-  EXPECT_EQ(mr_barrier(), MR_OK);
-  if (me == 0) {
-    for (int s = 0; s < mr_num_schedulers(); ++s)
-      EXPECT_EQ(mr_sched_stats_get(s, &start[static_cast<std::size_t>(s)]), MR_OK);
-  }
-  EXPECT_EQ(mr_barrier(), MR_OK);
+  const std::vector<mr_sched_stats> start = region_test::scheduler_accounting();
 
   mr_rid_t live = 0, first = 0;
   EXPECT_EQ(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &live), MR_OK);
@@ -121,15 +115,7 @@ TEST(StaleIds, FailForeverAfterTheirSlotIsReused) {
   EXPECT_EQ(mr_rfree(live), MR_OK);
   expect_stale(live, nullptr);
 
-  EXPECT_EQ(mr_barrier(), MR_OK);
-  if (me == 0) {
-    for (int s = 0; s < mr_num_schedulers(); ++s) {
-      mr_sched_stats end{};
-      EXPECT_EQ(mr_sched_stats_get(s, &end), MR_OK);
-      EXPECT_EQ(end.regions, start[static_cast<std::size_t>(s)].regions);
-      EXPECT_EQ(end.live_objects, start[static_cast<std::size_t>(s)].live_objects);
-    }
-  }
+  region_test::expect_accounting_back_to(start);
   if (me == 0) std::printf("stale ids: %d workers, %d cycles each\n", nw, cycle_count);
 }
 

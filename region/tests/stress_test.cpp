@@ -145,13 +145,7 @@ TEST(RegionStress, AllocFreeSendForAWhileLosesNothing) {
   const int nw = mr_num_workers();
   ASSERT_GE(nw, 2) << "the ring needs two workers";
   const int next = (me + 1) % nw, prev = (me + nw - 1) % nw;
-  std::vector<mr_sched_stats> start(static_cast<std::size_t>(mr_num_schedulers()));
-  EXPECT_EQ(mr_barrier(), MR_OK);
-  if (me == 0) {
-    for (int s = 0; s < mr_num_schedulers(); ++s)
-      EXPECT_EQ(mr_sched_stats_get(s, &start[static_cast<std::size_t>(s)]), MR_OK);
-  }
-  EXPECT_EQ(mr_barrier(), MR_OK);
+  const std::vector<mr_sched_stats> start = region_test::scheduler_accounting();
 
   const double seconds = stress_seconds();
   const auto t0 = std::chrono::steady_clock::now();
@@ -213,16 +207,8 @@ TEST(RegionStress, AllocFreeSendForAWhileLosesNothing) {
   }
   for (mr_rid_t r : kept) EXPECT_EQ(mr_rfree(r), MR_OK);
 
-  EXPECT_EQ(mr_barrier(), MR_OK);
+  region_test::expect_accounting_back_to(start);
   if (me == 0) {
-    for (int s = 0; s < mr_num_schedulers(); ++s) {
-      mr_sched_stats end{};
-      EXPECT_EQ(mr_sched_stats_get(s, &end), MR_OK);
-      const auto& was = start[static_cast<std::size_t>(s)];
-      EXPECT_EQ(end.regions, was.regions) << "scheduler " << s;
-      EXPECT_EQ(end.live_objects, was.live_objects) << "scheduler " << s;
-      EXPECT_EQ(end.live_bytes, was.live_bytes) << "scheduler " << s;
-    }
     std::printf("stress: %d workers, %u rounds in %.1f s (budget %.0f s), %llu objects sent by worker 0\n", nw,
                 round, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), seconds,
                 static_cast<unsigned long long>(objects_sent));
