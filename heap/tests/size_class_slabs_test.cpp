@@ -175,9 +175,9 @@ struct BitmapReadCounter : acc::HostThread {
 void take_bits(const slabs::SlabLayout& h, std::uint32_t w, std::uint32_t mask) {
   h.taken[w] |= mask;
   h.shared->taken[0].value += bits::popcount(mask);
+  const std::uint32_t valid = slabs::PagePool::valid_bits(w, h.page_count);
   if (h.taken[w] != 0u) h.busy[w / 32] |= 1u << (w % 32);
-  if ((h.taken[w] & slabs::PagePool::valid_bits(w, h.page_count)) == slabs::PagePool::valid_bits(w, h.page_count))
-    h.full[w / 32] |= 1u << (w % 32);
+  if ((h.taken[w] & valid) == valid) h.full[w / 32] |= 1u << (w % 32);
 }
 
 // A run of 17..32 pages needs an empty word: the busy hints find one,

@@ -195,16 +195,22 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
   // A cold launch above --slow-s gets one warm launch (none above 4x); if the
   // last launch was still above it, larger configurations are skipped.
   bool over_budget = false;
-  for (int launch = 0; launch <= o.repeat; ++launch) {
-    alloc_s.push_back(timer.seconds("alloc kernel", [&] {
-      alloc_kernel<<<grid_for(threads), kBlock>>>(h, ptrs.get(), threads, 0, sizes);
+  // One alloc launch on `handle`, the check of its chunks, one free launch:
+  // their seconds appended to `alloc_t` and `free_t`.
+  auto alloc_check_free = [&](const auto& handle, std::uint32_t launch, std::vector<double>& alloc_t,
+                              std::vector<double>& free_t) {
+    alloc_t.push_back(timer.seconds("alloc kernel", [&] {
+      alloc_kernel<<<grid_for(threads), kBlock>>>(handle, ptrs.get(), threads, 0, sizes);
     }));
-    const CheckResult cr = check_chunks(ptrs.get(), threads, sizes, static_cast<std::uint32_t>(launch));
+    const CheckResult cr = check_chunks(ptrs.get(), threads, sizes, launch);
     all.add(cr);
-    fails.push_back(cr.nulls);
-    free_s.push_back(timer.seconds("free kernel", [&] {
-      free_kernel<<<grid_for(threads), kBlock>>>(h, ptrs.get(), threads);
+    free_t.push_back(timer.seconds("free kernel", [&] {
+      free_kernel<<<grid_for(threads), kBlock>>>(handle, ptrs.get(), threads);
     }));
+    return cr;
+  };
+  for (int launch = 0; launch <= o.repeat; ++launch) {
+    fails.push_back(alloc_check_free(h, static_cast<std::uint32_t>(launch), alloc_s, free_s).nulls);
     const double took = alloc_s.back() + free_s.back();
     if (launch == 0 && took > o.slow_s) over_budget = true;
     if (over_budget && (launch == 1 || took > 4 * o.slow_s)) {
@@ -214,22 +220,18 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
   }
   // A single cold launch is one sample of a noisy machine: the first
   // launches on further fresh heaps (where the heap is fresh and the launch
-  // quick) give the median that the cold record reports.
+  // quick) give the median that the cold record reports. A fresh heap whose
+  // first alloc launch had failed requests adds no sample (the record's
+  // fails are those of the first heap) and ends the extra heaps.
   std::vector<double> cold_alloc{alloc_s[0]}, cold_free{free_s[0]};
   const double quick_cold_s = 0.05;
   if (A::fresh_heap && alloc_s[0] + free_s[0] < quick_cold_s && fails[0] == 0) {
     for (int extra = 1; extra < o.cold_heaps; ++extra) {
       A fresh(pool);
-      const auto fh = fresh.handle();
-      cold_alloc.push_back(timer.seconds("alloc kernel", [&] {
-        alloc_kernel<<<grid_for(threads), kBlock>>>(fh, ptrs.get(), threads, 0, sizes);
-      }));
-      const CheckResult cr = check_chunks(ptrs.get(), threads, sizes, 0);
-      all.add(cr);
-      cold_free.push_back(timer.seconds("free kernel", [&] {
-        free_kernel<<<grid_for(threads), kBlock>>>(fh, ptrs.get(), threads);
-      }));
-      if (cr.nulls != 0) break;
+      std::vector<double> a, f;
+      if (alloc_check_free(fresh.handle(), 0, a, f).nulls != 0) break;
+      cold_alloc.push_back(a[0]);
+      cold_free.push_back(f[0]);
     }
   }
   std::fprintf(stderr, "  %s %llu x %s: cold alloc %.3g s, %zu launches, verified %s\n", experiment.c_str(),
