@@ -197,6 +197,27 @@ TEST(CudaSoak, SizeClassSlabsChurnLosesNothing) {
   EXPECT_EQ(st.pages_in_use, 0u);
 }
 
+// RelaxedFreesConfig at full occupancy: its frees skip the release
+// (Config::ordered_frees), so the workers order their writes before each
+// free themselves, as the configuration asks; churn of 1 B-16 KiB chunks
+// corrupts nothing and loses nothing.
+TEST(CudaSlabs, RelaxedFreesChurnLosesNothing) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  using Heap = SlabsHeap<CudaRunner, CreationPolicies::RelaxedFreesConfig>;
+  Heap heap(CudaRunner::heap_bytes());
+  const std::size_t fresh16 = heap.getAvailableSlots(16), fresh_pages = heap.getAvailableSlots(65536);
+  CudaRunner::Buffer<std::uint32_t> counters(2);
+  for (int launch = 0; launch < 3; ++launch)
+    CudaRunner::run(CudaRunner::many_workers(),
+                    Churn<Heap::Handle>{heap.handle(), 64, 14, counters.data(), counters.data() + 1, true});
+  EXPECT_EQ(counters.to_host()[0], 0u) << "corrupted chunks";
+  EXPECT_EQ(heap.getAvailableSlots(16), fresh16);
+  EXPECT_EQ(heap.getAvailableSlots(65536), fresh_pages);
+  const auto st = heap.creation().statistics<acc::Cuda>();
+  EXPECT_EQ(st.misuse_reports, 0u);
+  EXPECT_EQ(st.pages_in_use, 0u);
+}
+
 TEST(CudaDeviceMalloc, BaselineAllocatesFromKernels) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
   using Heap = Allocator<CreationPolicies::DeviceMalloc, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,

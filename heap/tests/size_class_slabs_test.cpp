@@ -233,6 +233,59 @@ TEST(SlabWarpPath, EmulatedWarpsGetDisjointChunks) {
   EXPECT_EQ(heap.getAvailableSlots(64), fresh64) << "memory lost";
 }
 
+// A class of at most entry_chunks chunks per page (1 KiB: 64) keeps its
+// chunk bits in the page's entry, beside the count that a free updates, so
+// a free touches one sector of metadata; the page's chunk bitmap stays zero.
+TEST(SlabWarpPath, PagesOfAFewDozenChunksKeepTheirBitsInTheEntry) {
+  EmulatedHeap heap(std::size_t{16} << 20);
+  const std::size_t fresh = heap.getAvailableSlots(1024);
+  acc::EmulatedGrid grid;
+  const auto handle = heap.handle();
+  std::vector<void*> ptrs(64);
+  grid.run(1, 64, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 1024); });
+  const auto& l = heap.creation().layout();
+  ASSERT_LE(65536u / 1024u, slabs::entry_chunks);
+  const auto page_of = [&](const void* p) {
+    return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - l.data) >> l.slab_shift);
+  };
+  const std::uint32_t page = page_of(ptrs[0]);
+  std::uint32_t in_page = 0;
+  for (void* p : ptrs) {
+    ASSERT_NE(p, nullptr);
+    if (page_of(p) != page) continue;
+    ++in_page;
+    const auto index = static_cast<std::uint32_t>((static_cast<std::byte*>(p) - l.page_data(page)) / 1024);
+    EXPECT_NE(l.pages[page].bits[index / 32] & (1u << (index % 32)), 0u) << "chunk " << index;
+  }
+  EXPECT_EQ(bits::popcount(l.pages[page].bits[0]) + bits::popcount(l.pages[page].bits[1]), in_page);
+  for (std::uint32_t w = 0; w < l.bitmap_words; ++w) EXPECT_EQ(l.bits_of(page)[w], 0u) << "chunk bitmap word " << w;
+  grid.run(1, 64, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t]); });
+  EXPECT_EQ(l.pages[page].bits[0] | l.pages[page].bits[1], 0u);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  EXPECT_EQ(heap.getAvailableSlots(1024), fresh) << "memory lost";
+}
+
+// RelaxedFreesConfig frees without the release (Config::ordered_frees); its
+// count updates still return every emptied page.
+TEST(SlabWarpPath, RelaxedFreesReturnEveryPage) {
+  static_assert(!CreationPolicies::RelaxedFreesConfig::ordered_frees && CreationPolicies::SizeClassSlabsConfig::ordered_frees);
+  SlabsHeap<HostRunner, CreationPolicies::RelaxedFreesConfig> heap(std::size_t{32} << 20);
+  const std::size_t fresh = heap.getAvailableSlots(64);
+  acc::EmulatedGrid grid;
+  const auto handle = heap.handle();
+  const unsigned blocks = 2, threads = 96;
+  std::vector<void*> ptrs(blocks * threads);
+  const std::size_t pick[] = {16, 64, 1000, 4096, 8192, 40000};
+  grid.run(blocks, threads, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, pick[t % 6]); });
+  for (void* p : ptrs) ASSERT_NE(p, nullptr);
+  grid.run(blocks, threads, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t]); });
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned) { handle.dealloc(a, ptrs[0]); });
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 32u) << "every lane freed a chunk already freed";
+  EXPECT_EQ(heap.getAvailableSlots(64), fresh) << "memory lost";
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
+}
+
 TEST(SlabWarpPath, DivergentSubsetsAllocateApart) {
   EmulatedHeap heap(std::size_t{16} << 20);
   std::vector<void*> ptrs(64);
@@ -320,12 +373,12 @@ TEST(SlabWarpPath, AWarpOfLargeChunksTakesOneSlabOfSeveralPages) {
   EXPECT_EQ(l.pages[first].run, 4u);
   EXPECT_EQ(l.pages[first].used, 32u);
   for (std::uint32_t p = 0; p < 4; ++p) EXPECT_EQ(l.pages[first + p].lead, p) << "page " << p << " of the slab";
-  EXPECT_EQ(l.pages[first].bits, 0xffffffffu) << "one word holds the bits of all 32 chunks";
-  EXPECT_EQ(l.pages[first + 2].bits, 0u);
+  EXPECT_EQ(l.pages[first].bits[0], 0xffffffffu) << "one word holds the bits of all 32 chunks";
+  EXPECT_EQ(l.pages[first + 2].bits[0], 0u);
   acc::HostThread host;
   handle.dealloc(host, ptrs[20]);
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
-  EXPECT_EQ(l.pages[first].bits, ~(1u << 20));
+  EXPECT_EQ(l.pages[first].bits[0], ~(1u << 20));
   grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t]); });
   const auto st = heap.creation().statistics<acc::HostThreads>();
   EXPECT_EQ(st.misuse_reports, 1u) << "the chunk on the slab's third page was freed twice";

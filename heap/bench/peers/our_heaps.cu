@@ -73,6 +73,8 @@ const mp::Register our_heaps[] = {
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>>("SizeClassSlabs")),
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<ma::heap::CreationPolicies::FineSizeClassesConfig>>>(
         "SizeClassSlabs+FineClasses")),
+    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<ma::heap::CreationPolicies::RelaxedFreesConfig>>>(
+        "SizeClassSlabs+RelaxedFrees")),
 #endif
     mp::Register(ours<DeviceMallocHeap>("DeviceMalloc")),
 };

@@ -96,6 +96,9 @@ struct Churn {
   std::uint32_t max_log2;    // sizes up to 2^max_log2 bytes
   std::uint32_t* corrupt;
   std::uint32_t* failed;     // allocations the heap could not serve
+  // Orders a chunk's writes before its free (what a heap whose frees do not,
+  // SizeClassSlabs' RelaxedFreesConfig, asks of its workers).
+  bool fence_before_free = false;
 
   MANYALLOC_FN static std::uint32_t next(std::uint64_t& s) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -125,6 +128,7 @@ struct Churn {
       const unsigned j = next(rng) % live_slots;
       if (live[j] != nullptr) {
         if (!touch<true>(live[j], size[j], worker, born[j])) acc.atomic_add(corrupt, 1u);
+        if (fence_before_free) acc.fence();
         heap.dealloc(acc, live[j]);
         live[j] = nullptr;
       } else {

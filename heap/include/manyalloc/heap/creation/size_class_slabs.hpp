@@ -384,7 +384,8 @@ class SizeClassSlabs {
     if (!h.word_keys) group = acc.match_any(group, at.index / 32u);
     const std::uint32_t bit = 1u << (at.index % 32u);
     // The barrier orders every lane's writes to its chunk before the
-    // leader's release below (a slab's chunks are reused only after S2).
+    // leader's count update below, a release with Config::ordered_frees (a
+    // slab's chunks are reused only after S2).
     acc.sync_lanes(group);
     const std::uint32_t bits = acc.reduce_or(group, bit);
     Misuse mine = Misuse::none;
@@ -406,19 +407,33 @@ class SizeClassSlabs {
       }
       const std::uint32_t freed = bits::popcount(old & bits);
       // S2: the slab's last chunks came back; no one hands out its chunks
-      // again, so its pages return to the pool. The release orders the bit
-      // clears (and, through the barrier, the lanes' writes) before it.
+      // again, so its pages return to the pool. The count update is issued
+      // only once the bit clears' old value is back (it needs it), so they
+      // are done before it; with ordered_frees it is also a release that
+      // orders, through the barrier, the lanes' writes before it.
       // A group that frees every chunk of its slab knows the count reaches
       // 0 (all were handed out, none was freed before) and does not wait
       // for it.
       if (freed == run * Slots::per_page(at.cls)) {
-        (void)acc.atomic_sub_release(&slab.used, freed);
+        (void)count_freed(acc, slab, freed);
         Slots::retire(acc, h, at.page, run);
-      } else if (freed != 0u && acc.atomic_sub_release(&slab.used, freed) == freed) {
+      } else if (freed != 0u && count_freed(acc, slab, freed) == freed) {
         Slots::retire(acc, h, at.page, run);
       }
     }
     return mine;
+  }
+
+  // S2's count update of a free; a release when Config::ordered_frees.
+  // Returns the count before.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t count_freed(const Acc& acc, heap::detail::slabs::SlabPage& slab,
+                                                std::uint32_t freed) {
+    if constexpr (Config::ordered_frees) {
+      return acc.atomic_sub_release(&slab.used, freed);
+    } else {
+      return acc.atomic_sub(&slab.used, freed);
+    }
   }
 
   template <class Acc>

@@ -33,6 +33,15 @@ struct SizeClassSlabsConfig {
   // mixed-size allocs and frees take more atomics (FineSizeClassesConfig
   // below; heap/README.md has the trade-off measured).
   static constexpr std::uint32_t classes_per_doubling = 2;
+  // true: a warp's free publishes what its lanes wrote to their chunks before
+  // the chunks' slab can be retired and reused by other workers (the count
+  // update of a free is a GPU-scope release: one memory barrier per warp).
+  // false: frees skip the barrier, as Gallatin's, Ouroboros' and mallocMC's
+  // do; then a worker that writes a chunk and frees it in the same kernel
+  // must order its writes before the free itself (__threadfence()) when
+  // another worker may reuse the chunk in that kernel. Writes made in an
+  // earlier kernel are ordered by the kernel boundary either way.
+  static constexpr bool ordered_frees = true;
 };
 
 // 32 classes per doubling: for heaps that must hold as many requested bytes
@@ -41,12 +50,20 @@ struct FineSizeClassesConfig : SizeClassSlabsConfig {
   static constexpr std::uint32_t classes_per_doubling = 32;
 };
 
+// Frees without the memory barrier (ordered_frees above): for programs that
+// free chunks in a later kernel than the one that wrote them, or that order
+// their writes themselves.
+struct RelaxedFreesConfig : SizeClassSlabsConfig {
+  static constexpr bool ordered_frees = false;
+};
+
 template <class C>
 concept SizeClassSlabsConfiguration = requires {
   { C::slab_bytes } -> std::convertible_to<std::uint32_t>;
   { C::max_shards } -> std::convertible_to<std::uint32_t>;
   { C::segment_chunks } -> std::convertible_to<std::uint32_t>;
   { C::classes_per_doubling } -> std::convertible_to<std::uint32_t>;
+  { C::ordered_frees } -> std::convertible_to<bool>;
 } && is_power_of_two(C::slab_bytes) && (C::slab_bytes >= 4096) && (C::slab_bytes <= (1u << 22)) &&
     is_power_of_two(C::max_shards) && (C::max_shards >= 1) && (C::max_shards <= 1024) &&
     (C::segment_chunks >= 1) && is_power_of_two(C::classes_per_doubling) && (C::classes_per_doubling >= 2) &&

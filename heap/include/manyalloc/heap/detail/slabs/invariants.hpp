@@ -50,10 +50,10 @@
 //     all). Every page stores its distance from the slab's first page in
 //     `lead`; the first page (lead 0) holds the slab's `run` and `used` and
 //     the bits of all the slab's chunks (chunk i lies in page first + i /
-//     chunks per page): in its entry's `bits` when the class has at most 32
-//     chunks per page (a free then finds count and bits on the sector it
-//     read the class from), else in its chunk bitmap (SlabLayout::
-//     chunk_word). So a warp that frees a 4-page slab of 8 KiB chunks clears
+//     chunks per page): in its entry's `bits` when the class has at most
+//     entry_chunks chunks per page (a free then finds count and bits on the
+//     sector it read the class from, which its own load has just brought
+//     into the cache), else in its chunk bitmap (SlabLayout::chunk_word). So a warp that frees a 4-page slab of 8 KiB chunks clears
 //     one word, updates one count and returns four pages with one atomic.
 //     `used` counts the chunks of the slab not yet freed, counting every
 //     chunk as handed out from the moment the slab's pages were claimed
@@ -122,9 +122,13 @@ struct alignas(32) SlabPage {
   std::uint32_t used;  // chunks of the slab not yet freed (S2; first page of a slab)
   std::uint32_t run;   // pages of a large run (S4) or of a slab (S2; its first page)
   std::uint32_t lead;  // pages from the first page of the page's slab (S2)
-  std::uint32_t bits;  // chunk bits of a slab of at most 32 chunks per page (S2, S3; its first page)
-  std::uint32_t unused[3];
+  std::uint32_t bits[4];  // chunk bits of a slab of at most entry_chunks chunks per page (S2, S3; its first page)
 };
+
+// Classes of at most this many chunks per page keep their chunk bits in the
+// page's entry (SlabPage::bits).
+inline constexpr std::uint32_t entry_chunks = 32u * (sizeof(SlabPage::bits) / sizeof(std::uint32_t));
+static_assert(sizeof(SlabPage) == 32, "a page entry is one 32-byte sector");
 
 // Counters written by many workers sit on cache lines of their own (128 B).
 inline constexpr std::uint32_t taken_shards = 128;
@@ -202,7 +206,7 @@ struct SlabLayout {
   // The word holding the bit of chunk `index` of the slab whose first page
   // is `page`, for a class of `per_page` chunks per page (S2, S3).
   MANYALLOC_FN std::uint32_t* chunk_word(std::uint32_t page, std::uint32_t per_page, std::uint32_t index) const {
-    return per_page <= 32u ? &pages[page].bits : bits_of(page) + index / 32u;
+    return per_page <= entry_chunks ? &pages[page].bits[index / 32u] : bits_of(page) + index / 32u;
   }
   MANYALLOC_FN std::uint64_t* slot(std::uint32_t cls, std::uint32_t shard) const {
     return slots + static_cast<std::size_t>(cls) * shards + shard;
