@@ -62,16 +62,24 @@ struct PagePool {
   }
 
   // ---- hints -------------------------------------------------------------------
+  // Word w of `taken` read with an atomic, so that it is ordered after the
+  // caller's hint update, whose result the caller waited for.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t reread(const Acc& acc, const SlabLayout& h, std::uint32_t w) {
+    return acc.atomic_or(&h.taken[w], 0u);
+  }
+
   template <class Acc>
   MANYALLOC_FN static void after_claim(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t old,
                                        std::uint32_t claimed, std::uint32_t valid) {
     const std::uint32_t bit = 1u << (w % 32u);
     if (old == 0u) acc.atomic_or(&h.busy[w / 32u], bit);
     if (((old | claimed) & valid) == valid) {
-      acc.atomic_or(&h.full[w / 32u], bit);
-      acc.fence();
-      // A release may have slipped in before the bit became visible.
-      if ((acc.load(&h.taken[w]) & valid) != valid) acc.atomic_and(&h.full[w / 32u], ~bit);
+      // A release may have slipped in before the bit was set: read the word
+      // again once the OR is done (its old value is waited for, so the
+      // read is issued after it took effect).
+      if ((acc.atomic_or(&h.full[w / 32u], bit) & bit) == 0u && (reread(acc, h, w) & valid) != valid)
+        acc.atomic_and(&h.full[w / 32u], ~bit);
     }
   }
 
@@ -86,10 +94,10 @@ struct PagePool {
     // form only cost a needless clear.
     if ((old & (old + 1u)) == 0u) acc.atomic_and(&h.full[w / 32u], ~bit);
     if ((old & ~mask) == 0u) {
-      acc.atomic_and(&h.busy[w / 32u], ~bit);
-      acc.fence();
-      // A claim may have slipped in before our clear became visible.
-      if (acc.load(&h.taken[w]) != 0u) acc.atomic_or(&h.busy[w / 32u], bit);
+      // A claim may have slipped in before our clear took effect: read the
+      // word again once the AND is done (as in after_claim).
+      if ((acc.atomic_and(&h.busy[w / 32u], ~bit) & bit) != 0u && reread(acc, h, w) != 0u)
+        acc.atomic_or(&h.busy[w / 32u], bit);
     }
   }
 
