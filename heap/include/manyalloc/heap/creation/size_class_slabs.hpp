@@ -415,14 +415,11 @@ class SizeClassSlabs {
       // only once the bit clears' old value is back (it needs it), so they
       // are done before it; with ordered_frees it is also a release that
       // orders, through the barrier, the lanes' writes before it.
-      // A group that frees every chunk of its slab knows the count would
-      // reach 0 (all were handed out, none was freed before) and leaves it
-      // as it is: an update not waited for could land after the pages'
-      // next owner has set the count anew, and a count left at all chunks
-      // offers no chunk to C6 (the next owner rewrites it). With
-      // ordered_frees a fence takes the release's place.
+      // A group that frees every chunk of its slab knows the count reaches
+      // 0 (all were handed out, none was freed before) and does not wait
+      // for it.
       if (freed == run * Slots::per_page(at.cls)) {
-        if constexpr (Config::ordered_frees) acc.fence();
+        (void)count_freed(acc, slab, freed);
         Slots::retire(acc, h, at.page, run);
       } else if (freed != 0u && count_freed(acc, slab, freed) == freed) {
         Slots::retire(acc, h, at.page, run);

@@ -59,12 +59,9 @@
 //     chunk as handed out from the moment the slab's pages were claimed
 //     (chunks are handed out by a segment cursor, which passes every chunk
 //     of a segment exactly once, or all at once to the group that took the
-//     pages, or again after their free under a reservation, C6). So `used`
-//     reaches 0 exactly once, when the last handed-out chunk comes back;
-//     the free that takes it to 0 clears the slab's bits in `taken`
-//     (retire). A group that frees all of a slab's chunks at once retires
-//     it without the update (its `used` stays at all chunks until the next
-//     owner rewrites it).
+//     pages, or again after their free under a reservation, C6). So `used` reaches 0 exactly once, when the last
+//     handed-out chunk comes back; the free that takes it to 0 clears the
+//     slab's bits in `taken` (retire).
 //  S3 A chunk's bit among its slab's chunk bits is set from before its
 //     pointer is handed to a worker until its free clears it, so a second
 //     free of a chunk, or a free of a chunk never handed out, finds it clear.
