@@ -292,7 +292,8 @@ class SizeClassSlabs {
       done += e.count;
     }
     if (mine == nullptr) {  // slow path: the pool ran out of pages
-      mine = heap::detail::slabs::PartialSlabs<Config>::take(acc, layout_, cls);
+      const std::uint32_t start = Slots::hash_start(layout_, acc.warp_id() * 32u + lane, acc.processor_id()) * 32u;
+      mine = heap::detail::slabs::PartialSlabs<Config>::take(acc, layout_, cls, start);
     }
     if (mine == nullptr) {
       std::uint32_t from = cls;

@@ -116,7 +116,6 @@
 // SlabShared: `misuse` and `last_misuse` count reported misuse of the
 // public API; `taken` holds P2's counters; `open_pages` C4's;
 // `dry_refills` counts refills that found the pool without a free page;
-// `partial_scan` is C6's clock hand over the page table;
 // `unmapped_pages` shrinks the usable page count (P3) for pools that grow.
 #pragma once
 
@@ -152,8 +151,7 @@ struct SlabShared {
   std::uint32_t last_misuse;
   std::uint32_t unmapped_pages;
   std::uint32_t dry_refills;  // refills that found no free page (C5)
-  std::uint32_t partial_scan;  // where the next search for a partly used slab starts (C6)
-  std::uint32_t line0[27];
+  std::uint32_t line0[28];
   Counter taken[taken_shards];  // P2
   Counter open_pages;           // pages of open segments (C4)
 };

@@ -19,17 +19,15 @@ template <class Config>
 struct PartialSlabs {
   using Slots = ClassSlots<Config>;
   // Page entries one request reads looking for a partly used slab of its
-  // class, so that a full heap answers a failing request after a bounded
-  // search. Requests take turns over the page table (a clock hand in
-  // SlabShared), so that together they search all of it.
-  static constexpr std::uint32_t scan_pages = 1024;
+  // class (from a hashed page on), so that a full heap answers a failing
+  // request after a bounded search.
+  static constexpr std::uint32_t scan_pages = 256;
 
-  // One freed chunk of a slab of class `cls`; nullptr when the request's
-  // `scan_pages` entries hold none.
+  // One freed chunk of a slab of class `cls`, searching `scan_pages` entries
+  // from page `start`; nullptr when none was found.
   template <class Acc>
-  MANYALLOC_FN static std::byte* take(const Acc& acc, const SlabLayout& h, std::uint32_t cls) {
+  MANYALLOC_FN static std::byte* take(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t start) {
     const std::uint32_t n = Slots::per_page(cls);
-    const std::uint32_t start = acc.atomic_add(&h.shared->partial_scan, scan_pages) % h.page_count;
     for (std::uint32_t i = 0; i < scan_pages && i < h.page_count; ++i) {
       const std::uint32_t page = (start + i) % h.page_count;
       SlabPage& e = h.pages[page];
