@@ -233,44 +233,6 @@ TEST(SlabWarpPath, EmulatedWarpsGetDisjointChunks) {
   EXPECT_EQ(heap.getAvailableSlots(64), fresh64) << "memory lost";
 }
 
-// C6 (slabs/invariants.hpp): when the pool has no page left, a request
-// takes a freed chunk of a partly used slab of its class. Freeing every
-// other chunk of a full heap empties no page, yet every freed chunk can be
-// had again, none of them twice and none of the live ones.
-TEST(SlabPartialSlabs, AFullHeapHandsOutItsFreedChunksAgain) {
-  EmulatedHeap heap(std::size_t{8} << 20);
-  const auto handle = heap.handle();
-  const acc::HostThread acc;
-  std::vector<void*> all;
-  while (void* p = handle.alloc(acc, 8192)) all.push_back(p);
-  ASSERT_GT(all.size(), 500u);
-  std::vector<void*> live, again;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (i % 2 == 0) {
-      live.push_back(all[i]);
-      std::memset(all[i], 0x5a, 8192);
-    } else {
-      handle.dealloc(acc, all[i]);
-    }
-  }
-  const std::size_t freed = all.size() - live.size();
-  while (void* p = handle.alloc(acc, 8192)) {
-    again.push_back(p);
-    std::memset(p, 0xa5, 8192);
-    if (again.size() > freed) break;
-  }
-  EXPECT_EQ(again.size(), freed) << "every freed chunk, and no more, is handed out again";
-  std::vector<void*> both(live);
-  both.insert(both.end(), again.begin(), again.end());
-  std::sort(both.begin(), both.end());
-  EXPECT_EQ(std::adjacent_find(both.begin(), both.end()), both.end()) << "a chunk handed out twice";
-  for (void* p : live) EXPECT_EQ(static_cast<unsigned char*>(p)[8191], 0x5a) << "a live chunk was overwritten";
-  for (void* p : live) handle.dealloc(acc, p);
-  for (void* p : again) handle.dealloc(acc, p);
-  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
-  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u) << "every slab went back";
-}
-
 // A class of at most entry_chunks chunks per page (1 KiB: 64) keeps its
 // chunk bits in the page's entry, beside the count that a free updates, so
 // a free touches one sector of metadata; the page's chunk bitmap stays zero.

@@ -41,7 +41,6 @@
 #include "manyalloc/heap/detail/slabs/class_slots.hpp"
 #include "manyalloc/heap/detail/slabs/free_runs.hpp"
 #include "manyalloc/heap/detail/slabs/page_pool.hpp"
-#include "manyalloc/heap/detail/slabs/partial_slabs.hpp"
 #include "manyalloc/heap/detail/slabs/size_classes.hpp"
 #include "manyalloc/heap/detail/slabs/invariants.hpp"
 
@@ -292,10 +291,6 @@ class SizeClassSlabs {
       done += e.count;
     }
     if (mine == nullptr) {  // slow path: the pool ran out of pages
-      const std::uint32_t start = Slots::hash_start(layout_, acc.warp_id() * 32u + lane, acc.processor_id()) * 32u;
-      mine = heap::detail::slabs::PartialSlabs<Config>::take(acc, layout_, cls, start);
-    }
-    if (mine == nullptr) {
       std::uint32_t from = cls;
       mine = Slots::from_larger_class(acc, layout_, from);
     }

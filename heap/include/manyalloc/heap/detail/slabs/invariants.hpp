@@ -57,9 +57,9 @@
 //     one word, updates one count and returns four pages with one atomic.
 //     `used` counts the chunks of the slab not yet freed, counting every
 //     chunk as handed out from the moment the slab's pages were claimed
-//     (chunks are handed out by a segment cursor, which passes every chunk
-//     of a segment exactly once, or all at once to the group that took the
-//     pages, or again after their free under a reservation, C6). So `used` reaches 0 exactly once, when the last
+//     (chunks are handed out only by a segment cursor, which passes every
+//     chunk of a segment exactly once, or all at once to the group that
+//     took the pages). So `used` reaches 0 exactly once, when the last
 //     handed-out chunk comes back; the free that takes it to 0 clears the
 //     slab's bits in `taken` (retire).
 //  S3 A chunk's bit among its slab's chunk bits is set from before its
@@ -102,16 +102,6 @@
 //     pages after it go back to the pool), and a request that finds nothing
 //     of its class takes a chunk of a larger class. A chunk's class is that
 //     of its page (S2), so a free never needs to know which class was asked.
-//  C6 Before it takes a larger class's chunk, such a request takes a freed
-//     chunk of a partly used slab of its own class (detail/slabs/
-//     partial_slabs.hpp): it adds one to the slab's `used` by a CAS while
-//     `used` is neither 0 (retired) nor all the slab's chunks (none freed),
-//     which reserves a freed chunk and keeps the slab from retiring, then
-//     sets the lowest clear chunk bit. Freed chunks lie below every chunk
-//     the slab's segment has still to hand out (a cursor hands out a page's
-//     chunks in index order, and a closed segment's unhanded chunks leave
-//     `used` when it closes), so that bit is a freed chunk's. S2's count
-//     then counts the chunks not yet freed plus the reservations.
 //
 // SlabShared: `misuse` and `last_misuse` count reported misuse of the
 // public API; `taken` holds P2's counters; `open_pages` C4's;
