@@ -53,8 +53,9 @@
 //     chunks per page): in its entry's `bits` when the class has at most
 //     entry_chunks chunks per page (a free then finds count and bits on the
 //     sector it read the class from, which its own load has just brought
-//     into the cache), else in its chunk bitmap (SlabLayout::chunk_word). So a warp that frees a 4-page slab of 8 KiB chunks clears
-//     one word, updates one count and returns four pages with one atomic.
+//     into the cache), else in its chunk bitmap (SlabLayout::chunk_word).
+//     So a warp that frees a 4-page slab of 8 KiB chunks clears one word,
+//     updates one count and returns four pages with one atomic.
 //     `used` counts the chunks of the slab not yet freed, counting every
 //     chunk as handed out from the moment the slab's pages were claimed
 //     (chunks are handed out only by a segment cursor, which passes every
