@@ -171,6 +171,11 @@ struct BitmapReadCounter : acc::HostThread {
   unsigned processor_id() const { return 0; }  // shard 0
 };
 
+// The page a pointer into the heap's data lies in.
+std::uint32_t page_of(const slabs::SlabLayout& h, const void* p) {
+  return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - h.data) >> h.slab_shift);
+}
+
 // Sets the pages of `mask` in word w taken, keeping counters and hints exact.
 void take_bits(const slabs::SlabLayout& h, std::uint32_t w, std::uint32_t mask) {
   h.taken[w] |= mask;
@@ -245,14 +250,11 @@ TEST(SlabWarpPath, PagesOfAFewDozenChunksKeepTheirBitsInTheEntry) {
   grid.run(1, 64, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 1024); });
   const auto& l = heap.creation().layout();
   ASSERT_LE(65536u / 1024u, slabs::entry_chunks);
-  const auto page_of = [&](const void* p) {
-    return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - l.data) >> l.slab_shift);
-  };
-  const std::uint32_t page = page_of(ptrs[0]);
+  const std::uint32_t page = page_of(l, ptrs[0]);
   std::uint32_t in_page = 0;
   for (void* p : ptrs) {
     ASSERT_NE(p, nullptr);
-    if (page_of(p) != page) continue;
+    if (page_of(l, p) != page) continue;
     ++in_page;
     const auto index = static_cast<std::uint32_t>((static_cast<std::byte*>(p) - l.page_data(page)) / 1024);
     EXPECT_NE(l.pages[page].bits[index / 32] & (1u << (index % 32)), 0u) << "chunk " << index;
@@ -367,7 +369,7 @@ TEST(SlabWarpPath, AWarpOfLargeChunksTakesOneSlabOfSeveralPages) {
   grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 8192); });
   const auto& l = heap.creation().layout();
   for (void* p : ptrs) ASSERT_NE(p, nullptr);
-  const auto first = static_cast<std::uint32_t>((static_cast<std::byte*>(ptrs[0]) - l.data) >> l.slab_shift);
+  const std::uint32_t first = page_of(l, ptrs[0]);
   for (unsigned t = 0; t < 32; ++t)
     ASSERT_EQ(static_cast<std::byte*>(ptrs[t]), l.page_data(first) + std::size_t{t} * 8192) << "lane " << t;
   EXPECT_EQ(l.pages[first].run, 4u);
@@ -408,7 +410,7 @@ TEST(SlabRefill, AFragmentedPoolCostsARefillFewBitmapReads) {
   void* p = heap.handle().alloc(counter, 4096);
   ASSERT_NE(p, nullptr);
   EXPECT_LE(counter.reads, 16u) << "words of the bitmap read by one refill";
-  const auto page = static_cast<std::uint32_t>((static_cast<std::byte*>(p) - h.data) >> h.slab_shift);
+  const std::uint32_t page = page_of(h, p);
   EXPECT_EQ(page % 32u, 1u) << "the segment is the first free page of a word";
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().open_pages, 1u);
   heap.handle().dealloc(counter, p);
@@ -469,11 +471,10 @@ TEST(SlabUsableShare, ARequestTakesALargerClassWhenThePoolRunsOut) {
   void* big = handle.alloc(acc, 8192);  // opens a segment of the 8 KiB class
   ASSERT_NE(big, nullptr);
   const auto& l = heap.creation().layout();
-  const auto page_of = [&](void* p) { return (static_cast<std::byte*>(p) - l.data) >> l.slab_shift; };
   std::vector<void*> got;
   while (void* p = handle.alloc(acc, 4096)) got.push_back(p);
   std::size_t on_big_page = 0;
-  for (void* p : got) on_big_page += page_of(p) == page_of(big) ? 1 : 0;
+  for (void* p : got) on_big_page += page_of(l, p) == page_of(l, big) ? 1 : 0;
   EXPECT_EQ(on_big_page, 7u) << "the other seven 8 KiB chunks of the started page serve 4 KiB requests";
   EXPECT_GT(heap.creation().statistics<acc::HostThreads>().dry_refills, 0u);
   for (void* p : got) handle.dealloc(acc, p);
