@@ -89,9 +89,15 @@ void heap_trim(Heap& h);
 // free range between live chunks is kept when it is shorter than 16 KiB
 // (heap_purge.cpp, min_purge_range). Owner only.
 void heap_purge(Heap& h, bool all = false);
+// Whether the purge that purge_at asks for may run now: purges it triggers
+// are at least the purge_ms option apart (numa/README.md, "Options"), so
+// that the pages a purge leaves for the next one (aging, heap_purge.cpp)
+// have been free that long however fast the program frees. One asked for
+// earlier is dropped with its credit. Records the time when it says yes.
+bool heap_purge_due(Heap& h);
 inline void heap_maybe_purge(Heap& h) {
   if (h.purge_credit >= h.purge_at) [[unlikely]]
-    heap_purge(h);
+    if (heap_purge_due(h)) heap_purge(h);
 }
 
 // Finds the run, chunk index and class of p inside a small segment, or

@@ -18,6 +18,17 @@ constexpr PageMask page_mask(unsigned npages, unsigned first) {
   return bits::low_mask64(npages) << first;
 }
 
+// OS pages per run page, and the free_seen bit (invariants.hpp,
+// SmallSegment) of OS page o of a segment.
+inline constexpr unsigned os_pages_per_page = page_bytes / os_page;
+inline bool free_seen(const SmallSegment& seg, unsigned o) {
+  return (seg.free_seen[o / 64] >> (o % 64)) & 1u;
+}
+inline void set_free_seen(SmallSegment& seg, unsigned o, bool seen) {
+  const std::uint64_t bit = std::uint64_t{1} << (o % 64);
+  seg.free_seen[o / 64] = seen ? seg.free_seen[o / 64] | bit : seg.free_seen[o / 64] & ~bit;
+}
+
 // Empty segments a heap keeps between purges (the next runs take them
 // without a trip to the source); lowmem gives them back at its next purge.
 inline constexpr unsigned keep_empty = 1;

@@ -21,6 +21,9 @@ namespace {
 // Lowmem's 512 KiB goes with its half-size free caches (size_class.hpp).
 constexpr std::uint64_t lowmem_purge_min = 512 * 1024;
 constexpr std::uint64_t purge_min = 8 * 1024 * 1024;
+// A heap that frees this many steps (purge_step) within the purge interval
+// is purged anyway: what a burst of frees leaves committed stays bounded.
+constexpr std::uint64_t max_purge_steps = 4;
 
 }  // namespace
 
@@ -29,7 +32,8 @@ void set_purge_threshold(Heap& h) {
   const bool low = h.ctx->opts.profile == Profile::lowmem;
   const std::uint64_t min = low ? lowmem_purge_min : purge_min;
   const std::uint64_t rel = low ? in_use / 8 : in_use;
-  h.purge_at = rel > min ? rel : min;
+  h.purge_step = rel > min ? rel : min;
+  h.purge_at = h.purge_step;
 }
 
 namespace {
@@ -72,22 +76,29 @@ class DecommitBatch {
   std::uint8_t* end_ = nullptr;
 };
 
-// Shortest free range inside a run that a purge gives back outside lowmem.
-// A single free page between live chunks is soon written again, and each
-// range is one madvise with its TLB shootdown on every CPU of the process.
-// t-test1 on the 16-core host (16 threads, 7 runs side by side, time and
-// peak RSS relative to glibc's): every range 0.60 / 1.225 with 35 100 page
-// faults; ranges of 2 pages up 0.59 / 1.233; of 4 pages up 0.52 / 1.236
-// with 18 000 faults (jemalloc 0.60 / 1.34).
+// Shortest free range between live chunks that a purge gives back (in
+// every profile; malloc_trim takes them all). A single free page between
+// live chunks is soon written again, and each range is one madvise with
+// its TLB shootdown on every CPU that runs a thread of the process
+// (numa/DESIGN.md, "Figures moved out of the code" and "Aging").
 constexpr std::size_t min_purge_range = 4 * os_page;
 
 // Decommits (through `batch`) the OS pages of r that hold only free chunks,
 // within the part of the run that may have been written (words <= hw):
 // every free range at the end of that part, others only from `min_range`
-// bytes up. Lowers hw to the word of the highest allocated chunk. Returns
-// the bytes decommitted.
-std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range) {
+// bytes up. Lowers hw to the word of the highest allocated chunk unless
+// pages above it stay committed. Returns the bytes decommitted.
+//
+// Aging (issue 19 item 2, hysteresis): unless `all`, a page of such a range
+// is decommitted only if the run's previous purge found it free too
+// (SmallSegment::free_seen); the others are marked, and the run stays dirty
+// so that its next purge looks at them again. Chunks of a few pages that
+// the program frees and soon allocates again (every thread of a
+// random-size workload does) then cost no madvise and no page fault; a
+// page that stays free goes back one purge later.
+std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range, bool all) {
   r.dirty = 0;
+  SmallSegment& seg = *r.seg;
   const std::size_t s = r.chunk_size;
   const std::uint32_t n = r.nchunks;
   const std::uint64_t recip = class_table.info[r.cls].recip;
@@ -96,15 +107,26 @@ std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range) {
   std::size_t end = (static_cast<std::size_t>(limit) * s + os_page - 1) & ~(os_page - 1);
   const std::size_t run_end = static_cast<std::size_t>(r.npages) * page_bytes;
   if (end > run_end) end = run_end;
+  const unsigned first_os = r.first_page * os_pages_per_page;
+  auto os_index = [&](std::size_t q) { return first_os + static_cast<unsigned>(q / os_page); };
   std::size_t range = SIZE_MAX, purged = 0;  // start of the current free range
+  bool kept = false, kept_at_end = false;    // free pages left for the next purge
   auto flush_range = [&](std::size_t stop) {
     if (range == SIZE_MAX) return;
-    if (stop < end && stop - range < min_range) {  // short and inside: kept
-      range = SIZE_MAX;
-      return;
+    const bool at_end = stop >= end;
+    const bool long_enough = at_end || stop - range >= min_range;
+    for (std::size_t q = range; q < stop; q += os_page) {
+      const unsigned o = os_index(q);
+      if (long_enough && (all || free_seen(seg, o))) {
+        batch.add(r.base + q, os_page);
+        purged += os_page;
+        set_free_seen(seg, o, false);
+      } else {
+        set_free_seen(seg, o, long_enough);
+        kept = kept || long_enough;
+        kept_at_end = kept_at_end || at_end;
+      }
     }
-    batch.add(r.base + range, stop - range);
-    purged += stop - range;
     range = SIZE_MAX;
   };
   for (std::size_t q = 0; q < end; q += os_page) {
@@ -115,10 +137,13 @@ std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range) {
     if (free) {
       if (range == SIZE_MAX) range = q;
     } else {
+      set_free_seen(seg, os_index(q), false);
       flush_range(q);
     }
   }
   flush_range(end);
+  if (kept) r.dirty = 1;
+  if (kept_at_end) return purged;  // the free pages above the live chunks are still committed
   // New hw: the highest word with an allocated chunk (pages above it were
   // in the final range, now decommitted, or were never written).
   std::uint32_t top = 0;
@@ -152,8 +177,7 @@ void purge_runs(Heap& h, bool all) {
   h.kept_empty = 0;  // released, or allocated from since they were kept
   std::size_t purged = 0;
   DecommitBatch batch(h);
-  const bool every_range = all || h.ctx->opts.profile == Profile::lowmem;
-  const std::size_t min_range = every_range ? os_page : min_purge_range;
+  const std::size_t min_range = all ? os_page : min_purge_range;
   for (SmallSegment* list : {h.avail, h.full}) {
     for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
       const PageMask used = seg->used_pages.load(std::memory_order_relaxed);
@@ -175,7 +199,7 @@ void purge_runs(Heap& h, bool all) {
         // `all` also takes runs not freed into since their last purge: it
         // may have kept short free ranges.
         if (all || (r.dirty && (idle || r.state != RunState::current)))
-          purged += purge_run(r, batch, min_range);
+          purged += purge_run(r, batch, min_range, all);
       }
     }
   }
@@ -203,6 +227,18 @@ void purge_runs(Heap& h, bool all) {
 
 }  // namespace
 
+bool heap_purge_due(Heap& h) {
+  const std::uint64_t now = h.ctx->os->now();
+  const std::uint64_t interval = std::uint64_t{h.ctx->opts.purge_ms} * 1000000u;
+  if (h.purged_at != 0 && now - h.purged_at < interval &&
+      h.purge_credit < max_purge_steps * h.purge_step) {
+    h.purge_at = h.purge_credit + h.purge_step;  // asked again after another step
+    return false;
+  }
+  h.purged_at = now;
+  return true;
+}
+
 void heap_purge(Heap& h, bool all) {
   if (h.ctx->opts.profile == Profile::lowmem) heap_cache_flush_all(h);
   purge_runs(h, all);
@@ -216,7 +252,7 @@ void heap_merge_for_owner(Heap& h) {
   if (!h.merge_lock.try_lock()) return;
   heap_flush_remote(h);
   h.idle_merges.store(h.idle_merges.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (h.purge_credit >= h.purge_at) purge_runs(h, false);
+  if (h.purge_credit >= h.purge_at && heap_purge_due(h)) purge_runs(h, false);
   h.merge_lock.unlock();
 }
 

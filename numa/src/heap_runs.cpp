@@ -224,6 +224,8 @@ Run* run_new(Heap& h, unsigned cls) {
   h.idle_pages -= static_cast<unsigned>(std::popcount(seg->idle_pages & mask));
   seg->idle_pages &= ~mask;
   seg->idle_old &= ~mask;
+  for (unsigned o = first * os_pages_per_page; o < (first + np) * os_pages_per_page; ++o)
+    set_free_seen(*seg, o, false);
   Run& r = seg->runs[first];
   run_init(r, *seg, first, cls);
   for (unsigned p = first; p < first + np; ++p)

@@ -158,7 +158,11 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // segment is handed to or taken from a source with idle_pages == 0. Bit p
 // of idle_old (owner only) is 1 iff page p was idle at the heap's last
 // purge and has been since (heap_runs.cpp, "retained empty runs": the next purge
-// decommits it); idle_old is a subset of idle_pages.
+// decommits it); idle_old is a subset of idle_pages. Bit o of free_seen
+// (owner only) is 1 iff OS page o of the segment held only free chunks of
+// its run at that run's last purge and was left committed then
+// (heap_purge.cpp, "aging"); the run's next purge decommits it if it is
+// still free. A new run's pages start with their bits clear (run_new).
 //
 // Bitmaps. A run's descriptor holds the first inline_words words of its
 // free bitmap (every class from 64 B needs no more in a 32 KiB run); the
@@ -176,6 +180,7 @@ struct SmallSegment : Segment {
   bool in_full_list;
   PageMask idle_pages;
   PageMask idle_old;
+  std::uint64_t free_seen[segment_bytes / os_page / 64];
   Run runs[pages_per_segment];
   std::uint64_t free_overflow[pages_per_segment][bitmap_words - inline_words];
   alignas(64) std::atomic<std::uint64_t> remote_rows[pages_per_segment][bitmap_words];
@@ -332,9 +337,12 @@ struct alignas(64) Heap {
   std::atomic<std::uint64_t> purged_bytes{0};  // bytes decommitted by purges
   std::atomic<std::uint64_t> idle_merges{0};   // RFQ merges by other threads (lowmem)
   // Purge of free pages inside runs (heap_purge.cpp, heap_purge): bytes merged into
-  // run bitmaps since the last purge, and the amount that triggers the next.
+  // run bitmaps since the last purge, and the amount that triggers the next
+  // (raised by a step when heap_purge_due defers it).
   std::uint64_t purge_credit = 0;
   std::uint64_t purge_at = 0;
+  std::uint64_t purge_step = 0;  // purge_at right after a purge (set_purge_threshold)
+  std::uint64_t purged_at = 0;  // OsOps::now() of the last purge (heap_purge)
   // Frees of other heaps' chunks waiting to be published, per class
   // (RemoteBatch); bit c of remote_batch_classes is 1 iff remote_batch[c]
   // holds a batch.

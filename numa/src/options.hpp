@@ -18,6 +18,10 @@ enum class Profile : int {
 };
 const char* profile_name(Profile p);
 
+// Least milliseconds between two purges that frees trigger (heap.hpp,
+// heap_purge_due), in every profile.
+inline constexpr std::uint32_t default_purge_ms = 10;
+
 struct Options {
   Profile profile = Profile::uma;
   bool profile_from_env = false;
@@ -25,6 +29,9 @@ struct Options {
   // Milliseconds a free segment stays cached in a source before it is
   // unmapped (source.hpp, "Decay"); decay_ms_lowmem or default_decay_ms by default.
   std::uint32_t decay_ms = 1000;
+  // Milliseconds between two purges of a heap that its frees trigger
+  // (heap.hpp, heap_purge_due); 0: a purge whenever purge_at is reached.
+  std::uint32_t purge_ms = default_purge_ms;
   bool huge_pages = false;
   bool check = false;     // abort on misuse (default: the checked build)
   bool stats = false;     // print statistics at exit
@@ -42,11 +49,11 @@ inline constexpr std::uint32_t default_decay_ms = 1000;
 inline constexpr std::uint32_t decay_ms_lowmem = 10;
 
 // All zero: the options of a context before context_setup (context.hpp).
-inline constexpr Options no_options{Profile::lowmem, false, 0,     0,     false, false,
-                                    false,           false, false, false, nullptr};
+inline constexpr Options no_options{Profile::lowmem, false, 0,     0,     0,    false,
+                                    false,           false, false, false, false, nullptr};
 
 inline constexpr const char* option_prefix = "MANYALLOC_NUMA_";
-inline constexpr int num_options = 10;
+inline constexpr int num_options = 11;
 extern const env::Spec option_specs[num_options];
 
 // Reads the table. `numa_nodes` is the node count of the machine (sysfs),

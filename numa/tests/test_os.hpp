@@ -62,11 +62,14 @@ inline constexpr OsOps faulty_os = make_os_ops<FaultyOs>();
 
 // A private allocator context on the faulty OS, or on `os` (not the
 // process's malloc), with the profile's defaults (options.cpp) unless
-// cache_max is given (0: nothing is cached).
+// cache_max is given (0: nothing is cached). Purges come whenever the frees
+// ask for them (purge_ms 0) unless `purge_ms` is given, so that tests of
+// what a purge does need no clock.
 inline constexpr std::size_t profile_default = SIZE_MAX;
 inline std::unique_ptr<Context> make_context(Profile profile = Profile::uma,
                                              std::size_t cache_max = profile_default,
-                                             const OsOps& os = faulty_os) {
+                                             const OsOps& os = faulty_os,
+                                             std::uint32_t purge_ms = 0) {
   Faults::reset();
   auto c = std::make_unique<Context>();
   Options o;
@@ -76,6 +79,7 @@ inline std::unique_ptr<Context> make_context(Profile profile = Profile::uma,
                 : low                         ? lowmem_cache_max
                                               : std::size_t{1} << 30;
   o.decay_ms = low ? decay_ms_lowmem : default_decay_ms;
+  o.purge_ms = purge_ms;
   context_setup(*c, o);
   c->os = &os;
   return c;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "heap.hpp"
+#include "heap_internal.hpp"
 #include "runtime.hpp"
 #include "test_os.hpp"
 
@@ -139,8 +140,9 @@ TEST(Heap, PurgeDecommitsOnlyPagesWithoutLiveChunks) {
   }
 }
 
-TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunksOutsideLowmem) {
+TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunks) {
   for (Profile prof : {Profile::lowmem, Profile::uma}) {
+    SCOPED_TRACE(profile_name(prof));
     HeapFixture f(prof);
     const unsigned cls = size_to_class(4096);  // one chunk per OS page
     ASSERT_EQ(run_chunks(cls), 8u);
@@ -149,12 +151,14 @@ TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunksOutsideLowmem) {
     // Live: 0, 2, 5. Free: page 1 alone, pages 3-4, pages 6-7 at the end.
     for (unsigned i : {1u, 3u, 4u, 6u, 7u}) f.free(v[i], f.h);
     heap_cache_flush_all(*f.h);
-    // Lowmem takes every free page; uma keeps the short ranges inside the
-    // run but not the one at its end, and malloc_trim (`all`) takes them.
+    // The short ranges inside the run stay in every profile; the one at
+    // its end goes at the second purge that finds it free (aging), and
+    // malloc_trim (`all`) takes them all.
     heap_purge(*f.h, false);
-    const bool low = prof == Profile::lowmem;
-    EXPECT_EQ(resident(v[1]), !low);
-    EXPECT_EQ(resident(v[3]), !low);
+    for (unsigned i : {1u, 3u, 6u, 7u}) EXPECT_TRUE(resident(v[i])) << i;
+    heap_purge(*f.h, false);
+    EXPECT_TRUE(resident(v[1]));
+    EXPECT_TRUE(resident(v[3]));
     EXPECT_FALSE(resident(v[6]));
     EXPECT_FALSE(resident(v[7]));
     heap_purge(*f.h, true);
@@ -165,6 +169,68 @@ TEST(Heap, PurgeKeepsShortFreeRangesBetweenLiveChunksOutsideLowmem) {
     f.free(next, f.h);
     EXPECT_EQ(f.c->misuses.load(), 0u);
   }
+}
+
+// Aging (heap_purge.cpp): a free range is decommitted by the second purge
+// that finds it free, not the first.
+TEST(Heap, PurgeDecommitsFreePagesOnlyAtTheSecondPurgeThatFindsThemFree) {
+  for (Profile prof : {Profile::lowmem, Profile::uma}) {
+    SCOPED_TRACE(profile_name(prof));
+    HeapFixture f(prof);
+    const unsigned cls = size_to_class(4096);  // one chunk per OS page
+    const unsigned per = run_chunks(cls), n = 4 * per;
+    const std::vector<std::uint8_t*> v = alloc_written(f, cls, n);
+    void* next = heap_alloc(*f.h, cls);  // the written runs are full, none is current
+    // Runs 1-3 keep their chunk 0 and free chunks 1-7 (7 pages at their
+    // end): runs 2 and 3 before the first purge, run 1 after it.
+    auto free_tail = [&](unsigned run) {
+      for (unsigned i = run * per + 1; i < (run + 1) * per; ++i) f.free(v[i], f.h);
+      heap_cache_flush_all(*f.h);
+    };
+    free_tail(2);
+    free_tail(3);
+    heap_purge(*f.h, false);
+    for (unsigned i = 2 * per; i < n; ++i) EXPECT_TRUE(resident(v[i])) << "first purge, chunk " << i;
+    free_tail(1);
+    heap_purge(*f.h, false);
+    for (unsigned i = 2 * per; i < n; ++i)
+      if (i % per != 0) EXPECT_FALSE(resident(v[i])) << "second purge, chunk " << i;
+    for (unsigned i = per + 1; i < 2 * per; ++i) EXPECT_TRUE(resident(v[i])) << "freed since, chunk " << i;
+    heap_purge(*f.h, false);
+    for (unsigned i = per + 1; i < 2 * per; ++i) EXPECT_FALSE(resident(v[i])) << "third purge, chunk " << i;
+    for (unsigned i = 0; i < n; i += per) EXPECT_EQ(v[i][4095], 0x5a);
+    for (unsigned i = 0; i < n; ++i)
+      if (i < per || i % per == 0) f.free(v[i], f.h);
+    f.free(next, f.h);
+    heap_trim(*f.h);
+    EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
+}
+
+// The purges that frees trigger are at least purge_ms apart (heap.hpp,
+// heap_purge_due): one asked for earlier waits for more frees, unless the
+// heap has freed max_purge_steps thresholds' worth since its last purge.
+TEST(Heap, FreesTriggerPurgesAtMostOncePerPurgeInterval) {
+  auto c = make_context(Profile::lowmem, test::profile_default, test::faulty_os, 10);
+  Heap* h = heap_acquire(*c, c->common());
+  std::uint64_t t = 1'000'000'000;
+  Faults::clock_ns = t;
+  h->purge_credit = h->purge_at;
+  EXPECT_TRUE(heap_purge_due(*h));  // the first one
+  set_purge_threshold(*h);
+  const std::uint64_t step = h->purge_at;
+  h->purge_credit = step;
+  Faults::clock_ns = t += 5'000'000;  // 5 ms later: deferred by one step
+  EXPECT_FALSE(heap_purge_due(*h));
+  EXPECT_EQ(h->purge_at, 2 * step);
+  EXPECT_EQ(h->purge_credit, step);  // nothing freed is forgotten
+  h->purge_credit = 4 * step;  // a burst of frees: purged anyway
+  EXPECT_TRUE(heap_purge_due(*h));
+  h->purge_credit = step;
+  Faults::clock_ns = t += 11'000'000;  // 11 ms later
+  EXPECT_TRUE(heap_purge_due(*h));
+  Faults::clock_ns = 0;
 }
 
 // Only the bitmap words up to one past the highest handed out are stored
@@ -242,10 +308,14 @@ TEST(Heap, LowmemPurgesAsFreesAccumulate) {
   HeapFixture f(Profile::lowmem);
   const unsigned cls = size_to_class(4096);
   std::vector<void*> v;
-  for (int i = 0; i < 512; ++i) v.push_back(heap_alloc(*f.h, cls));
-  for (std::size_t i = 0; i < v.size(); i += 2) f.free(v[i], f.h);  // 1 MiB freed, no run empty
+  for (int i = 0; i < 1024; ++i) v.push_back(heap_alloc(*f.h, cls));
+  // 2 MiB freed in ranges of 4 pages, no run empty: purges every 512 KiB,
+  // each decommitting what the one before found free.
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (i % 8 < 4) f.free(v[i], f.h);
   EXPECT_GT(f.h->purged_bytes.load(), 0u);
-  for (std::size_t i = 1; i < v.size(); i += 2) f.free(v[i], f.h);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (i % 8 >= 4) f.free(v[i], f.h);
   EXPECT_EQ(f.c->misuses.load(), 0u);
 }
 
@@ -315,7 +385,9 @@ TEST(Heap, PurgeTakesACurrentRunOnlyWhenNothingWasAllocatedFromIt) {
   heap_purge(*f.h);
   EXPECT_EQ(f.h->purged_bytes.load(), before);  // allocated from since: left alone
   heap_purge(*f.h);
-  EXPECT_GE(f.h->purged_bytes.load(), before + 4 * 4096);  // idle since: purged
+  EXPECT_EQ(f.h->purged_bytes.load(), before);  // idle since: its free pages are marked
+  heap_purge(*f.h);
+  EXPECT_GE(f.h->purged_bytes.load(), before + 4 * 4096);  // and still free: purged
   EXPECT_EQ(v[0][4095], 0x5a);
   EXPECT_EQ(v[5][0], 0x5a);
   f.free(v[0], f.h);
