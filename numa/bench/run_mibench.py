@@ -184,7 +184,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="shorter arguments for long tests (not bench.sh's)")
     ap.add_argument("--tests", nargs="*", help="subset of mimalloc-bench names (e.g. larsonN cfrac)")
-    ap.add_argument("--allocators", nargs="*", help="subset of labels (glibc ... manyalloc-lowmem)")
+    ap.add_argument("--allocators", nargs="*", help="subset of labels (glibc ... manyalloc-lowmem); --extra builds always run")
     ap.add_argument("--extra", nargs="*", default=[], metavar="LABEL=LIB[:PROFILE]",
                     help="another build of the library under its own label (e.g. the commit before a "
                          "change, run side by side with it); PROFILE defaults to uma")
@@ -208,6 +208,9 @@ def main():
         allocs.append((label, None, os.path.join(a.libdir, so) if so else None, {}))
     for prof in PROFILES:
         allocs.append((f"manyalloc-{prof}", prof, os.path.abspath(a.lib), {"MANYALLOC_NUMA_PROFILE": prof}))
+    if a.allocators:
+        allocs = [x for x in allocs if x[0] in a.allocators]
+    # Extra builds are always run: naming them is asking for them.
     for spec in a.extra:
         label, _, rest = spec.partition("=")
         lib, _, prof = rest.partition(":")
@@ -215,8 +218,6 @@ def main():
             sys.exit(f"--extra {spec}: expected LABEL=LIB[:PROFILE]")
         prof = prof or "uma"
         allocs.append((label, prof, os.path.abspath(lib), {"MANYALLOC_NUMA_PROFILE": prof}))
-    if a.allocators:
-        allocs = [x for x in allocs if x[0] in a.allocators]
     found = []
     for x in allocs:
         if x[2] and not os.path.exists(x[2]):

@@ -22,8 +22,10 @@ namespace {
 constexpr std::uint64_t lowmem_purge_min = 512 * 1024;
 constexpr std::uint64_t purge_min = 8 * 1024 * 1024;
 // A heap that frees this many steps (purge_step) within the purge interval
-// is purged anyway: what a burst of frees leaves committed stays bounded.
+// is purged anyway, so that what a burst of frees leaves committed stays
+// bounded: fewer in lowmem, whose goal is the peak RSS (numa/DESIGN.md, "Aging").
 constexpr std::uint64_t max_purge_steps = 4;
+constexpr std::uint64_t max_purge_steps_lowmem = 2;
 
 }  // namespace
 
@@ -230,8 +232,9 @@ void purge_runs(Heap& h, bool all) {
 bool heap_purge_due(Heap& h) {
   const std::uint64_t now = h.ctx->os->now();
   const std::uint64_t interval = std::uint64_t{h.ctx->opts.purge_ms} * 1000000u;
-  if (h.purged_at != 0 && now - h.purged_at < interval &&
-      h.purge_credit < max_purge_steps * h.purge_step) {
+  const std::uint64_t steps =
+      h.ctx->opts.profile == Profile::lowmem ? max_purge_steps_lowmem : max_purge_steps;
+  if (h.purged_at != 0 && now - h.purged_at < interval && h.purge_credit < steps * h.purge_step) {
     h.purge_at = h.purge_credit + h.purge_step;  // asked again after another step
     return false;
   }
