@@ -85,9 +85,10 @@ void heap_trim(Heap& h);
 // (a small amount in the lowmem profile, a large one otherwise); lowmem
 // also writes the free caches back first. The bins' current runs are left
 // alone unless `all` (thread exit in lowmem, malloc_trim) or nothing was
-// allocated from them since the last purge; outside lowmem and `all`, a
-// free range between live chunks is kept when it is shorter than 16 KiB
-// (heap_purge.cpp, min_purge_range). Owner only.
+// allocated from them since the last purge. Unless `all`, a free range
+// between live chunks is kept when it is shorter than 16 KiB
+// (heap_purge.cpp, min_purge_range), and a free page goes back only at the
+// second purge that finds it free (heap_purge.cpp, "aging"). Owner only.
 void heap_purge(Heap& h, bool all = false);
 // Whether the purge that purge_at asks for may run now: purges it triggers
 // are at least the purge_ms option apart (numa/README.md, "Options"), so
