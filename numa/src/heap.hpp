@@ -94,7 +94,9 @@ void heap_purge(Heap& h, bool all = false);
 // are at least the purge_ms option apart (numa/README.md, "Options"), so
 // that the pages a purge leaves for the next one (aging, heap_purge.cpp)
 // have been free that long however fast the program frees. One asked for
-// earlier is dropped with its credit. Records the time when it says yes.
+// earlier is asked again after another purge step of frees, and granted
+// anyway once the heap has freed a few steps since its last purge
+// (heap_purge.cpp, max_purge_steps). Records the time when it says yes.
 bool heap_purge_due(Heap& h);
 inline void heap_maybe_purge(Heap& h) {
   if (h.purge_credit >= h.purge_at) [[unlikely]]

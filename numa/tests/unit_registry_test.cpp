@@ -143,13 +143,17 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   EXPECT_EQ(o.profile, Profile::lowmem);
   EXPECT_EQ(o.cache_max, 64u << 20);  // set: honoured in lowmem too
   EXPECT_EQ(o.decay_ms, decay_ms_lowmem);
+  EXPECT_EQ(o.purge_ms, default_purge_ms);
   EXPECT_TRUE(o.huge_pages);
   EXPECT_TRUE(o.colour);  // bad value keeps the default
   ::unsetenv("MANYALLOC_NUMA_CACHE_MAX");
   ::setenv("MANYALLOC_NUMA_DECAY_MS", "250", 1);
+  ::setenv("MANYALLOC_NUMA_PURGE_MS", "0", 1);
   o = load_options(1);
   EXPECT_EQ(o.cache_max, lowmem_cache_max);  // lowmem's small cache of large blocks
   EXPECT_EQ(o.decay_ms, 250u);
+  EXPECT_EQ(o.purge_ms, 0u);
+  ::unsetenv("MANYALLOC_NUMA_PURGE_MS");
   ::setenv("MANYALLOC_NUMA_CACHE_MAX", "64M", 1);
   ::unsetenv("MANYALLOC_NUMA_DECAY_MS");
   ::setenv("MANYALLOC_NUMA_PROFILE", "auto", 1);
