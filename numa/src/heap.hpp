@@ -96,7 +96,7 @@ void heap_purge(Heap& h, bool all = false);
 // have been free that long however fast the program frees. One asked for
 // earlier is asked again after another purge step of frees, and granted
 // anyway once the heap has freed a few steps since its last purge
-// (heap_purge.cpp, max_purge_steps). Records the time when it says yes.
+// (heap_internal.hpp, max_purge_steps). Records the time when it says yes.
 bool heap_purge_due(Heap& h);
 inline void heap_maybe_purge(Heap& h) {
   if (h.purge_credit >= h.purge_at) [[unlikely]]

@@ -60,6 +60,12 @@ void run_release(Heap& h, Run& r);
 
 // ---- heap_purge.cpp ----------------------------------------------------------
 
+// A heap that frees this many purge steps (Heap::purge_step) within the
+// purge interval is purged anyway (heap_purge_due), so that what a burst of
+// frees leaves committed stays bounded: fewer in lowmem, whose goal is the
+// peak RSS (numa/DESIGN.md, "Aging").
+constexpr std::uint64_t max_purge_steps(Profile p) { return p == Profile::lowmem ? 2 : 4; }
+
 // Sets h.purge_at, the bytes freed that trigger the next purge, from the bytes in use.
 void set_purge_threshold(Heap& h);
 

@@ -21,11 +21,6 @@ namespace {
 // Lowmem's 512 KiB goes with its half-size free caches (size_class.hpp).
 constexpr std::uint64_t lowmem_purge_min = 512 * 1024;
 constexpr std::uint64_t purge_min = 8 * 1024 * 1024;
-// A heap that frees this many steps (purge_step) within the purge interval
-// is purged anyway, so that what a burst of frees leaves committed stays
-// bounded: fewer in lowmem, whose goal is the peak RSS (numa/DESIGN.md, "Aging").
-constexpr std::uint64_t max_purge_steps = 4;
-constexpr std::uint64_t max_purge_steps_lowmem = 2;
 
 }  // namespace
 
@@ -87,8 +82,8 @@ constexpr std::size_t min_purge_range = 4 * os_page;
 
 // Decommits (through `batch`) the OS pages of r that hold only free chunks,
 // within the part of the run that may have been written (words <= hw):
-// every free range at the end of that part, others only from `min_range`
-// bytes up. Lowers hw to the word of the highest allocated chunk unless
+// every free range at the end of that part, others only from
+// min_purge_range bytes up (any length with `all`). Lowers hw to the word of the highest allocated chunk unless
 // pages above it stay committed. Returns the bytes decommitted.
 //
 // Aging (issue 19 item 2, hysteresis): unless `all`, a page of such a range
@@ -98,8 +93,9 @@ constexpr std::size_t min_purge_range = 4 * os_page;
 // the program frees and soon allocates again (every thread of a
 // random-size workload does) then cost no madvise and no page fault; a
 // page that stays free goes back one purge later.
-std::size_t purge_run(Run& r, DecommitBatch& batch, std::size_t min_range, bool all) {
+std::size_t purge_run(Run& r, DecommitBatch& batch, bool all) {
   r.dirty = 0;
+  const std::size_t min_range = all ? os_page : min_purge_range;
   SmallSegment& seg = *r.seg;
   const std::size_t s = r.chunk_size;
   const std::uint32_t n = r.nchunks;
@@ -179,7 +175,6 @@ void purge_runs(Heap& h, bool all) {
   h.kept_empty = 0;  // released, or allocated from since they were kept
   std::size_t purged = 0;
   DecommitBatch batch(h);
-  const std::size_t min_range = all ? os_page : min_purge_range;
   for (SmallSegment* list : {h.avail, h.full}) {
     for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next)) {
       const PageMask used = seg->used_pages.load(std::memory_order_relaxed);
@@ -201,7 +196,7 @@ void purge_runs(Heap& h, bool all) {
         // `all` also takes runs not freed into since their last purge: it
         // may have kept short free ranges.
         if (all || (r.dirty && (idle || r.state != RunState::current)))
-          purged += purge_run(r, batch, min_range, all);
+          purged += purge_run(r, batch, all);
       }
     }
   }
@@ -232,8 +227,7 @@ void purge_runs(Heap& h, bool all) {
 bool heap_purge_due(Heap& h) {
   const std::uint64_t now = h.ctx->os->now();
   const std::uint64_t interval = std::uint64_t{h.ctx->opts.purge_ms} * 1000000u;
-  const std::uint64_t steps =
-      h.ctx->opts.profile == Profile::lowmem ? max_purge_steps_lowmem : max_purge_steps;
+  const std::uint64_t steps = max_purge_steps(h.ctx->opts.profile);
   if (h.purged_at != 0 && now - h.purged_at < interval && h.purge_credit < steps * h.purge_step) {
     h.purge_at = h.purge_credit + h.purge_step;  // asked again after another step
     return false;

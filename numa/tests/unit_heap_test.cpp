@@ -209,28 +209,35 @@ TEST(Heap, PurgeDecommitsFreePagesOnlyAtTheSecondPurgeThatFindsThemFree) {
 }
 
 // The purges that frees trigger are at least purge_ms apart (heap.hpp,
-// heap_purge_due): one asked for earlier waits for more frees, unless the
-// heap has freed max_purge_steps thresholds' worth since its last purge.
+// heap_purge_due): one asked for earlier waits for another step of frees,
+// unless the heap has freed max_purge_steps steps since its last purge.
 TEST(Heap, FreesTriggerPurgesAtMostOncePerPurgeInterval) {
-  auto c = make_context(Profile::lowmem, test::profile_default, test::faulty_os, 10);
-  Heap* h = heap_acquire(*c, c->common());
-  std::uint64_t t = 1'000'000'000;
-  Faults::clock_ns = t;
-  h->purge_credit = h->purge_at;
-  EXPECT_TRUE(heap_purge_due(*h));  // the first one
-  set_purge_threshold(*h);
-  const std::uint64_t step = h->purge_at;
-  h->purge_credit = step;
-  Faults::clock_ns = t += 5'000'000;  // 5 ms later: deferred by one step
-  EXPECT_FALSE(heap_purge_due(*h));
-  EXPECT_EQ(h->purge_at, 2 * step);
-  EXPECT_EQ(h->purge_credit, step);  // nothing freed is forgotten
-  h->purge_credit = 4 * step;  // a burst of frees: purged anyway
-  EXPECT_TRUE(heap_purge_due(*h));
-  h->purge_credit = step;
-  Faults::clock_ns = t += 11'000'000;  // 11 ms later
-  EXPECT_TRUE(heap_purge_due(*h));
-  Faults::clock_ns = 0;
+  for (Profile prof : {Profile::lowmem, Profile::uma}) {
+    SCOPED_TRACE(profile_name(prof));
+    auto c = make_context(prof, test::profile_default, test::faulty_os, default_purge_ms);
+    Heap* h = heap_acquire(*c, c->common());
+    const std::uint64_t interval = std::uint64_t{default_purge_ms} * 1'000'000;
+    std::uint64_t t = 1'000'000'000;
+    Faults::clock_ns = t;
+    set_purge_threshold(*h);
+    const std::uint64_t step = h->purge_at;
+    h->purge_credit = step;
+    EXPECT_TRUE(heap_purge_due(*h));  // the first one
+    h->purge_credit = step;
+    Faults::clock_ns = t += interval / 2;  // within the interval: deferred by one step
+    EXPECT_FALSE(heap_purge_due(*h));
+    EXPECT_EQ(h->purge_at, 2 * step);
+    EXPECT_EQ(h->purge_credit, step);  // nothing freed is forgotten
+    const std::uint64_t burst = max_purge_steps(prof) * step;
+    h->purge_credit = burst - 1;
+    EXPECT_FALSE(heap_purge_due(*h));
+    h->purge_credit = burst;  // a burst of frees: purged anyway
+    EXPECT_TRUE(heap_purge_due(*h));
+    h->purge_credit = step;
+    Faults::clock_ns = t += interval;  // a whole interval after that purge
+    EXPECT_TRUE(heap_purge_due(*h));
+    Faults::clock_ns = 0;
+  }
 }
 
 // Only the bitmap words up to one past the highest handed out are stored
