@@ -39,8 +39,9 @@
 #                 in .carry/peers and Boost headers in .carry/boost, both from
 #                 scripts/prepare_gpu_carry.sh): build, run into
 #                 $OUT/peers.jsonl (log bench_peers.log), report in
-#                 $OUT/peers_report (~6-9 min; PEERS_USABLE=0 leaves the
-#                 usable-share experiment out)
+#                 $OUT/peers_report (the longest stage, near the 10-minute
+#                 limit of one call: docs/results/heap/peers/README.md;
+#                 PEERS_USABLE=0 leaves the usable-share experiment out)
 #     pic         particle-in-cell benchmark ([Eckert2014] 5.2, issue 18):
 #                 time per step (two species) and the largest population of
 #                 one species for 1-16 species, HeapBuffer / Scatter /
