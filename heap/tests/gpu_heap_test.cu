@@ -84,7 +84,73 @@ struct MixedAlloc {
     p[0] = w;
   }
 };
+// Fill, free every other chunk, allocate again (slabs/invariants.hpp C6).
+// step 0: every worker allocates and tags its chunk; 1: odd workers free
+// theirs; 2: odd workers allocate again; 3: every tag is checked; 4: all free.
+template <class Handle>
+struct ReuseProbe {
+  Handle heap;
+  std::size_t bytes;
+  void** ptrs;
+  std::uint32_t* counters;  // [0] failed allocations, [1] corrupt chunks, [2] chunks freed in step 1
+  int step;
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    auto* p = static_cast<std::uint32_t*>(ptrs[w]);
+    if (step == 0 || (step == 2 && w % 2u == 1u)) {
+      p = static_cast<std::uint32_t*>(heap.alloc(acc, bytes));
+      ptrs[w] = p;
+      if (p == nullptr) {
+        atomicAdd(counters, 1u);
+        return;
+      }
+      p[0] = w;
+      p[bytes / 4 - 1] = ~w;
+    } else if (step == 1 && w % 2u == 1u && p != nullptr) {
+      heap.dealloc(acc, p);
+      ptrs[w] = nullptr;
+      atomicAdd(counters + 2, 1u);
+    } else if (step == 3 && p != nullptr && (p[0] != w || p[bytes / 4 - 1] != ~w)) {
+      atomicAdd(counters + 1, 1u);
+    } else if (step == 4 && p != nullptr) {
+      heap.dealloc(acc, p);
+    }
+  }
+};
 }  // namespace
+
+// Issue 18 (C6): a full heap hands out the freed chunks of partly used
+// slabs. Twice as many workers as the heap has chunks fill it, the odd ones
+// free theirs (no page empties) and ask again: every freed chunk is taken
+// again, and no tag of a live chunk changes. Before C6 these requests failed.
+TEST(CudaSlabs, AFullPoolHandsOutTheFreedChunksOfPartlyUsedSlabs) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  for (std::size_t bytes : {64, 1024, 8192}) {
+    SlabsHeap<CudaRunner> heap(std::size_t{64} << 20);
+    const auto workers = static_cast<std::uint32_t>(2 * heap.getAvailableSlots(bytes));
+    CudaRunner::Buffer<void*> ptrs(workers);
+    CudaRunner::Buffer<std::uint32_t> counters(3);
+    using H = SlabsHeap<CudaRunner>::Handle;
+    std::uint32_t freed = 0;
+    for (int step = 0; step < 4; ++step) {
+      CudaRunner::run(workers, ReuseProbe<H>{heap.handle(), bytes, ptrs.data(), counters.data(), step});
+      if (step == 1) {
+        const auto c = counters.to_host();
+        EXPECT_GT(c[0], workers / 4) << bytes << ": the fill must run the pool dry";
+        freed = c[2];
+        EXPECT_GT(freed, workers / 8) << bytes;
+        counters.zero();
+      }
+    }
+    const auto c = counters.to_host();
+    EXPECT_EQ(c[1], 0u) << bytes << ": corrupted chunks";
+    EXPECT_GE(workers / 2 - c[0], freed) << bytes << ": odd workers that got a chunk again";
+    EXPECT_GE(heap.creation().statistics<acc::Cuda>().reused_chunks, freed / 2) << bytes;
+    CudaRunner::run(workers, ReuseProbe<H>{heap.handle(), bytes, ptrs.data(), counters.data(), 4});
+    heap.creation().release_open_segments<acc::Cuda>();
+    EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u) << bytes << ": memory lost";
+  }
+}
 
 // The first launch on a fresh heap opens a segment in almost every slot at
 // once. Each refill reserves its pages in the open count before it claims

@@ -483,6 +483,83 @@ TEST(SlabUsableShare, ARequestTakesALargerClassWhenThePoolRunsOut) {
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
 }
 
+// C6 (issue 18: a particle-in-cell code's frames outlive their neighbours
+// on a page): once the pool has no free page, a request takes a freed chunk
+// of a partly used slab of its class. Workers fill the heap, free every
+// other chunk (so no page empties), and allocate again: every freed chunk
+// comes back, none of them overlaps a live one, and the live chunks keep
+// their contents. Before C6 not one freed chunk could be allocated again.
+template <class Fill>
+void expect_freed_chunks_reused(std::size_t bytes, unsigned workers, Fill fill) {
+  EmulatedHeap heap(std::size_t{8} << 20);
+  const auto handle = heap.handle();
+  std::vector<std::vector<void*>> got(workers);
+  fill(handle, got);
+  std::vector<void*> live, freed;
+  for (auto& g : got) {
+    for (std::size_t i = 0; i < g.size(); ++i) (i % 2 == 0 ? live : freed).push_back(g[i]);
+  }
+  ASSERT_GT(freed.size(), 100u) << bytes;
+  for (std::size_t i = 0; i < live.size(); ++i) std::memset(live[i], static_cast<int>(i % 251), bytes);
+  const acc::HostThread host;
+  for (void* p : freed) handle.dealloc(host, p);
+  EXPECT_EQ(heap.getAvailableSlots(bytes), freed.size()) << bytes << ": the freed chunks are what is available";
+  std::vector<std::vector<void*>> again(workers);
+  HostRunner::run(workers, [&](const acc::HostThread& a, std::uint32_t w) {
+    while (void* p = handle.alloc(a, bytes)) {
+      std::memset(p, 0xee, bytes);
+      again[w].push_back(p);
+    }
+  });
+  std::vector<void*> all = live;
+  std::size_t reused = 0;
+  for (auto& g : again) {
+    reused += g.size();
+    all.insert(all.end(), g.begin(), g.end());
+  }
+  EXPECT_EQ(reused, freed.size()) << bytes << "-byte chunks freed and allocated again";
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().reused_chunks, reused) << bytes;
+  std::sort(all.begin(), all.end());
+  for (std::size_t i = 1; i < all.size(); ++i)
+    ASSERT_LE(static_cast<std::byte*>(all[i - 1]) + bytes, all[i]) << bytes << ": a reused chunk overlaps another";
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    const auto* b = static_cast<const unsigned char*>(live[i]);
+    ASSERT_TRUE(b[0] == i % 251 && b[bytes - 1] == i % 251) << bytes << ": live chunk " << i << " overwritten";
+  }
+  for (void* p : all) handle.dealloc(host, p);
+  heap.creation().release_open_segments<acc::HostThreads>();
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 0u) << bytes;
+  EXPECT_EQ(st.pages_in_use, 0u) << bytes << ": memory lost";
+}
+
+TEST(SlabReuse, AFullPoolHandsOutTheFreedChunksOfPartlyUsedSlabs) {
+  for (std::size_t bytes : {16, 48, 1024, 8192}) {
+    expect_freed_chunks_reused(bytes, 4, [&](const auto& handle, std::vector<std::vector<void*>>& got) {
+      HostRunner::run(4, [&](const acc::HostThread& a, std::uint32_t w) {
+        while (void* p = handle.alloc(a, bytes)) got[w].push_back(p);
+      });
+    });
+  }
+}
+
+// The same with emulated warps, whose groups of 8 KiB requests take slabs
+// of four pages whole (S2): a freed chunk on a slab's later page is found
+// through its first page.
+TEST(SlabReuse, SlabsOfSeveralPagesHandOutTheirFreedChunks) {
+  expect_freed_chunks_reused(8192, 1, [&](const auto& handle, std::vector<std::vector<void*>>& got) {
+    acc::EmulatedGrid grid;
+    for (bool full = false; !full;) {
+      std::vector<void*> ptrs(64);
+      grid.run(1, 64, [&](const acc::EmulatedThread& a, unsigned t) { ptrs[t] = handle.alloc(a, 8192); });
+      for (void* p : ptrs) {
+        if (p == nullptr) full = true;
+        else got[0].push_back(p);
+      }
+    }
+  });
+}
+
 // Issue 15: the share of a pool that holds requested bytes when requests
 // come in many sizes (uniform in 16 B-4 KiB). Padding to the size classes
 // bounds it (two classes per doubling: about a sixth of the chunk bytes is

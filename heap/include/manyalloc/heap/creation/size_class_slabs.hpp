@@ -7,8 +7,9 @@
 //    (Config::classes_per_doubling; detail/slabs/size_classes.hpp): mixed
 //    sizes cost what single sizes cost.
 //  - A pool that runs out keeps its started pages usable: open segments
-//    shrink to their current page, and a request takes a chunk of a larger
-//    class when its own has none (slabs/invariants.hpp C5).
+//    shrink to their current page, a request takes a freed chunk of a
+//    partly used slab of its class (C6), or else a chunk of a larger class
+//    (slabs/invariants.hpp C5).
 //  - A slab is one page of one class, or the few pages a warp's group of
 //    large requests takes whole; pages come from one page pool and go back
 //    to it when their slab's last chunk is freed, so memory moves between
@@ -55,6 +56,7 @@ struct SizeClassSlabsStatistics {
   std::uint32_t open_pages = 0;      // pages of the size classes' open segments
   std::uint32_t open_budget = 0;     // what open segments aim to stay within
   std::uint32_t dry_refills = 0;     // refills of a class that found no free page
+  std::uint32_t reused_chunks = 0;   // freed chunks of partly used slabs handed out again (C6)
 };
 
 template <SizeClassSlabsConfiguration Config = SizeClassSlabsConfig>
@@ -156,7 +158,11 @@ class SizeClassSlabs {
     Backend::copy_to_host(slots.data(), h.slot(cls, 0), slots.size() * sizeof(std::uint64_t));
     std::uint64_t in_segments = 0;
     for (std::uint64_t w : slots) in_segments += segment_room(cls, w);
-    return s.free_pages * Slots::per_page(cls) + in_segments;
+    std::vector<heap::detail::slabs::SlabPage> pages(h.page_count);
+    Backend::copy_to_host(pages.data(), h.pages, pages.size() * sizeof(pages[0]));
+    std::uint64_t freed = 0;
+    for (const auto& e : pages) freed += freed_chunks(cls, e.cls, e.used, e.run);
+    return s.free_pages * Slots::per_page(cls) + in_segments + freed;
   }
 
   template <class Backend>
@@ -171,6 +177,7 @@ class SizeClassSlabs {
     st.open_pages = shared.open_pages.value;
     st.open_budget = layout_.open_budget;
     st.dry_refills = shared.dry_refills;
+    st.reused_chunks = shared.reused_chunks;
     return st;
   }
 
@@ -243,7 +250,19 @@ class SizeClassSlabs {
     const std::uint32_t cls = Classes::of(static_cast<std::uint32_t>(slot));
     std::uint64_t in_segments = 0;
     for (std::uint32_t s = 0; s < h.shards; ++s) in_segments += segment_room(cls, acc.load64(h.slot(cls, s)));
-    return all.free_pages * Slots::per_page(cls) + in_segments;
+    std::uint64_t freed = 0;
+    const std::uint64_t pages = h.page_count;
+    for (std::uint64_t p = pages * rank / lanes; p < pages * (rank + 1) / lanes; ++p) {
+      auto& e = h.pages[p];
+      const std::uint64_t st = acc.load64(heap::detail::slabs::state_of(e));
+      freed += freed_chunks(cls, heap::detail::slabs::state_cls(st), heap::detail::slabs::state_used(st),
+                            acc.load(&e.run));
+    }
+    std::uint64_t freed_all = 0;
+    for (unsigned lane = 0; lane < Acc::warp_size; ++lane) {
+      if (((mask >> lane) & 1u) != 0u) freed_all += acc::shfl64(acc, mask, freed, lane);
+    }
+    return all.free_pages * Slots::per_page(cls) + in_segments + freed_all;
   }
 
  private:
@@ -251,6 +270,15 @@ class SizeClassSlabs {
   MANYALLOC_FN static std::uint64_t pages_for(std::size_t bytes) {
     if (bytes <= largest_class) return 0;
     return bytes / slab_bytes + (bytes % slab_bytes != 0 ? 1u : 0u);
+  }
+
+  // Free chunks of class `cls` in the slab whose first page's entry reads
+  // (c, used, run): what C6 can hand out (0 for other pages).
+  MANYALLOC_FN static std::uint64_t freed_chunks(std::uint32_t cls, std::uint32_t c, std::uint32_t used,
+                                                 std::uint32_t run) {
+    if (c != cls + 1u || used == 0u) return 0;
+    const std::uint64_t chunks = std::uint64_t{run} * Slots::per_page(cls);
+    return used < chunks ? chunks - used : 0u;
   }
 
   MANYALLOC_FN static std::uint64_t segment_room(std::uint32_t cls, std::uint64_t word) {
@@ -291,8 +319,9 @@ class SizeClassSlabs {
       done += e.count;
     }
     if (mine == nullptr) {  // slow path: the pool ran out of pages
+      mine = Slots::from_freed_chunks(acc, layout_, cls, Slots::hash_start(layout_, acc.warp_id(), cls));
       std::uint32_t from = cls;
-      mine = Slots::from_larger_class(acc, layout_, from);
+      if (mine == nullptr) mine = Slots::from_larger_class(acc, layout_, from);
     }
     return mine;
   }
@@ -414,11 +443,18 @@ class SizeClassSlabs {
       // A group that frees every chunk of its slab knows the count reaches
       // 0 (all were handed out, none was freed before) and does not wait
       // for it.
-      if (freed == run * Slots::per_page(at.cls)) {
+      // A free that leaves a full slab with free chunks sets its C6 hint.
+      const std::uint32_t chunks = run * Slots::per_page(at.cls);
+      if (freed == chunks) {
         (void)count_freed(acc, slab, freed);
         Slots::retire(acc, h, at.page, run);
-      } else if (freed != 0u && count_freed(acc, slab, freed) == freed) {
-        Slots::retire(acc, h, at.page, run);
+      } else if (freed != 0u) {
+        const std::uint32_t before = count_freed(acc, slab, freed);
+        if (before == freed) {
+          Slots::retire(acc, h, at.page, run);
+        } else if (before == chunks) {
+          Slots::mark_partial(acc, h, at.page);
+        }
       }
     }
     return mine;
@@ -456,7 +492,7 @@ class SizeClassSlabs {
     constexpr std::size_t slab = slab_bytes;
     const auto base = reinterpret_cast<std::uintptr_t>(pool);
     const std::uint32_t bitmap_words = slab_bytes / 16u / 32u;
-    // Metadata bytes per page (entry, chunk bitmap, bit in `taken`, hints).
+    // Metadata bytes per page (entry, chunk bitmap, bits in `taken` and `partial`, hints).
     const std::size_t per_page_meta = sizeof(SlabPage) + bitmap_words * sizeof(std::uint32_t) + 1;
     std::size_t pages = bytes / (slab + per_page_meta);
     if (pages > max_pages) pages = max_pages;
@@ -488,6 +524,7 @@ class SizeClassSlabs {
       l.taken = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * l.words, 128));
       l.busy = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * hint_words, 128));
       l.full = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * hint_words, 128));
+      l.partial = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * l.words, 128));
       l.metadata_bytes = at - base;
       l.data = reinterpret_cast<std::byte*>(carve(slab * n, slab));
       return l;

@@ -1,15 +1,16 @@
-// Handing out chunks of one size class (C1-C3 of slabs/invariants.hpp). One
+// Handing out chunks of one size class (C1-C6 of slabs/invariants.hpp). One
 // elected lane per group of same-class lanes (the leader) calls gather()
 // for the whole group and gets up to `max_extents` extents: runs of
-// consecutive chunk indices of one segment, whose chunk bits it has already
-// set (S3). Order of the sources:
+// consecutive chunk indices of one segment (their chunk bits were set when
+// the segment's pages were claimed, S3). Order of the sources:
 //   1. whole private pages, when the group needs at least a page of chunks
 //      (a warp of 32 lanes asking for 4 KiB takes two fresh pages itself);
 //   2. its shard's slot: one 64-bit atomic add claims chunks (C1); the
 //      unique claim that crosses the segment's end refills the slot (C2);
 //   3. when no page is left: the other shards' segments of the class;
-//   4. (each lane still without a chunk, from_larger_class) a chunk of a
-//      larger class.
+//   4. (each lane still without a chunk, from_freed_chunks) a freed chunk
+//      of a slab of its class (C6);
+//   5. (from_larger_class) a chunk of a larger class.
 #pragma once
 
 #include <cstdint>
@@ -58,30 +59,24 @@ struct ClassSlots {
     return h.page_data(e.base + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
   }
 
-  // Marks the chunks of segment extent `e` allocated (S3; a slab per page):
-  // one atomic OR per bitmap word.
+  // Clears the bits of chunks [from, to) of the one-page slab `page` of a
+  // class of n chunks per page: one atomic AND per bitmap word (frees of
+  // other chunks of a word may run at the same time).
   template <class Acc>
-  MANYALLOC_FN static void set_bits(const Acc& acc, const SlabLayout& h, std::uint32_t cls, const Extent& e) {
-    const std::uint32_t n = per_page(cls);
-    std::uint32_t index = e.start;
-    const std::uint32_t end = e.start + e.count;
-    while (index < end) {
-      const std::uint32_t page = e.base + index / n;
-      const std::uint32_t in_page = index % n;
-      const std::uint32_t room_in_page = n - in_page;
-      const std::uint32_t room_in_word = 32u - in_page % 32u;
-      std::uint32_t take = end - index;
-      if (take > room_in_page) take = room_in_page;
-      if (take > room_in_word) take = room_in_word;
-      acc.atomic_or(h.chunk_word(page, n, in_page), bits::low_mask(take) << (in_page % 32u));
+  MANYALLOC_FN static void clear_bits(const Acc& acc, const SlabLayout& h, std::uint32_t n, std::uint32_t page,
+                                      std::uint32_t from, std::uint32_t to) {
+    for (std::uint32_t index = from; index < to;) {
+      const std::uint32_t take = to - index < 32u - index % 32u ? to - index : 32u - index % 32u;
+      acc.atomic_and(h.chunk_word(page, n, index), ~(bits::low_mask(take) << (index % 32u)));
       index += take;
     }
   }
 
   // Makes pages [first, first + k) slabs of `cls` with every chunk counted
-  // as handed out (S2): a slab per page (a segment's pages), or one slab of
-  // all k pages (a group's own pages, at most 32 chunks). Their chunk bits
-  // are zero (S1).
+  // as not free (S2): a slab per page (a segment's pages, whose chunk bits
+  // are all set here, S3), or one slab of all k pages (a group's own pages,
+  // at most 32 chunks, whose bits the caller sets). Class and count go in
+  // with one store (S0), after the shape they describe.
   // The caller orders these stores before the chunks reach other workers
   // (a fence before the slot exchange; the hand-over for private pages).
   enum class SlabShape { page_each, one_slab };
@@ -90,13 +85,16 @@ struct ClassSlots {
   MANYALLOC_FN static void init_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t first,
                                       std::uint32_t k, SlabShape shape) {
     const bool one = shape == SlabShape::one_slab;
+    const std::uint32_t n = per_page(cls);
     for (std::uint32_t p = first; p < first + k; ++p) {
-      if (!one || p == first) {
-        acc.store(&h.pages[p].used, one ? k * per_page(cls) : per_page(cls));
-        acc.store(&h.pages[p].run, one ? k : 1u);
+      if (!one) {
+        for (std::uint32_t index = 0; index < n; index += 32u)
+          acc.store(h.chunk_word(p, n, index), n - index >= 32u ? 0xffffffffu : bits::low_mask(n - index));
       }
+      if (!one || p == first) acc.store(&h.pages[p].run, one ? k : 1u);
       acc.store(&h.pages[p].lead, one ? p - first : 0u);
-      acc.store(&h.pages[p].cls, cls + 1u);
+      const std::uint32_t used = !one ? n : p == first ? k * n : 0u;
+      acc.store64(state_of(h.pages[p]), state(cls + 1u, used));
     }
   }
 
@@ -187,9 +185,7 @@ struct ClassSlots {
       init_pages(acc, h, cls, page, 1u << log, SlabShape::page_each);
       const std::uint32_t end = n << log;
       const std::uint32_t take = g.need < end ? g.need : end;
-      const Extent e{page, 0u, take};
-      set_bits(acc, h, cls, e);
-      g.add(e);
+      g.add(Extent{page, 0u, take});
       next.log_pages = log;
       next.base_plus_one = page + 1u;
       next.cursor = take;
@@ -216,11 +212,7 @@ struct ClassSlots {
       const std::uint32_t end = seen.base_plus_one == 0u ? 0u : n << seen.log_pages;
       if (seen.cursor <= end) {
         const std::uint32_t have = end - seen.cursor;
-        if (have != 0u) {
-          const Extent e{seen.base_plus_one - 1u, seen.cursor, have < g.need ? have : g.need};
-          set_bits(acc, h, cls, e);
-          g.add(e);
-        }
+        if (have != 0u) g.add(Extent{seen.base_plus_one - 1u, seen.cursor, have < g.need ? have : g.need});
         if (g.need == 0u) return SlotResult::served;
         // We crossed the end: ours alone to refill (C2).
         if (!refill(acc, h, cls, shard, seen, g)) return SlotResult::dry;
@@ -244,8 +236,10 @@ struct ClassSlots {
 
   // Ends the segment of slot (cls, shard) if it still has chunks to hand
   // out: the slot is replaced by a CAS (so no claim is in between, C1), and
-  // the pages drop the chunks they will never hand out from `used`, so that
-  // each goes back to the pool once its handed-out chunks are freed (S2).
+  // the pages free the chunks they will never hand out (their bits, then
+  // `used`, as a free does), so that each goes back to the pool once its
+  // handed-out chunks are freed (S2), and until then its unused chunks can
+  // be reused (C6).
   // Safe while workers allocate and free. Returns the chunks dropped.
   //   close: the slot becomes empty (release_open_segments).
   //   shrink: what a refill that found no page does (C5): the page the
@@ -283,8 +277,14 @@ struct ClassSlots {
       std::uint32_t dropped = 0;
       for (std::uint32_t p = keep ? at + 1u : at; p < pages; ++p) {
         const std::uint32_t drop = p == at ? left_in_page : n;
+        clear_bits(acc, h, n, base + p, n - drop, n);
         acc.fence();
-        if (acc.atomic_sub(&h.pages[base + p].used, drop) == drop) retire(acc, h, base + p);
+        const std::uint32_t before = acc.atomic_sub(&h.pages[base + p].used, drop);
+        if (before == drop) {
+          retire(acc, h, base + p);
+        } else if (before == n) {
+          mark_partial(acc, h, base + p);
+        }
         dropped += drop;
       }
       return dropped;
@@ -296,6 +296,105 @@ struct ClassSlots {
     for (std::uint32_t c = 0; c < class_count; ++c) {
       for (std::uint32_t s = 0; s < h.shards; ++s) end_segment(acc, h, c, s, SegmentEnd::shrink);
     }
+  }
+
+  // ---- C6: freed chunks of live slabs ---------------------------------------
+  // Sets the `partial` hint of slab `page`, whose count an update has just
+  // lowered from its chunk count.
+  template <class Acc>
+  MANYALLOC_FN static void mark_partial(const Acc& acc, const SlabLayout& h, std::uint32_t page) {
+    acc.atomic_or(&h.partial[page / 32u], 1u << (page % 32u));
+  }
+
+  // Chunks of the slab whose first page's entry is `e`, read beside a state
+  // of class c + 1 (0 when c is no class: a free or large page).
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t chunks_of(const Acc& acc, const SlabPage& e, std::uint32_t c) {
+    if (c == 0u || c > class_count) return 0u;
+    return acc.load(&e.run) * per_page(c - 1u);
+  }
+
+  // Clears the hint of `page`, which was found with no free chunk, unless
+  // a free has meanwhile given it one (the re-check after the clear; a clear
+  // that finds the bit already clear leaves the re-check to whoever cleared it).
+  template <class Acc>
+  MANYALLOC_FN static void drop_partial_hint(const Acc& acc, const SlabLayout& h, std::uint32_t page) {
+    // Waiting for the old value orders the re-read after the clear.
+    if ((acc.atomic_and(&h.partial[page / 32u], ~(1u << (page % 32u))) & (1u << (page % 32u))) == 0u) return;
+    const std::uint64_t now = acc.atomic_add64(state_of(h.pages[page]), 0u);
+    const std::uint32_t used = state_used(now);
+    if (used != 0u && used < chunks_of(acc, h.pages[page], state_cls(now))) mark_partial(acc, h, page);
+  }
+
+  // Takes one freed chunk of slab `page` if it is a slab of `cls` with
+  // free chunks (C6); nullptr otherwise.
+  template <class Acc>
+  MANYALLOC_FN static std::byte* take_freed_chunk(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                                  std::uint32_t page) {
+    SlabPage& e = h.pages[page];
+    std::uint64_t seen = acc.load64(state_of(e));
+    for (;;) {
+      const std::uint32_t c = state_cls(seen), used = state_used(seen);
+      const std::uint32_t chunks = chunks_of(acc, e, c);  // `run` may be stale until the reservation holds
+      if (used == 0u || used >= chunks) {
+        drop_partial_hint(acc, h, page);
+        return nullptr;
+      }
+      if (c != cls + 1u) return nullptr;  // another class's slab with free chunks
+      const std::uint64_t got = acc.atomic_cas64(state_of(e), seen, seen + (std::uint64_t{1} << 32));
+      if (got == seen) break;
+      seen = got;
+    }
+    // Reserved: the slab cannot retire or change shape now; read its shape again.
+    const std::uint32_t n = per_page(cls);
+    const std::uint32_t run = acc.load(&e.run);
+    const std::uint32_t chunks = run * n;
+    if (state_used(seen) < chunks) {
+      acc.fence();  // the bits below are read after the reservation
+      const std::uint32_t spread = acc.lane_id() * 7u;  // lanes of a warp start at different bits
+      for (int round = 0; round < 64; ++round) {
+        for (std::uint32_t first = 0; first < chunks; first += 32u) {
+          std::uint32_t* word = h.chunk_word(page, n, first);
+          const std::uint32_t valid = chunks - first >= 32u ? 0xffffffffu : bits::low_mask(chunks - first);
+          for (std::uint32_t free = ~acc.load(word) & valid; free != 0u;) {
+            const std::uint32_t later = free & ~bits::low_mask(spread % 32u);
+            const std::uint32_t bit = 1u << (bits::find_first_set(later != 0u ? later : free) - 1u);
+            const std::uint32_t old = acc.atomic_or(word, bit);
+            if ((old & bit) == 0u) {
+              acc.atomic_add(&h.shared->reused_chunks, 1u);
+              const std::uint32_t index = first + bits::find_first_set(bit) - 1u;
+              return h.page_data(page + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
+            }
+            free = ~(old | bit) & valid;
+          }
+        }
+      }
+    }
+    // A shape that changed before the reservation (or bits that S3 says
+    // cannot all be taken): give the reservation back as a free would.
+    const std::uint32_t before = acc.atomic_sub(&e.used, 1u);
+    if (before == 1u) {
+      retire(acc, h, page, run);
+    } else if (before == chunks) {
+      mark_partial(acc, h, page);
+    }
+    return nullptr;
+  }
+
+  // C6 for one lane: a freed chunk of a slab of class `cls`, found through
+  // the `partial` hints from word `start` on (one load per 32 pages).
+  template <class Acc>
+  MANYALLOC_FN static std::byte* from_freed_chunks(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                                   std::uint32_t start) {
+    std::uint32_t w = start % h.words;
+    for (std::uint32_t seen = 0; seen < h.words; ++seen) {
+      for (std::uint32_t hint = acc.load(&h.partial[w]); hint != 0u; hint &= hint - 1u) {
+        std::byte* p = take_freed_chunk(acc, h, cls, w * 32u + bits::find_first_set(hint) - 1u);
+        if (p != nullptr) return p;
+      }
+      w = w + 1u < h.words ? w + 1u : 0u;
+    }
+    return nullptr;
   }
 
   // Last resort of a request of class `cls` that found no chunk of its class

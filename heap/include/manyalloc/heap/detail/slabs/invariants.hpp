@@ -5,7 +5,7 @@
 // metadata word starts at zero, which is the state of an empty heap):
 //
 //   [ SlabShared | class slots | page table | chunk bitmaps | page bitmap |
-//     busy hints | full hints | pad ][ page 0 | page 1 | ... ]
+//     busy hints | full hints | partial hints | pad ][ page 0 | page 1 | ... ]
 //
 // The data area is split into pages of `slab_bytes` (a power of two), the
 // pages start at a `slab_bytes`-aligned address, so the page of a pointer is
@@ -35,6 +35,11 @@
 // a request is reported as out of memory.
 //
 // Page table entry SlabPage -- invariants:
+//  S0 `cls` and `used` are the two halves of one 64-bit word (the page's
+//     state, SlabPage::state_of): a new owner writes both with one store,
+//     so no reader ever pairs a class with another slab's count (C6 acts
+//     on pages it does not own). used != 0 only on the first page of a
+//     live slab: a slab's other pages get used 0, and a slab retires at 0.
 //  S1 cls == 0 or a page whose bit in `taken` is clear: the page is free
 //     (a retired slab keeps its old cls and lead until its next owner
 //     rewrites them), or, with cls == 0 or a stale class, a body page of a
@@ -56,16 +61,22 @@
 //     into the cache), else in its chunk bitmap (SlabLayout::chunk_word).
 //     So a warp that frees a 4-page slab of 8 KiB chunks clears one word,
 //     updates one count and returns four pages with one atomic.
-//     `used` counts the chunks of the slab not yet freed, counting every
-//     chunk as handed out from the moment the slab's pages were claimed
-//     (chunks are handed out only by a segment cursor, which passes every
-//     chunk of a segment exactly once, or all at once to the group that
-//     took the pages). So `used` reaches 0 exactly once, when the last
-//     handed-out chunk comes back; the free that takes it to 0 clears the
-//     slab's bits in `taken` (retire).
-//  S3 A chunk's bit among its slab's chunk bits is set from before its
-//     pointer is handed to a worker until its free clears it, so a second
-//     free of a chunk, or a free of a chunk never handed out, finds it clear.
+//     `used` counts the chunks of the slab that are not free: every chunk
+//     counts from the moment the slab's pages were claimed (a segment
+//     cursor passes every chunk of a segment exactly once, or the group
+//     that took the pages gets them all at once); a free subtracts it, and
+//     so does the end of a segment for the chunks its cursor never reached;
+//     a reuse (C6) adds it again. So `used` reaches 0 once per slab, when
+//     no chunk is left in use and none can be handed out; the update that
+//     takes it to 0 clears the slab's bits in `taken` (retire).
+//  S3 A chunk's bit among its slab's chunk bits is set from the claim of the
+//     slab's pages (init_pages sets all of them, so a chunk a cursor has not
+//     reached yet is set too) until its free, or the end of its segment,
+//     clears it; a reuse (C6) sets it again. So in a live slab a clear bit
+//     is a free chunk, a second free of a chunk finds its bit clear, and a
+//     retired slab's bits are all zero. Bits are cleared before `used` is
+//     lowered and set after it is raised, so a slab always has at least
+//     (chunks - used) clear bits.
 //  S4 cls == large_head: the page starts a run of `run` whole pages owned by
 //     one large request; the other pages of the run keep what cls they had
 //     (S1). The free that swaps cls from large_head to 0 owns the release of
@@ -103,11 +114,24 @@
 //     pages after it go back to the pool), and a request that finds nothing
 //     of its class takes a chunk of a larger class. A chunk's class is that
 //     of its page (S2), so a free never needs to know which class was asked.
+//  C6 A request that found no chunk of its class in C1-C5 (the pool has no
+//     free page) takes a freed chunk of a live slab of its class: it raises
+//     the slab's `used` by one with a CAS on the state word (S0) that keeps
+//     the class and requires 0 < used < chunks, then sets one clear bit
+//     (S3 says there is one). The slab cannot retire or change shape while
+//     the reservation holds `used` above 0. Such slabs are found through the
+//     `partial` hints (one bit per page, a word per 32 pages): the free, or
+//     the end of a segment, that lowers a slab's `used` from its chunk count
+//     sets its first page's bit after the update; a search that finds a bit
+//     on a page that is no slab with free chunks clears it, then re-reads the
+//     state and sets it again if a free came in between. So every slab with
+//     free chunks has its bit set once the frees in flight have finished.
 //
 // SlabShared: `misuse` and `last_misuse` count reported misuse of the
 // public API; `taken` holds P2's counters; `open_pages` C4's;
 // `dry_refills` counts refills that found the pool without a free page;
-// `unmapped_pages` shrinks the usable page count (P3) for pools that grow.
+// `unmapped_pages` shrinks the usable page count (P3) for pools that grow;
+// `reused_chunks` counts C6's reuses.
 #pragma once
 
 #include <cstddef>
@@ -119,8 +143,8 @@ namespace manyalloc::heap::detail::slabs {
 
 // One 32-byte sector per page.
 struct alignas(32) SlabPage {
-  std::uint32_t cls;   // 0, class index + 1, or large_head (S1, S2, S4)
-  std::uint32_t used;  // chunks of the slab not yet freed (S2; first page of a slab)
+  std::uint32_t cls;   // 0, class index + 1, or large_head (S1, S2, S4); low half of the state (S0)
+  std::uint32_t used;  // chunks of the slab not free (S2; first page of a slab); high half of the state
   std::uint32_t run;   // pages of a large run (S4) or of a slab (S2; its first page)
   std::uint32_t lead;  // pages from the first page of the page's slab (S2)
   std::uint32_t bits[4];  // chunk bits of a slab of at most entry_chunks chunks per page (S2, S3; its first page)
@@ -130,6 +154,15 @@ struct alignas(32) SlabPage {
 // page's entry (SlabPage::bits).
 inline constexpr std::uint32_t entry_chunks = 32u * (sizeof(SlabPage::bits) / sizeof(std::uint32_t));
 static_assert(sizeof(SlabPage) == 32, "a page entry is one 32-byte sector");
+static_assert(offsetof(SlabPage, cls) == 0 && offsetof(SlabPage, used) == 4, "cls and used form one 64-bit word (S0)");
+
+// S0: the page's state word, cls in the low half and used in the high one.
+MANYALLOC_FN inline std::uint64_t* state_of(SlabPage& page) { return reinterpret_cast<std::uint64_t*>(&page.cls); }
+MANYALLOC_FN constexpr std::uint64_t state(std::uint32_t cls, std::uint32_t used) {
+  return (static_cast<std::uint64_t>(used) << 32) | cls;
+}
+MANYALLOC_FN constexpr std::uint32_t state_cls(std::uint64_t s) { return static_cast<std::uint32_t>(s); }
+MANYALLOC_FN constexpr std::uint32_t state_used(std::uint64_t s) { return static_cast<std::uint32_t>(s >> 32); }
 
 // Counters written by many workers sit on cache lines of their own (128 B).
 inline constexpr std::uint32_t taken_shards = 128;
@@ -142,7 +175,8 @@ struct SlabShared {
   std::uint32_t last_misuse;
   std::uint32_t unmapped_pages;
   std::uint32_t dry_refills;  // refills that found no free page (C5)
-  std::uint32_t line0[28];
+  std::uint32_t reused_chunks;  // freed chunks handed out again (C6)
+  std::uint32_t line0[27];
   Counter taken[taken_shards];  // P2
   Counter open_pages;           // pages of open segments (C4)
 };
@@ -184,6 +218,7 @@ struct SlabLayout {
   std::uint32_t* taken = nullptr;      // words of the page bitmap
   std::uint32_t* busy = nullptr;       // one bit per word of `taken`
   std::uint32_t* full = nullptr;       // one bit per word of `taken`
+  std::uint32_t* partial = nullptr;    // one bit per page: a slab that may have free chunks (C6)
   std::uint32_t page_count = 0;
   std::uint32_t words = 0;             // ceil(page_count / 32)
   std::uint32_t shards = 1;            // a power of two
