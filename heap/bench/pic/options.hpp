@@ -25,10 +25,14 @@ struct Options {
   double budget_s = 30;            // per allocator and run: no further step after it
   // growth (Figure 5.6): species 0 grows until the first failed allocation.
   std::uint64_t growth_heap_mb = 2048;
-  std::uint32_t growth_cells = 4096;
+  // Few cells, so that the lists' own frames stay a small share of the pool:
+  // every list and each of its three outboxes holds a partly filled frame,
+  // about 4 frames per cell and species (16 species x 256 cells: 16,384 of a
+  // 2 GiB pool's 262,144 frames; with 4096 cells they alone would fill it).
+  std::uint32_t growth_cells = 256;
   std::vector<std::uint32_t> growth_species{1, 2, 3, 4, 6, 8, 12, 16};
   double init_share = 0.25;        // of the heap's particle capacity, split among the species
-  std::uint32_t inject = 2048;     // new particles of species 0 per cell per step
+  std::uint32_t inject = 32768;    // new particles of species 0 per cell per step
   std::uint32_t ramp_steps = 4;    // the other species have all converted after this many steps
   std::uint32_t max_growth_steps = 400;
   std::string out = "pic.jsonl";
