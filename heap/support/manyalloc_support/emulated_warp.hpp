@@ -132,6 +132,7 @@ class EmulatedThread {
   }
   std::uint64_t load64(const std::uint64_t* p) const { return host_.load64(p); }
   void store64(std::uint64_t* p, std::uint64_t v) const { host_.store64(p, v); }
+  void store128(std::uint64_t* p, std::uint64_t lo, std::uint64_t hi) const { host_.store128(p, lo, hi); }
   std::uint64_t atomic_cas64(std::uint64_t* p, std::uint64_t e, std::uint64_t d) const {
     return host_.atomic_cas64(p, e, d);
   }

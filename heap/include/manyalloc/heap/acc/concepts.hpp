@@ -62,6 +62,7 @@ concept MixedWidthAtomics =
       { a.atomic_cas16(h, hv, hv) } -> std::same_as<std::uint16_t>;  // returns the old value
       { a.load64(cd) } -> std::same_as<std::uint64_t>;
       a.store64(d, dv);
+      a.store128(d, dv, dv);  // two 64-bit words at a 16-byte aligned address, in one access where the back end has one
       { a.atomic_cas64(d, dv, dv) } -> std::same_as<std::uint64_t>;
       { a.atomic_add64(d, dv) } -> std::same_as<std::uint64_t>;   // returns the old value
       { a.atomic_exch64(d, dv) } -> std::same_as<std::uint64_t>;  // returns the old value

@@ -131,6 +131,10 @@ class CudaThread {
   __device__ void store64(std::uint64_t* p, std::uint64_t v) const {
     *static_cast<volatile std::uint64_t*>(p) = v;
   }
+  // One 16-byte access; each 64-bit half is single-copy atomic.
+  __device__ void store128(std::uint64_t* p, std::uint64_t lo, std::uint64_t hi) const {
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" : : "l"(p), "l"(lo), "l"(hi) : "memory");
+  }
   __device__ std::uint64_t atomic_cas64(std::uint64_t* p, std::uint64_t e, std::uint64_t d) const {
     return atomicCAS(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(e),
                      static_cast<unsigned long long>(d));

@@ -72,6 +72,10 @@ class HostThread {
     return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t*>(p)).load();
   }
   void store64(std::uint64_t* p, std::uint64_t v) const { std::atomic_ref<std::uint64_t>(*p).store(v); }
+  void store128(std::uint64_t* p, std::uint64_t lo, std::uint64_t hi) const {
+    store64(p, lo);
+    store64(p + 1, hi);
+  }
   std::uint64_t atomic_cas64(std::uint64_t* p, std::uint64_t expected, std::uint64_t desired) const {
     std::atomic_ref<std::uint64_t>(*p).compare_exchange_strong(expected, desired);
     return expected;

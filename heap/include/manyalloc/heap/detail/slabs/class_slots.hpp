@@ -75,11 +75,19 @@ struct ClassSlots {
   // Makes pages [first, first + k) slabs of `cls` with every chunk counted
   // as not free (S2): a slab per page (a segment's pages, whose chunk bits
   // are all set here, S3), or one slab of all k pages (a group's own pages,
-  // at most 32 chunks, whose bits the caller sets). Class and count go in
-  // with one store (S0), after the shape they describe.
+  // at most 32 chunks, whose bits the caller sets). An entry's first half
+  // (class and count, S0; run and lead) is one 16-byte store, and so are
+  // every four words of chunk bits: a refill keeps its slot's waiters
+  // waiting, so it issues few stores.
   // The caller orders these stores before the chunks reach other workers
   // (a fence before the slot exchange; the hand-over for private pages).
   enum class SlabShape { page_each, one_slab };
+
+  // Word `w` of the bits of a page of n chunks, all set.
+  MANYALLOC_FN static std::uint64_t all_set(std::uint32_t n, std::uint32_t w) {
+    const std::uint32_t first = w * 32u;
+    return first >= n ? 0u : n - first >= 32u ? 0xffffffffu : bits::low_mask(n - first);
+  }
 
   template <class Acc>
   MANYALLOC_FN static void init_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t first,
@@ -88,13 +96,14 @@ struct ClassSlots {
     const std::uint32_t n = per_page(cls);
     for (std::uint32_t p = first; p < first + k; ++p) {
       if (!one) {
-        for (std::uint32_t index = 0; index < n; index += 32u)
-          acc.store(h.chunk_word(p, n, index), n - index >= 32u ? 0xffffffffu : bits::low_mask(n - index));
+        for (std::uint32_t w = 0; w * 32u < n; w += 4u) {
+          auto* four = reinterpret_cast<std::uint64_t*>(h.chunk_word(p, n, w * 32u));
+          acc.store128(four, all_set(n, w) | all_set(n, w + 1u) << 32, all_set(n, w + 2u) | all_set(n, w + 3u) << 32);
+        }
       }
-      if (!one || p == first) acc.store(&h.pages[p].run, one ? k : 1u);
-      acc.store(&h.pages[p].lead, one ? p - first : 0u);
       const std::uint32_t used = !one ? n : p == first ? k * n : 0u;
-      acc.store64(state_of(h.pages[p]), state(cls + 1u, used));
+      const std::uint64_t shape_word = (one ? k : 1u) | static_cast<std::uint64_t>(one ? p - first : 0u) << 32;
+      acc.store128(state_of(h.pages[p]), state(cls + 1u, used), shape_word);
     }
   }
 

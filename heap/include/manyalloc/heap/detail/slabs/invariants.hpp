@@ -154,7 +154,9 @@ struct alignas(32) SlabPage {
 // page's entry (SlabPage::bits).
 inline constexpr std::uint32_t entry_chunks = 32u * (sizeof(SlabPage::bits) / sizeof(std::uint32_t));
 static_assert(sizeof(SlabPage) == 32, "a page entry is one 32-byte sector");
-static_assert(offsetof(SlabPage, cls) == 0 && offsetof(SlabPage, used) == 4, "cls and used form one 64-bit word (S0)");
+static_assert(offsetof(SlabPage, cls) == 0 && offsetof(SlabPage, used) == 4 && offsetof(SlabPage, run) == 8 &&
+                  offsetof(SlabPage, lead) == 12 && offsetof(SlabPage, bits) == 16,
+              "cls and used form one 64-bit word (S0), run and lead the next; the bits are 16-byte aligned");
 
 // S0: the page's state word, cls in the low half and used in the high one.
 MANYALLOC_FN inline std::uint64_t* state_of(SlabPage& page) { return reinterpret_cast<std::uint64_t*>(&page.cls); }
