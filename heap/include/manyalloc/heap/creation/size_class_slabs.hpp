@@ -306,20 +306,24 @@ class SizeClassSlabs {
       Slots::gather(acc, layout_, cls, shard, acc.warp_id(), g);
     }
     const std::uint32_t rank = bits::popcount(group & bits::low_mask(lane));
-    // The first hand-over carries the number of extents beside the first.
-    const std::uint64_t first = lane == leader ? g.extents[0].pack() | (std::uint64_t{g.count} << 29) : 0u;
+    // The first hand-over carries the number of extents (bits 29-31) and
+    // whether the pool ran dry (bit 28) beside the first extent (whose start
+    // stays below 2^20, ClassSlots::max_segment_chunks).
+    const std::uint64_t first =
+        lane == leader ? g.extents[0].pack() | (std::uint64_t{g.count} << 29) | (std::uint64_t{g.dry} << 28) : 0u;
     std::uint64_t word = acc::group_hand_over(acc, group, leader, first);
     const auto extents = static_cast<std::uint32_t>(word >> 29) & 7u;
+    const bool dry = ((word >> 28) & 1u) != 0u;
     void* mine = nullptr;
     std::uint32_t done = 0;
     for (std::uint32_t i = 0; i < extents; ++i) {
       if (i > 0) word = acc::group_hand_over(acc, group, leader, lane == leader ? g.extents[i].pack() : 0u);
-      const auto e = heap::detail::slabs::Extent::unpack(word & ~(std::uint64_t{7} << 29));
+      const auto e = heap::detail::slabs::Extent::unpack(word & ~(std::uint64_t{15} << 28));
       if (rank >= done && rank < done + e.count) mine = Slots::address(layout_, cls, e, rank - done);
       done += e.count;
     }
-    if (mine == nullptr) {  // slow path: the pool ran out of pages
-      mine = Slots::from_freed_chunks(acc, layout_, cls, Slots::hash_start(layout_, acc.warp_id(), cls));
+    if (mine == nullptr) {  // slow path: the pool ran out of pages, or other shards were busy
+      if (dry) mine = Slots::from_freed_chunks(acc, layout_, cls, Slots::hash_start(layout_, acc.warp_id(), cls));
       std::uint32_t from = cls;
       if (mine == nullptr) mine = Slots::from_larger_class(acc, layout_, from);
     }

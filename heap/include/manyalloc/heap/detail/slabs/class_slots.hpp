@@ -47,6 +47,13 @@ struct ClassSlots {
   static constexpr std::uint32_t refill_hint_words = 8;
   using Classes = SizeClasses<Config::classes_per_doubling>;
   static constexpr std::uint32_t class_count = Classes::count(slab_bytes);
+  // Chunks of the longest segment (the smallest class's): an extent's start
+  // lies below it, and the hand-over of extents keeps bits 28-31 for itself.
+  static constexpr std::uint32_t max_segment_chunks =
+      (slab_bytes / class_granule) << segment_log_pages(slab_bytes / class_granule, Config::segment_chunks);
+  static_assert(max_segment_chunks <= (1u << 20),
+                "SizeClassSlabs: a segment of the smallest class must hold at most 2^20 chunks "
+                "(lower segment_chunks or slab_bytes)");
 
   MANYALLOC_FN static std::uint32_t class_bytes(std::uint32_t cls) { return Classes::bytes(cls); }
 
@@ -116,6 +123,7 @@ struct ClassSlots {
     Extent extents[max_extents];
     std::uint32_t count = 0;
     std::uint32_t need = 0;
+    bool dry = false;  // a refill of the group's own slot found no free page (C6 may help)
     MANYALLOC_FN bool room(std::uint32_t n = 1) const { return count + n <= max_extents; }
     MANYALLOC_FN void add(const Extent& e) {
       extents[count++] = e;
@@ -445,7 +453,9 @@ struct ClassSlots {
                                   std::uint32_t warp, Gathered& g) {
     take_private_pages(acc, h, cls, hash_start(h, warp, shard), g);
     if (g.need == 0u) return;
-    if (g.room(2) && from_slot(acc, h, cls, shard, true, g) == SlotResult::served) return;
+    const SlotResult own = g.room(2) ? from_slot(acc, h, cls, shard, true, g) : SlotResult::busy;
+    if (own == SlotResult::served) return;
+    g.dry = own == SlotResult::dry;
     // No page left for a new segment: what other shards' segments still hold.
     for (std::uint32_t i = 1; i < h.shards && g.need != 0u && g.room(2); ++i) {
       from_slot(acc, h, cls, (shard + i) & (h.shards - 1u), false, g);
