@@ -268,7 +268,7 @@ for stage in "${stages[@]}"; do
       rc=$?
       # Growth without CUDA's malloc (filling the pool with frames through it
       # alone outlasts the stage) and with 1, 4 and 16 species.
-      timeout 240 "$pic" --experiments growth --budget-s 15 --allocators HeapBuffer,Scatter,SizeClassSlabs \
+      timeout 240 "$pic" --experiments growth --budget-s 15 --allocators HeapBuffer,Scatter,SizeClassSlabs,SizeClassSlabs+Reuse \
         --growth-species 1,4,16 --out "$OUT/pic_growth.jsonl" >> "$OUT/bench_pic.log" 2>&1 || rc=1
       say "pic: exit $rc, $((SECONDS - t0)) s"
       grep -E "^(steps|growth) .*(median|max population|NOT|skipped)" "$OUT/bench_pic.log" | tee -a "$LOG"

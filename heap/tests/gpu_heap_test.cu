@@ -119,18 +119,19 @@ struct ReuseProbe {
 };
 }  // namespace
 
-// Issue 18 (C6): a full heap hands out the freed chunks of partly used
-// slabs. Twice as many workers as the heap has chunks fill it, the odd ones
+// Issue 18 (C6, ReuseFreedChunksConfig): a full heap hands out the freed
+// chunks of partly used slabs. Twice as many workers as the heap has chunks fill it, the odd ones
 // free theirs (no page empties) and ask again: every freed chunk is taken
 // again, and no tag of a live chunk changes. Before C6 these requests failed.
 TEST(CudaSlabs, AFullPoolHandsOutTheFreedChunksOfPartlyUsedSlabs) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
   for (std::size_t bytes : {64, 1024, 8192}) {
-    SlabsHeap<CudaRunner> heap(std::size_t{64} << 20);
+    using Heap = SlabsHeap<CudaRunner, CreationPolicies::ReuseFreedChunksConfig>;
+    Heap heap(std::size_t{64} << 20);
     const auto workers = static_cast<std::uint32_t>(2 * heap.getAvailableSlots(bytes));
     CudaRunner::Buffer<void*> ptrs(workers);
     CudaRunner::Buffer<std::uint32_t> counters(3);
-    using H = SlabsHeap<CudaRunner>::Handle;
+    using H = Heap::Handle;
     std::uint32_t freed = 0;
     for (int step = 0; step < 4; ++step) {
       CudaRunner::run(workers, ReuseProbe<H>{heap.handle(), bytes, ptrs.data(), counters.data(), step});
@@ -282,6 +283,26 @@ TEST(CudaSlabs, RelaxedFreesChurnLosesNothing) {
   const auto st = heap.creation().statistics<acc::Cuda>();
   EXPECT_EQ(st.misuse_reports, 0u);
   EXPECT_EQ(st.pages_in_use, 0u);
+}
+
+// ReuseFreedChunksConfig at full occupancy in a heap that runs full, so that
+// requests take freed chunks of partly used slabs (C6) while others free
+// them: nothing corrupted, nothing lost.
+TEST(CudaSlabs, ReuseFreedChunksChurnLosesNothing) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  using Heap = SlabsHeap<CudaRunner, CreationPolicies::ReuseFreedChunksConfig>;
+  Heap heap(CudaRunner::heap_bytes());
+  const std::size_t fresh16 = heap.getAvailableSlots(16), fresh_pages = heap.getAvailableSlots(65536);
+  CudaRunner::Buffer<std::uint32_t> counters(2);
+  for (int launch = 0; launch < 3; ++launch)
+    CudaRunner::run(CudaRunner::many_workers(), Churn<Heap::Handle>{heap.handle(), 64, 14, counters.data(), counters.data() + 1});
+  EXPECT_EQ(counters.to_host()[0], 0u) << "corrupted chunks";
+  const auto st = heap.creation().statistics<acc::Cuda>();
+  EXPECT_GT(st.reused_chunks, 0u) << "the heap did not run full: C6 untested";
+  EXPECT_EQ(heap.getAvailableSlots(16), fresh16);
+  EXPECT_EQ(heap.getAvailableSlots(65536), fresh_pages);
+  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().misuse_reports, 0u);
+  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u);
 }
 
 TEST(CudaDeviceMalloc, BaselineAllocatesFromKernels) {

@@ -484,14 +484,18 @@ TEST(SlabUsableShare, ARequestTakesALargerClassWhenThePoolRunsOut) {
 }
 
 // C6 (issue 18: a particle-in-cell code's frames outlive their neighbours
-// on a page): once the pool has no free page, a request takes a freed chunk
-// of a partly used slab of its class. Workers fill the heap, free every
-// other chunk (so no page empties), and allocate again: every freed chunk
-// comes back, none of them overlaps a live one, and the live chunks keep
-// their contents. Before C6 not one freed chunk could be allocated again.
-template <class Fill>
+// on a page): with ReuseFreedChunksConfig, once the pool has no free page, a
+// request takes a freed chunk of a partly used slab of its class. Workers
+// fill the heap, free every other chunk (so no page empties), and allocate
+// again: every freed chunk comes back, none of them overlaps a live one, and
+// the live chunks keep their contents. Before C6 not one freed chunk could
+// be allocated again, which the default configuration still shows.
+using ReuseHeap = SlabsHeap<HostRunner, CreationPolicies::ReuseFreedChunksConfig>;
+
+template <class Heap = ReuseHeap, class Fill>
 void expect_freed_chunks_reused(std::size_t bytes, unsigned workers, Fill fill) {
-  EmulatedHeap heap(std::size_t{8} << 20);
+  constexpr bool reuse = Heap::CreationPolicy::Properties::reuse_freed_chunks;
+  Heap heap(std::size_t{8} << 20);
   const auto handle = heap.handle();
   std::vector<std::vector<void*>> got(workers);
   fill(handle, got);
@@ -503,7 +507,7 @@ void expect_freed_chunks_reused(std::size_t bytes, unsigned workers, Fill fill) 
   for (std::size_t i = 0; i < live.size(); ++i) std::memset(live[i], static_cast<int>(i % 251), bytes);
   const acc::HostThread host;
   for (void* p : freed) handle.dealloc(host, p);
-  EXPECT_EQ(heap.getAvailableSlots(bytes), freed.size()) << bytes << ": the freed chunks are what is available";
+  EXPECT_EQ(heap.getAvailableSlots(bytes), reuse ? freed.size() : 0u) << bytes << ": the freed chunks are what is available";
   std::vector<std::vector<void*>> again(workers);
   HostRunner::run(workers, [&](const acc::HostThread& a, std::uint32_t w) {
     while (void* p = handle.alloc(a, bytes)) {
@@ -517,8 +521,8 @@ void expect_freed_chunks_reused(std::size_t bytes, unsigned workers, Fill fill) 
     reused += g.size();
     all.insert(all.end(), g.begin(), g.end());
   }
-  EXPECT_EQ(reused, freed.size()) << bytes << "-byte chunks freed and allocated again";
-  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().reused_chunks, reused) << bytes;
+  EXPECT_EQ(reused, reuse ? freed.size() : 0u) << bytes << "-byte chunks freed and allocated again";
+  EXPECT_EQ(heap.creation().template statistics<acc::HostThreads>().reused_chunks, reused) << bytes;
   std::sort(all.begin(), all.end());
   for (std::size_t i = 1; i < all.size(); ++i)
     ASSERT_LE(static_cast<std::byte*>(all[i - 1]) + bytes, all[i]) << bytes << ": a reused chunk overlaps another";
@@ -527,8 +531,8 @@ void expect_freed_chunks_reused(std::size_t bytes, unsigned workers, Fill fill) 
     ASSERT_TRUE(b[0] == i % 251 && b[bytes - 1] == i % 251) << bytes << ": live chunk " << i << " overwritten";
   }
   for (void* p : all) handle.dealloc(host, p);
-  heap.creation().release_open_segments<acc::HostThreads>();
-  const auto st = heap.creation().statistics<acc::HostThreads>();
+  heap.creation().template release_open_segments<acc::HostThreads>();
+  const auto st = heap.creation().template statistics<acc::HostThreads>();
   EXPECT_EQ(st.misuse_reports, 0u) << bytes;
   EXPECT_EQ(st.pages_in_use, 0u) << bytes << ": memory lost";
 }
@@ -541,6 +545,15 @@ TEST(SlabReuse, AFullPoolHandsOutTheFreedChunksOfPartlyUsedSlabs) {
       });
     });
   }
+}
+
+TEST(SlabReuse, TheDefaultConfigurationReusesAChunkOnlyOnceItsPageIsFree) {
+  static_assert(!CreationPolicies::SizeClassSlabsConfig::reuse_freed_chunks);
+  expect_freed_chunks_reused<EmulatedHeap>(1024, 4, [&](const auto& handle, std::vector<std::vector<void*>>& got) {
+    HostRunner::run(4, [&](const acc::HostThread& a, std::uint32_t w) {
+      while (void* p = handle.alloc(a, 1024)) got[w].push_back(p);
+    });
+  });
 }
 
 // The same with emulated warps, whose groups of 8 KiB requests take slabs

@@ -7,9 +7,10 @@
 //    (Config::classes_per_doubling; detail/slabs/size_classes.hpp): mixed
 //    sizes cost what single sizes cost.
 //  - A pool that runs out keeps its started pages usable: open segments
-//    shrink to their current page, a request takes a freed chunk of a
-//    partly used slab of its class (C6), or else a chunk of a larger class
-//    (slabs/invariants.hpp C5).
+//    shrink to their current page, and a request takes a chunk of a larger
+//    class when its own has none (slabs/invariants.hpp C5); with
+//    Config::reuse_freed_chunks it first takes a freed chunk of a partly
+//    used slab of its class (C6).
 //  - A slab is one page of one class, or the few pages a warp's group of
 //    large requests takes whole; pages come from one page pool and go back
 //    to it when their slab's last chunk is freed, so memory moves between
@@ -158,10 +159,12 @@ class SizeClassSlabs {
     Backend::copy_to_host(slots.data(), h.slot(cls, 0), slots.size() * sizeof(std::uint64_t));
     std::uint64_t in_segments = 0;
     for (std::uint64_t w : slots) in_segments += segment_room(cls, w);
-    std::vector<heap::detail::slabs::SlabPage> pages(h.page_count);
-    Backend::copy_to_host(pages.data(), h.pages, pages.size() * sizeof(pages[0]));
-    std::uint64_t freed = 0;
-    for (const auto& e : pages) freed += freed_chunks(cls, e.cls, e.used, e.run);
+    std::uint64_t freed = 0;  // C6's chunks
+    if constexpr (Config::reuse_freed_chunks) {
+      std::vector<heap::detail::slabs::SlabPage> pages(h.page_count);
+      Backend::copy_to_host(pages.data(), h.pages, pages.size() * sizeof(pages[0]));
+      for (const auto& e : pages) freed += freed_chunks(cls, e.cls, e.used, e.run);
+    }
     return s.free_pages * Slots::per_page(cls) + in_segments + freed;
   }
 
@@ -251,7 +254,7 @@ class SizeClassSlabs {
     std::uint64_t in_segments = 0;
     for (std::uint32_t s = 0; s < h.shards; ++s) in_segments += segment_room(cls, acc.load64(h.slot(cls, s)));
     std::uint64_t freed = 0;
-    const std::uint64_t pages = h.page_count;
+    const std::uint64_t pages = Config::reuse_freed_chunks ? h.page_count : 0u;
     for (std::uint64_t p = pages * rank / lanes; p < pages * (rank + 1) / lanes; ++p) {
       auto& e = h.pages[p];
       const std::uint64_t st = acc.load64(heap::detail::slabs::state_of(e));
@@ -323,7 +326,8 @@ class SizeClassSlabs {
       done += e.count;
     }
     if (mine == nullptr) {  // slow path: the pool ran out of pages, or other shards were busy
-      if (dry) mine = Slots::from_freed_chunks(acc, layout_, cls, Slots::hash_start(layout_, acc.warp_id(), cls));
+      if (Slots::reuse && dry)
+        mine = Slots::from_freed_chunks(acc, layout_, cls, Slots::hash_start(layout_, acc.warp_id(), cls));
       std::uint32_t from = cls;
       if (mine == nullptr) mine = Slots::from_larger_class(acc, layout_, from);
     }
@@ -456,7 +460,7 @@ class SizeClassSlabs {
         const std::uint32_t before = count_freed(acc, slab, freed);
         if (before == freed) {
           Slots::retire(acc, h, at.page, run);
-        } else if (before == chunks) {
+        } else if (Slots::reuse && before == chunks) {
           Slots::mark_partial(acc, h, at.page);
         }
       }

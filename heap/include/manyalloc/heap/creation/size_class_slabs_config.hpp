@@ -42,12 +42,27 @@ struct SizeClassSlabsConfig {
   // another worker may reuse the chunk in that kernel. Writes made in an
   // earlier kernel are ordered by the kernel boundary either way.
   static constexpr bool ordered_frees = true;
+  // true: once the pool has no free page, a request takes a freed chunk of a
+  // partly used slab of its class (slabs/invariants.hpp C6), so a heap that
+  // runs full with chunks of mixed lifetimes (a particle-in-cell code's
+  // frames) keeps using the chunks freed beside long-lived ones. The price:
+  // a refill writes the chunk bits of its whole segment (S3), which the
+  // waiters of its slot wait for, so allocs of classes that come from
+  // segments are slower (heap/README.md has the figures).
+  // false: a freed chunk is reused once all chunks of its page are free.
+  static constexpr bool reuse_freed_chunks = false;
 };
 
 // 32 classes per doubling: for heaps that must hold as many requested bytes
 // as possible when request sizes vary widely.
 struct FineSizeClassesConfig : SizeClassSlabsConfig {
   static constexpr std::uint32_t classes_per_doubling = 32;
+};
+
+// Reuse of the freed chunks of partly used slabs when the pool runs full
+// (reuse_freed_chunks above): for long runs at full occupancy.
+struct ReuseFreedChunksConfig : SizeClassSlabsConfig {
+  static constexpr bool reuse_freed_chunks = true;
 };
 
 // Frees without the memory barrier (ordered_frees above): for programs that
@@ -64,6 +79,7 @@ concept SizeClassSlabsConfiguration = requires {
   { C::segment_chunks } -> std::convertible_to<std::uint32_t>;
   { C::classes_per_doubling } -> std::convertible_to<std::uint32_t>;
   { C::ordered_frees } -> std::convertible_to<bool>;
+  { C::reuse_freed_chunks } -> std::convertible_to<bool>;
 } && is_power_of_two(C::slab_bytes) && (C::slab_bytes >= 4096) && (C::slab_bytes <= (1u << 22)) &&
     is_power_of_two(C::max_shards) && (C::max_shards >= 1) && (C::max_shards <= 1024) &&
     (C::segment_chunks >= 1) && is_power_of_two(C::classes_per_doubling) && (C::classes_per_doubling >= 2) &&

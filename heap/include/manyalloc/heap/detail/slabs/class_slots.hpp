@@ -1,15 +1,16 @@
 // Handing out chunks of one size class (C1-C6 of slabs/invariants.hpp). One
 // elected lane per group of same-class lanes (the leader) calls gather()
 // for the whole group and gets up to `max_extents` extents: runs of
-// consecutive chunk indices of one segment (their chunk bits were set when
-// the segment's pages were claimed, S3). Order of the sources:
+// consecutive chunk indices of one segment, whose chunk bits are set (S3:
+// by the claim, or with Config::reuse_freed_chunks by the refill that
+// opened the segment). Order of the sources:
 //   1. whole private pages, when the group needs at least a page of chunks
 //      (a warp of 32 lanes asking for 4 KiB takes two fresh pages itself);
 //   2. its shard's slot: one 64-bit atomic add claims chunks (C1); the
 //      unique claim that crosses the segment's end refills the slot (C2);
 //   3. when no page is left: the other shards' segments of the class;
-//   4. (each lane still without a chunk, from_freed_chunks) a freed chunk
-//      of a slab of its class (C6);
+//   4. (each lane still without a chunk, from_freed_chunks, with
+//      Config::reuse_freed_chunks) a freed chunk of a slab of its class (C6);
 //   5. (from_larger_class) a chunk of a larger class.
 #pragma once
 
@@ -41,6 +42,7 @@ struct Extent {
 template <class Config>
 struct ClassSlots {
   static constexpr std::uint32_t slab_bytes = Config::slab_bytes;
+  static constexpr bool reuse = Config::reuse_freed_chunks;  // C6
   static constexpr std::uint32_t max_extents = 6;
   // Hint words (32 words of the page bitmap each) a refill reads looking
   // for an empty word before it settles for a shorter segment.
@@ -66,6 +68,26 @@ struct ClassSlots {
     return h.page_data(e.base + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
   }
 
+  // Marks the chunks of segment extent `e` allocated (S3; a slab per page):
+  // one atomic OR per bitmap word. Without C6 only: with it the refill has
+  // set them all.
+  template <class Acc>
+  MANYALLOC_FN static void set_bits(const Acc& acc, const SlabLayout& h, std::uint32_t cls, const Extent& e) {
+    if constexpr (reuse) return;
+    const std::uint32_t n = per_page(cls);
+    std::uint32_t index = e.start;
+    const std::uint32_t end = e.start + e.count;
+    while (index < end) {
+      const std::uint32_t page = e.base + index / n;
+      const std::uint32_t in_page = index % n;
+      std::uint32_t take = end - index;
+      if (take > n - in_page) take = n - in_page;
+      if (take > 32u - in_page % 32u) take = 32u - in_page % 32u;
+      acc.atomic_or(h.chunk_word(page, n, in_page), bits::low_mask(take) << (in_page % 32u));
+      index += take;
+    }
+  }
+
   // Clears the bits of chunks [from, to) of the one-page slab `page` of a
   // class of n chunks per page: one atomic AND per bitmap word (frees of
   // other chunks of a word may run at the same time).
@@ -81,11 +103,10 @@ struct ClassSlots {
 
   // Makes pages [first, first + k) slabs of `cls` with every chunk counted
   // as not free (S2): a slab per page (a segment's pages, whose chunk bits
-  // are all set here, S3), or one slab of all k pages (a group's own pages,
-  // at most 32 chunks, whose bits the caller sets). An entry's first half
-  // (class and count, S0; run and lead) is one 16-byte store, and so are
-  // every four words of chunk bits: a refill keeps its slot's waiters
-  // waiting, so it issues few stores.
+  // are all set here with C6, else by the claims, S3), or one slab of all k
+  // pages (a group's own pages, at most 32 chunks, whose bits the caller
+  // sets). An entry's first half (class and count, S0; run and lead) is one
+  // 16-byte store, and so are every four words of chunk bits.
   // The caller orders these stores before the chunks reach other workers
   // (a fence before the slot exchange; the hand-over for private pages).
   enum class SlabShape { page_each, one_slab };
@@ -102,7 +123,7 @@ struct ClassSlots {
     const bool one = shape == SlabShape::one_slab;
     const std::uint32_t n = per_page(cls);
     for (std::uint32_t p = first; p < first + k; ++p) {
-      if (!one) {
+      if (reuse && !one) {
         for (std::uint32_t w = 0; w * 32u < n; w += 4u) {
           auto* four = reinterpret_cast<std::uint64_t*>(h.chunk_word(p, n, w * 32u));
           acc.store128(four, all_set(n, w) | all_set(n, w + 1u) << 32, all_set(n, w + 2u) | all_set(n, w + 3u) << 32);
@@ -202,7 +223,9 @@ struct ClassSlots {
       init_pages(acc, h, cls, page, 1u << log, SlabShape::page_each);
       const std::uint32_t end = n << log;
       const std::uint32_t take = g.need < end ? g.need : end;
-      g.add(Extent{page, 0u, take});
+      const Extent e{page, 0u, take};
+      set_bits(acc, h, cls, e);
+      g.add(e);
       next.log_pages = log;
       next.base_plus_one = page + 1u;
       next.cursor = take;
@@ -229,7 +252,11 @@ struct ClassSlots {
       const std::uint32_t end = seen.base_plus_one == 0u ? 0u : n << seen.log_pages;
       if (seen.cursor <= end) {
         const std::uint32_t have = end - seen.cursor;
-        if (have != 0u) g.add(Extent{seen.base_plus_one - 1u, seen.cursor, have < g.need ? have : g.need});
+        if (have != 0u) {
+          const Extent e{seen.base_plus_one - 1u, seen.cursor, have < g.need ? have : g.need};
+          set_bits(acc, h, cls, e);
+          g.add(e);
+        }
         if (g.need == 0u) return SlotResult::served;
         // We crossed the end: ours alone to refill (C2).
         if (!refill(acc, h, cls, shard, seen, g)) return SlotResult::dry;
@@ -253,10 +280,10 @@ struct ClassSlots {
 
   // Ends the segment of slot (cls, shard) if it still has chunks to hand
   // out: the slot is replaced by a CAS (so no claim is in between, C1), and
-  // the pages free the chunks they will never hand out (their bits, then
-  // `used`, as a free does), so that each goes back to the pool once its
-  // handed-out chunks are freed (S2), and until then its unused chunks can
-  // be reused (C6).
+  // the pages free the chunks they will never hand out (with C6 their bits,
+  // which the refill set, then `used`, as a free does), so that each goes
+  // back to the pool once its handed-out chunks are freed (S2), and until
+  // then its unused chunks can be reused (C6).
   // Safe while workers allocate and free. Returns the chunks dropped.
   //   close: the slot becomes empty (release_open_segments).
   //   shrink: what a refill that found no page does (C5): the page the
@@ -294,12 +321,12 @@ struct ClassSlots {
       std::uint32_t dropped = 0;
       for (std::uint32_t p = keep ? at + 1u : at; p < pages; ++p) {
         const std::uint32_t drop = p == at ? left_in_page : n;
-        clear_bits(acc, h, n, base + p, n - drop, n);
+        if constexpr (reuse) clear_bits(acc, h, n, base + p, n - drop, n);
         acc.fence();
         const std::uint32_t before = acc.atomic_sub(&h.pages[base + p].used, drop);
         if (before == drop) {
           retire(acc, h, base + p);
-        } else if (before == n) {
+        } else if (reuse && before == n) {
           mark_partial(acc, h, base + p);
         }
         dropped += drop;
