@@ -80,9 +80,11 @@ struct ClassSlots {
     while (index < end) {
       const std::uint32_t page = e.base + index / n;
       const std::uint32_t in_page = index % n;
+      const std::uint32_t room_in_page = n - in_page;
+      const std::uint32_t room_in_word = 32u - in_page % 32u;
       std::uint32_t take = end - index;
-      if (take > n - in_page) take = n - in_page;
-      if (take > 32u - in_page % 32u) take = 32u - in_page % 32u;
+      if (take > room_in_page) take = room_in_page;
+      if (take > room_in_word) take = room_in_word;
       acc.atomic_or(h.chunk_word(page, n, in_page), bits::low_mask(take) << (in_page % 32u));
       index += take;
     }
