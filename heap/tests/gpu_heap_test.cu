@@ -33,6 +33,20 @@ struct AllocWriteFree {
     heap.dealloc(acc, p);
   }
 };
+// Worker w's chunk of `bytes` into ptrs[w], its index in the first word and
+// its complement in the last; counters[0] counts failed allocations.
+template <class Handle, class Acc>
+__device__ void alloc_tagged(const Handle& heap, const Acc& acc, std::size_t bytes, std::uint32_t w, void** ptrs,
+                             std::uint32_t* counters) {
+  auto* p = static_cast<std::uint32_t*>(heap.alloc(acc, bytes));
+  ptrs[w] = p;
+  if (p == nullptr) {
+    atomicAdd(counters, 1u);
+    return;
+  }
+  p[0] = w;
+  p[bytes / 4 - 1] = ~w;
+}
 // Each worker takes one chunk of `bytes`, writes its index into the first
 // and last word, or (check) counts chunks whose words changed, or frees.
 template <class Handle>
@@ -45,14 +59,7 @@ struct GrowProbe {
   template <class Acc>
   __device__ void operator()(const Acc& acc, std::uint32_t w) const {
     if (step == 0) {
-      auto* p = static_cast<std::uint32_t*>(heap.alloc(acc, bytes));
-      ptrs[w] = p;
-      if (p == nullptr) {
-        atomicAdd(counters, 1u);
-        return;
-      }
-      p[0] = w;
-      p[bytes / 4 - 1] = ~w;
+      alloc_tagged(heap, acc, bytes, w, ptrs, counters);
     } else if (auto* p = static_cast<std::uint32_t*>(ptrs[w])) {
       if (step == 1 && (p[0] != w || p[bytes / 4 - 1] != ~w)) atomicAdd(counters + 1, 1u);
       if (step == 2) heap.dealloc(acc, p);
@@ -98,14 +105,7 @@ struct ReuseProbe {
   __device__ void operator()(const Acc& acc, std::uint32_t w) const {
     auto* p = static_cast<std::uint32_t*>(ptrs[w]);
     if (step == 0 || (step == 2 && w % 2u == 1u)) {
-      p = static_cast<std::uint32_t*>(heap.alloc(acc, bytes));
-      ptrs[w] = p;
-      if (p == nullptr) {
-        atomicAdd(counters, 1u);
-        return;
-      }
-      p[0] = w;
-      p[bytes / 4 - 1] = ~w;
+      alloc_tagged(heap, acc, bytes, w, ptrs, counters);
     } else if (step == 1 && w % 2u == 1u && p != nullptr) {
       heap.dealloc(acc, p);
       ptrs[w] = nullptr;
