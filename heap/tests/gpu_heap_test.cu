@@ -16,6 +16,20 @@ using CudaCases = ::testing::Types<ScatterCase<CudaRunner>, SlabsCase<CudaRunner
 INSTANTIATE_TYPED_TEST_SUITE_P(Cuda, HeapTest, CudaCases, CaseName);
 
 namespace {
+// Worker w's chunk of `bytes` into ptrs[w], its index in the first word and
+// its complement in the last; counters[0] counts failed allocations.
+template <class Handle, class Acc>
+__device__ void alloc_tagged(const Handle& heap, const Acc& acc, std::size_t bytes, std::uint32_t w, void** ptrs,
+                             std::uint32_t* counters) {
+  auto* p = static_cast<std::uint32_t*>(heap.alloc(acc, bytes));
+  ptrs[w] = p;
+  if (p == nullptr) {
+    atomicAdd(counters, 1u);
+    return;
+  }
+  p[0] = w;
+  p[bytes / 4 - 1] = ~w;
+}
 template <class Handle>
 struct AllocWriteFree {
   Handle heap;
@@ -33,20 +47,6 @@ struct AllocWriteFree {
     heap.dealloc(acc, p);
   }
 };
-// Worker w's chunk of `bytes` into ptrs[w], its index in the first word and
-// its complement in the last; counters[0] counts failed allocations.
-template <class Handle, class Acc>
-__device__ void alloc_tagged(const Handle& heap, const Acc& acc, std::size_t bytes, std::uint32_t w, void** ptrs,
-                             std::uint32_t* counters) {
-  auto* p = static_cast<std::uint32_t*>(heap.alloc(acc, bytes));
-  ptrs[w] = p;
-  if (p == nullptr) {
-    atomicAdd(counters, 1u);
-    return;
-  }
-  p[0] = w;
-  p[bytes / 4 - 1] = ~w;
-}
 // Each worker takes one chunk of `bytes`, writes its index into the first
 // and last word, or (check) counts chunks whose words changed, or frees.
 template <class Handle>
@@ -81,14 +81,7 @@ struct MixedAlloc {
     }
     std::uint32_t x = w * 2654435761u;
     x ^= x >> 15;
-    const std::uint32_t bytes = 16u + x % 4081u;
-    auto* p = static_cast<std::uint32_t*>(heap.alloc(acc, bytes));
-    ptrs[w] = p;
-    if (p == nullptr) {
-      atomicAdd(failures, 1u);
-      return;
-    }
-    p[0] = w;
+    alloc_tagged(heap, acc, 16u + x % 4081u, w, ptrs, failures);
   }
 };
 // Fill, free every other chunk, allocate again (slabs/invariants.hpp C6).
@@ -264,45 +257,42 @@ TEST(CudaSoak, SizeClassSlabsChurnLosesNothing) {
   EXPECT_EQ(st.pages_in_use, 0u);
 }
 
-// RelaxedFreesConfig at full occupancy: its frees skip the release
-// (Config::ordered_frees), so the workers order their writes before each
-// free themselves, as the configuration asks; churn of 1 B-16 KiB chunks
-// corrupts nothing and loses nothing.
-TEST(CudaSlabs, RelaxedFreesChurnLosesNothing) {
-  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
-  using Heap = SlabsHeap<CudaRunner, CreationPolicies::RelaxedFreesConfig>;
+// Three launches of churn of 1 B-16 KiB chunks at full occupancy in a heap
+// of Config: nothing corrupted, nothing lost. Returns the heap's statistics
+// after the churn.
+template <class Config>
+CreationPolicies::SizeClassSlabsStatistics expect_churn_loses_nothing(bool fence_before_free) {
+  using Heap = SlabsHeap<CudaRunner, Config>;
   Heap heap(CudaRunner::heap_bytes());
   const std::size_t fresh16 = heap.getAvailableSlots(16), fresh_pages = heap.getAvailableSlots(65536);
   CudaRunner::Buffer<std::uint32_t> counters(2);
   for (int launch = 0; launch < 3; ++launch)
-    CudaRunner::run(CudaRunner::many_workers(),
-                    Churn<Heap::Handle>{heap.handle(), 64, 14, counters.data(), counters.data() + 1, true});
+    CudaRunner::run(CudaRunner::many_workers(), Churn<typename Heap::Handle>{heap.handle(), 64, 14, counters.data(),
+                                                                              counters.data() + 1, fence_before_free});
   EXPECT_EQ(counters.to_host()[0], 0u) << "corrupted chunks";
+  const auto churned = heap.creation().template statistics<acc::Cuda>();
   EXPECT_EQ(heap.getAvailableSlots(16), fresh16);
   EXPECT_EQ(heap.getAvailableSlots(65536), fresh_pages);
-  const auto st = heap.creation().statistics<acc::Cuda>();
+  const auto st = heap.creation().template statistics<acc::Cuda>();
   EXPECT_EQ(st.misuse_reports, 0u);
   EXPECT_EQ(st.pages_in_use, 0u);
+  return churned;
 }
 
-// ReuseFreedChunksConfig at full occupancy in a heap that runs full, so that
-// requests take freed chunks of partly used slabs (C6) while others free
-// them: nothing corrupted, nothing lost.
+// RelaxedFreesConfig: its frees skip the release (Config::ordered_frees), so
+// the workers order their writes before each free themselves, as the
+// configuration asks.
+TEST(CudaSlabs, RelaxedFreesChurnLosesNothing) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  expect_churn_loses_nothing<CreationPolicies::RelaxedFreesConfig>(true);
+}
+
+// ReuseFreedChunksConfig in a heap that runs full, so that requests take
+// freed chunks of partly used slabs (C6) while others free them.
 TEST(CudaSlabs, ReuseFreedChunksChurnLosesNothing) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
-  using Heap = SlabsHeap<CudaRunner, CreationPolicies::ReuseFreedChunksConfig>;
-  Heap heap(CudaRunner::heap_bytes());
-  const std::size_t fresh16 = heap.getAvailableSlots(16), fresh_pages = heap.getAvailableSlots(65536);
-  CudaRunner::Buffer<std::uint32_t> counters(2);
-  for (int launch = 0; launch < 3; ++launch)
-    CudaRunner::run(CudaRunner::many_workers(), Churn<Heap::Handle>{heap.handle(), 64, 14, counters.data(), counters.data() + 1});
-  EXPECT_EQ(counters.to_host()[0], 0u) << "corrupted chunks";
-  const auto st = heap.creation().statistics<acc::Cuda>();
+  const auto st = expect_churn_loses_nothing<CreationPolicies::ReuseFreedChunksConfig>(false);
   EXPECT_GT(st.reused_chunks, 0u) << "the heap did not run full: C6 untested";
-  EXPECT_EQ(heap.getAvailableSlots(16), fresh16);
-  EXPECT_EQ(heap.getAvailableSlots(65536), fresh_pages);
-  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().misuse_reports, 0u);
-  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u);
 }
 
 TEST(CudaDeviceMalloc, BaselineAllocatesFromKernels) {

@@ -253,17 +253,19 @@ class SizeClassSlabs {
     const std::uint32_t cls = Classes::of(static_cast<std::uint32_t>(slot));
     std::uint64_t in_segments = 0;
     for (std::uint32_t s = 0; s < h.shards; ++s) in_segments += segment_room(cls, acc.load64(h.slot(cls, s)));
-    std::uint64_t freed = 0;
-    const std::uint64_t pages = Config::reuse_freed_chunks ? h.page_count : 0u;
-    for (std::uint64_t p = pages * rank / lanes; p < pages * (rank + 1) / lanes; ++p) {
-      auto& e = h.pages[p];
-      const std::uint64_t st = acc.load64(heap::detail::slabs::state_of(e));
-      freed += freed_chunks(cls, heap::detail::slabs::state_cls(st), heap::detail::slabs::state_used(st),
-                            acc.load(&e.run));
-    }
-    std::uint64_t freed_all = 0;
-    for (unsigned lane = 0; lane < Acc::warp_size; ++lane) {
-      if (((mask >> lane) & 1u) != 0u) freed_all += acc::shfl64(acc, mask, freed, lane);
+    std::uint64_t freed_all = 0;  // C6's chunks
+    if constexpr (Config::reuse_freed_chunks) {
+      std::uint64_t freed = 0;
+      const std::uint64_t pages = h.page_count;
+      for (std::uint64_t p = pages * rank / lanes; p < pages * (rank + 1) / lanes; ++p) {
+        auto& e = h.pages[p];
+        const std::uint64_t st = acc.load64(heap::detail::slabs::state_of(e));
+        freed += freed_chunks(cls, heap::detail::slabs::state_cls(st), heap::detail::slabs::state_used(st),
+                              acc.load(&e.run));
+      }
+      for (unsigned lane = 0; lane < Acc::warp_size; ++lane) {
+        if (((mask >> lane) & 1u) != 0u) freed_all += acc::shfl64(acc, mask, freed, lane);
+      }
     }
     return all.free_pages * Slots::per_page(cls) + in_segments + freed_all;
   }

@@ -68,39 +68,40 @@ struct ClassSlots {
     return h.page_data(e.base + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
   }
 
+  // Calls f(word, mask) for each bitmap word of chunks [from, to) of the
+  // segment whose first page is `base` (a slab per page of n chunks), with
+  // the mask of those chunks' bits in the word.
+  template <class F>
+  MANYALLOC_FN static void for_each_bit_word(const SlabLayout& h, std::uint32_t n, std::uint32_t base,
+                                             std::uint32_t from, std::uint32_t to, F f) {
+    for (std::uint32_t index = from; index < to;) {
+      const std::uint32_t in_page = index % n;
+      std::uint32_t take = to - index;
+      if (take > n - in_page) take = n - in_page;
+      if (take > 32u - in_page % 32u) take = 32u - in_page % 32u;
+      f(h.chunk_word(base + index / n, n, in_page), bits::low_mask(take) << (in_page % 32u));
+      index += take;
+    }
+  }
+
   // Marks the chunks of segment extent `e` allocated (S3; a slab per page):
   // one atomic OR per bitmap word. Without C6 only: with it the refill has
   // set them all.
   template <class Acc>
   MANYALLOC_FN static void set_bits(const Acc& acc, const SlabLayout& h, std::uint32_t cls, const Extent& e) {
     if constexpr (reuse) return;
-    const std::uint32_t n = per_page(cls);
-    std::uint32_t index = e.start;
-    const std::uint32_t end = e.start + e.count;
-    while (index < end) {
-      const std::uint32_t page = e.base + index / n;
-      const std::uint32_t in_page = index % n;
-      const std::uint32_t room_in_page = n - in_page;
-      const std::uint32_t room_in_word = 32u - in_page % 32u;
-      std::uint32_t take = end - index;
-      if (take > room_in_page) take = room_in_page;
-      if (take > room_in_word) take = room_in_word;
-      acc.atomic_or(h.chunk_word(page, n, in_page), bits::low_mask(take) << (in_page % 32u));
-      index += take;
-    }
+    for_each_bit_word(h, per_page(cls), e.base, e.start, e.start + e.count,
+                      [&](std::uint32_t* word, std::uint32_t mask) { acc.atomic_or(word, mask); });
   }
 
-  // Clears the bits of chunks [from, to) of the one-page slab `page` of a
-  // class of n chunks per page: one atomic AND per bitmap word (frees of
-  // other chunks of a word may run at the same time).
+  // Clears the bits of chunks [from, to) of the one-page slab `page`: one
+  // atomic AND per bitmap word (frees of other chunks of a word may run at
+  // the same time).
   template <class Acc>
   MANYALLOC_FN static void clear_bits(const Acc& acc, const SlabLayout& h, std::uint32_t n, std::uint32_t page,
                                       std::uint32_t from, std::uint32_t to) {
-    for (std::uint32_t index = from; index < to;) {
-      const std::uint32_t take = to - index < 32u - index % 32u ? to - index : 32u - index % 32u;
-      acc.atomic_and(h.chunk_word(page, n, index), ~(bits::low_mask(take) << (index % 32u)));
-      index += take;
-    }
+    for_each_bit_word(h, n, page, from, to,
+                      [&](std::uint32_t* word, std::uint32_t mask) { acc.atomic_and(word, ~mask); });
   }
 
   // Makes pages [first, first + k) slabs of `cls` with every chunk counted
@@ -113,12 +114,6 @@ struct ClassSlots {
   // (a fence before the slot exchange; the hand-over for private pages).
   enum class SlabShape { page_each, one_slab };
 
-  // Word `w` of the bits of a page of n chunks, all set.
-  MANYALLOC_FN static std::uint64_t all_set(std::uint32_t n, std::uint32_t w) {
-    const std::uint32_t first = w * 32u;
-    return first >= n ? 0u : n - first >= 32u ? 0xffffffffu : bits::low_mask(n - first);
-  }
-
   template <class Acc>
   MANYALLOC_FN static void init_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t first,
                                       std::uint32_t k, SlabShape shape) {
@@ -128,7 +123,9 @@ struct ClassSlots {
       if (reuse && !one) {
         for (std::uint32_t w = 0; w * 32u < n; w += 4u) {
           auto* four = reinterpret_cast<std::uint64_t*>(h.chunk_word(p, n, w * 32u));
-          acc.store128(four, all_set(n, w) | all_set(n, w + 1u) << 32, all_set(n, w + 2u) | all_set(n, w + 3u) << 32);
+          // Word w of a page of n chunks, all set: the bits of word w that name chunks.
+          auto all_set = [n](std::uint32_t w) -> std::uint64_t { return PagePool::valid_bits(w, n); };
+          acc.store128(four, all_set(w) | all_set(w + 1u) << 32, all_set(w + 2u) | all_set(w + 3u) << 32);
         }
       }
       const std::uint32_t used = !one ? n : p == first ? k * n : 0u;
@@ -401,7 +398,7 @@ struct ClassSlots {
       for (int round = 0; round < 64; ++round) {
         for (std::uint32_t first = 0; first < chunks; first += 32u) {
           std::uint32_t* word = h.chunk_word(page, n, first);
-          const std::uint32_t valid = chunks - first >= 32u ? 0xffffffffu : bits::low_mask(chunks - first);
+          const std::uint32_t valid = PagePool::valid_bits(first / 32u, chunks);
           for (std::uint32_t free = ~acc.load(word) & valid; free != 0u;) {
             const std::uint32_t later = free & ~bits::low_mask(spread % 32u);
             const std::uint32_t bit = 1u << (bits::find_first_set(later != 0u ? later : free) - 1u);
