@@ -29,8 +29,9 @@
 #                 then checks that no memory was lost (test CudaSoak)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
 #     figures     Figures 3 and 4 of [Steinberger2012] with every allocator of
-#                 the paper beside ours (Scatter, SizeClassSlabs, ListBased,
-#                 MultiList, DeviceMalloc): the operator experiment up to 16384
+#                 the paper beside ours (Scatter, XMalloc as Scatter with
+#                 XMallocSIMD, SizeClassSlabs, ListBased, MultiList,
+#                 DeviceMalloc): the operator experiment up to 16384
 #                 workers (the paper's range) and the spread experiment, into
 #                 $OUT/figures.jsonl (log bench_figures.log), plots and report
 #                 in $OUT/figures (~2-3 min)
@@ -217,7 +218,7 @@ for stage in "${stages[@]}"; do
       say "== Figures 3 and 4 of [Steinberger2012]: operator and spread experiments, all allocators of the paper"
       rm -f "$OUT/figures.jsonl"
       fig_bench=build-gpu/heap/bench/suite/manyalloc_heap_bench_cuda
-      fig_allocs=scatter,slabs,lists,mp-lists,baseline
+      fig_allocs=scatter,xmalloc,slabs,lists,mp-lists,baseline
       fig_cmd="manyalloc_heap_bench_cuda operator --max-workers 16384 --budget 6 --allocators $fig_allocs; "
       fig_cmd+="manyalloc_heap_bench_cuda spread --allocators $fig_allocs"
       timeout 240 "$fig_bench" operator --max-workers 16384 --budget 6 --allocators "$fig_allocs" \
@@ -268,7 +269,7 @@ for stage in "${stages[@]}"; do
       rc=$?
       # Growth without CUDA's malloc (filling the pool with frames through it
       # alone outlasts the stage) and with 1, 4 and 16 species.
-      timeout 240 "$pic" --experiments growth --budget-s 15 --allocators HeapBuffer,Scatter,SizeClassSlabs,SizeClassSlabs+Reuse \
+      timeout 240 "$pic" --experiments growth --budget-s 15 --allocators HeapBuffer,Scatter,SizeClassSlabs \
         --growth-species 1,4,16 --out "$OUT/pic_growth.jsonl" >> "$OUT/bench_pic.log" 2>&1 || rc=1
       say "pic: exit $rc, $((SECONDS - t0)) s"
       grep -E "^(steps|growth) .*(median|max population|NOT|skipped)" "$OUT/bench_pic.log" | tee -a "$LOG"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -484,17 +485,20 @@ TEST(SlabUsableShare, ARequestTakesALargerClassWhenThePoolRunsOut) {
 }
 
 // C6 (issue 18: a particle-in-cell code's frames outlive their neighbours
-// on a page): with ReuseFreedChunksConfig, once the pool has no free page, a
-// request takes a freed chunk of a partly used slab of its class. Workers
-// fill the heap, free every other chunk (so no page empties), and allocate
-// again: every freed chunk comes back, none of them overlaps a live one, and
-// the live chunks keep their contents. Before C6 not one freed chunk could
-// be allocated again, which the default configuration still shows.
+// on a page): once the pool has no free page, a request of a class of at
+// least Config::reuse_freed_chunks_from_bytes (every class with
+// ReuseFreedChunksConfig, 4 KiB and more by default) takes a freed chunk of
+// a partly used slab of its class. Workers fill the heap, free every other
+// chunk (so no page empties), and allocate again: every freed chunk comes
+// back, none of them overlaps a live one, and the live chunks keep their
+// contents. Without C6 not one freed chunk can be allocated again, which
+// the default configuration's classes below 4 KiB show.
 using ReuseHeap = SlabsHeap<HostRunner, CreationPolicies::ReuseFreedChunksConfig>;
 
 template <class Heap = ReuseHeap, class Fill>
 void expect_freed_chunks_reused(std::size_t bytes, unsigned workers, Fill fill) {
-  constexpr bool reuse = Heap::CreationPolicy::Properties::reuse_freed_chunks;
+  // `bytes` is a class size here.
+  const bool reuse = bytes >= Heap::CreationPolicy::Properties::reuse_freed_chunks_from_bytes;
   Heap heap(std::size_t{8} << 20);
   const auto handle = heap.handle();
   std::vector<std::vector<void*>> got(workers);
@@ -547,13 +551,48 @@ TEST(SlabReuse, AFullPoolHandsOutTheFreedChunksOfPartlyUsedSlabs) {
   }
 }
 
-TEST(SlabReuse, TheDefaultConfigurationReusesAChunkOnlyOnceItsPageIsFree) {
-  static_assert(!CreationPolicies::SizeClassSlabsConfig::reuse_freed_chunks);
-  expect_freed_chunks_reused<EmulatedHeap>(1024, 4, [&](const auto& handle, std::vector<std::vector<void*>>& got) {
-    HostRunner::run(4, [&](const acc::HostThread& a, std::uint32_t w) {
-      while (void* p = handle.alloc(a, 1024)) got[w].push_back(p);
+TEST(SlabReuse, TheDefaultConfigurationReusesTheFreedChunksOfClassesFromFourKiBOn) {
+  static_assert(CreationPolicies::SizeClassSlabsConfig::reuse_freed_chunks_from_bytes == 4096);
+  for (std::size_t bytes : {1024, 2048, 4096, 8192}) {
+    expect_freed_chunks_reused<EmulatedHeap>(bytes, 4, [&](const auto& handle, std::vector<std::vector<void*>>& got) {
+      HostRunner::run(4, [&](const acc::HostThread& a, std::uint32_t w) {
+        while (void* p = handle.alloc(a, bytes)) got[w].push_back(p);
+      });
     });
-  });
+  }
+}
+
+// A page keeps the C6 hint its last slab of a class with C6 left (S1 keeps
+// stale entries) when it becomes a slab of a class without C6. A search
+// must drop such hints, or every later search of a full pool would visit
+// those pages again.
+TEST(SlabReuse, ASearchDropsTheHintsOfPagesOfClassesWithoutReuse) {
+  EmulatedHeap heap(std::size_t{4} << 20);
+  const auto handle = heap.handle();
+  const acc::HostThread a;
+  const auto& l = heap.creation().layout();
+  auto hinted_pages = [&] {
+    std::uint32_t n = 0;
+    for (std::uint32_t w = 0; w < l.words; ++w) n += std::popcount(l.partial[w]);
+    return n;
+  };
+  std::vector<void*> big;
+  while (void* p = handle.alloc(a, 8192)) big.push_back(p);
+  for (std::size_t i = 0; i < big.size(); i += 2) handle.dealloc(a, big[i]);
+  ASSERT_GT(hinted_pages(), 10u) << "frees of every other 8 KiB chunk leave their slabs partly used";
+  for (std::size_t i = 1; i < big.size(); i += 2) handle.dealloc(a, big[i]);
+  heap.creation().release_open_segments<acc::HostThreads>();
+  ASSERT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
+  std::vector<void*> small;
+  while (void* p = handle.alloc(a, 1024)) small.push_back(p);
+  for (std::size_t i = 0; i < small.size(); i += 2) handle.dealloc(a, small[i]);
+  EXPECT_EQ(handle.alloc(a, 8192), nullptr) << "the pool holds 1 KiB slabs only";
+  EXPECT_EQ(hinted_pages(), 0u) << "the search dropped the stale hints on the 1 KiB slabs";
+  for (std::size_t i = 1; i < small.size(); i += 2) handle.dealloc(a, small[i]);
+  heap.creation().release_open_segments<acc::HostThreads>();
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.pages_in_use, 0u);
+  EXPECT_EQ(st.misuse_reports, 0u);
 }
 
 // The same with emulated warps, whose groups of 8 KiB requests take slabs

@@ -34,9 +34,6 @@ struct ScatterName {
 struct SlabsName {
   static constexpr const char* value = "SizeClassSlabs";
 };
-struct SlabsReuseName {
-  static constexpr const char* value = "SizeClassSlabs+Reuse";
-};
 
 template <class Pool>
 struct Heaps {
@@ -46,13 +43,12 @@ struct Heaps {
   template <std::uint32_t N>
   using HeapBuffer = With<CreationPolicies::HeapBuffer<SplitFor<N>>>;
   using Scatter = With<CreationPolicies::Scatter<FramePages>>;
+  // Frames (8 KiB by default) are of a class whose freed chunks of partly
+  // used pages are reused once the pool is full (slabs/invariants.hpp C6).
   using Slabs = With<CreationPolicies::SizeClassSlabs<>>;
-  // Freed frames of partly used pages reused once the pool is full (C6).
-  using SlabsReuse = With<CreationPolicies::SizeClassSlabs<CreationPolicies::ReuseFreedChunksConfig>>;
   // Our policies that share one pool among all species, in the order of the
   // records; a new creation policy is one more Entry here.
-  using shared_pool =
-      std::tuple<Entry<Scatter, ScatterName>, Entry<Slabs, SlabsName>, Entry<SlabsReuse, SlabsReuseName>>;
+  using shared_pool = std::tuple<Entry<Scatter, ScatterName>, Entry<Slabs, SlabsName>>;
   // The splits built: the species counts of Figure 5.6's measured points.
   using heap_buffer_splits = std::integer_sequence<std::uint32_t, 1, 2, 4, 8, 16>;
 };

@@ -74,7 +74,7 @@ inline const char* usage() {
          "and counts them all (conserved every step, or the record says verified=false).\n"
          "  --experiments steps,growth   steps: time per step (Figures 5.3-5.5);\n"
          "                               growth: largest population of one species (Figure 5.6)\n"
-         "  --allocators A,B             HeapBuffer, Scatter, SizeClassSlabs, SizeClassSlabs+Reuse,\n"
+         "  --allocators A,B             HeapBuffer, Scatter, SizeClassSlabs,\n"
          "                               DeviceMalloc|HostMalloc\n"
          "  --heap-mb N --cells N --species N --per-list N --steps N --move F --convert F\n"
          "  --shift-period N --budget-s S --frame-bytes N\n"

@@ -69,7 +69,7 @@ def read_env(path):
 
 
 def short(alloc):
-    """'Scatter ps=4096', 'Scatter ps=4096 reset', 'DeviceMalloc', ..."""
+    """'Scatter ps=4096', 'Scatter ps=4096 reset', 'XMalloc (Scatter ps=4096)', 'DeviceMalloc', ..."""
     first = alloc.split(" ")[0]
     if first.startswith("CreationPolicy="):
         first = first[len("CreationPolicy="):]
@@ -78,6 +78,8 @@ def short(alloc):
         name = f"Scatter ps={ps}"
         if "resetfreedpages=true" in first:
             name += " reset"
+        if "DistributionPolicy=XMallocSIMD" in alloc:
+            name = f"XMalloc ({name})"
         return name
     if first.startswith("Reference"):
         return "contiguous array"
@@ -717,8 +719,9 @@ def report_figures(recs, env, args, made):
     md.append("Figures 3 and 4 of [Steinberger2012] (keys in docs/REFERENCES.md) reproduced on one device: "
               "ScatterAlloc (our `Scatter`), the paper's two list-based allocators of its section 4 "
               "(`ListBased`, the \"size list\", and `MultiList`, the \"mp lists\"), CUDA's `malloc` "
-              "(`DeviceMalloc`; `HostMalloc` on host threads) and our `SizeClassSlabs`. XMalloc, the paper's "
-              "fifth allocator, is not part of this comparison.\n")
+              "(`DeviceMalloc`; `HostMalloc` on host threads), XMalloc ([Huang2010]: our `Scatter` with the "
+              "`XMallocSIMD` distribution policy, which combines the small requests of a warp into one chunk, "
+              "as XMalloc's SIMD-level coalescing does) and our `SizeClassSlabs`.\n")
     md.extend(environment_section(args, env, recs, device))
     bad = [r for r in recs if not r.get("verified", False)]
     md.append("## Verification\n")
@@ -790,6 +793,9 @@ def report_figures(recs, env, args, made):
                  "the paper's code is not available): one lock per list synchronises its pointers, and a freed "
                  "segment merges with both free neighbours (the paper names the successor), see "
                  "heap/include/manyalloc/heap/detail/lists/invariants.hpp. MultiList has one list per multiprocessor.")
+    notes.append("XMalloc is represented by its SIMD-level coalescing on top of our Scatter (the paper measured "
+                 "XMalloc's own code, whose buffers and free lists we do not reimplement): it shows what combining "
+                 "a warp's requests into one chunk buys and costs against the other allocators.")
     notes.append("Cycles are measured around each call inside the kernel and include waiting for locks, for the "
                  "warp's other lanes and for memory, as in the paper.")
     md += [f"- {g}" for g in dict.fromkeys(notes)]

@@ -46,10 +46,10 @@ inline std::vector<std::string> parse_names(const std::string& s) {
   std::stringstream in(s);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (item != "scatter" && item != "scatter-tuned" && item != "slabs" && item != "lists" && item != "mp-lists" &&
-        item != "baseline" && item != "all")
+    if (item != "scatter" && item != "scatter-tuned" && item != "xmalloc" && item != "slabs" && item != "lists" &&
+        item != "mp-lists" && item != "baseline" && item != "all")
       throw std::invalid_argument("unknown allocator '" + item +
-                                  "' (scatter, scatter-tuned, slabs, lists, mp-lists, baseline, all)");
+                                  "' (scatter, scatter-tuned, xmalloc, slabs, lists, mp-lists, baseline, all)");
     v.push_back(item);
   }
   return v;
@@ -57,8 +57,9 @@ inline std::vector<std::string> parse_names(const std::string& s) {
 
 inline const char* usage() {
   return "usage: manyalloc_heap_bench_{cuda,host} EXPERIMENT [options]\n"
-         "Runs each allocator configuration (Scatter, a tuned Scatter, SizeClassSlabs, the\n"
-         "list-based ListBased and MultiList of [Steinberger2012] section 4, and the baseline:\n"
+         "Runs each allocator configuration (Scatter, a tuned Scatter, XMalloc as Scatter with\n"
+         "XMallocSIMD, SizeClassSlabs, the list-based ListBased and MultiList of\n"
+         "[Steinberger2012] section 4, and the baseline:\n"
          "CUDA device malloc on the GPU, the C library's malloc on the host) side by side\n"
          "in one process; every run is verified (chunks marked and read back, no two live\n"
          "chunks overlap). JSON Lines go to --out (appended); progress goes to stderr.\n"
@@ -90,8 +91,9 @@ inline const char* usage() {
          "  --heap-mb M        heap size for throughput/fragmentation/temporal/large/slots\n"
          "  --max-workers N    operator: largest N_worker (default: full occupancy)\n"
          "  --steps S          operator/temporal: measured kernel steps\n"
-         "  --allocators L     subset of scatter,scatter-tuned,slabs,lists,mp-lists,baseline,\n"
-         "                     or all (default: all but the list baselines lists, mp-lists)\n"
+         "  --allocators L     subset of scatter,scatter-tuned,xmalloc,slabs,lists,mp-lists,\n"
+         "                     baseline, or all (default: all but the paper's baselines\n"
+         "                     xmalloc, lists, mp-lists)\n"
          "  --out FILE         JSON Lines output, appended (default heap_bench.jsonl)\n";
 }
 

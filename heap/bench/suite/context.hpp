@@ -2,8 +2,8 @@
 // set of allocator configurations to run side by side.
 //
 // A platform P (main_cuda.cu, main_host.cpp) provides:
-//   Runner, Scatter, ScatterTuned, Slabs, Lists,
-//   MultiLists, Baseline                           types
+//   Runner, Scatter, ScatterTuned, XMalloc, Slabs,
+//   Lists, MultiLists, Baseline                    types
 //   gpu, baseline_bounded                          constexpr bool
 //   full_occupancy(), default_threads()            concurrent workers
 //   memory_cap()                                   bytes the heaps may take
@@ -92,34 +92,38 @@ class AllocatorSet {
       : baseline_("baseline", baseline, baseline_bytes), enabled_(enabled) {}
 
   // f(source) for each enabled configuration: Scatter, the tuned Scatter,
-  // SizeClassSlabs, the list-based baselines of [Steinberger2012] section 4
-  // (one list, one list per processor), the baseline.
+  // XMalloc (Scatter with XMallocSIMD), SizeClassSlabs, the list-based
+  // baselines of [Steinberger2012] section 4 (one list, one list per
+  // processor), the baseline.
   template <class F>
   void for_each(F&& f) {
     if (on(scatter_.name)) f(scatter_);
     if (on(tuned_.name)) f(tuned_);
+    if (on(xmalloc_.name)) f(xmalloc_);
     if (on(slabs_.name)) f(slabs_);
     if (on(lists_.name)) f(lists_);
     if (on(multi_lists_.name)) f(multi_lists_);
     if (on(baseline_.name)) f(baseline_);
   }
   std::size_t count() const {
-    return static_cast<std::size_t>(on(scatter_.name)) + on(tuned_.name) + on(slabs_.name) + on(lists_.name) +
-           on(multi_lists_.name) + on(baseline_.name);
+    return static_cast<std::size_t>(on(scatter_.name)) + on(tuned_.name) + on(xmalloc_.name) + on(slabs_.name) +
+           on(lists_.name) + on(multi_lists_.name) + on(baseline_.name);
   }
 
  private:
-  // Without --allocators the list baselines are left out: a list serves one
-  // request at a time, so at full occupancy they alone would take longer
-  // than every other configuration together (scripts/gpu_run.sh `figures`
-  // names them; `--allocators all` takes every configuration).
+  // Without --allocators the paper's baselines are left out: a list serves
+  // one request at a time, so at full occupancy they alone would take longer
+  // than every other configuration together, and XMalloc is Scatter with
+  // another distribution policy (scripts/gpu_run.sh `figures` names them;
+  // `--allocators all` takes every configuration).
   bool on(const std::string& n) const {
-    if (enabled_.empty()) return n != lists_.name && n != multi_lists_.name;
+    if (enabled_.empty()) return n != lists_.name && n != multi_lists_.name && n != xmalloc_.name;
     return std::find(enabled_.begin(), enabled_.end(), "all") != enabled_.end() ||
            std::find(enabled_.begin(), enabled_.end(), n) != enabled_.end();
   }
   FreshHeap<typename P::Scatter> scatter_{"scatter"};
   FreshHeap<typename P::ScatterTuned> tuned_{"scatter-tuned"};
+  FreshHeap<typename P::XMalloc> xmalloc_{"xmalloc"};
   FreshHeap<typename P::Slabs> slabs_{"slabs"};
   FreshHeap<typename P::Lists> lists_{"lists"};
   FreshHeap<typename P::MultiLists> multi_lists_{"mp-lists"};

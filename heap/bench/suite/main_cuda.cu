@@ -1,4 +1,4 @@
-// Heap benchmark on a CUDA GPU: Scatter (default and tuned), SizeClassSlabs and
+// Heap benchmark on a CUDA GPU: Scatter (default and tuned), XMalloc, SizeClassSlabs and
 // the list-based baselines ListBased and MultiList against CUDA's device
 // malloc. Cycles are clock64() SM cycles.
 #include <algorithm>
@@ -12,8 +12,8 @@ namespace ma = manyalloc;
 struct TunedHeap : ma::heap::CreationPolicies::ScatterHeapConfig {
   static constexpr bool resetfreedpages = true;
 };
-template <class Creation>
-using CudaHeap = ma::heap::Allocator<Creation, ma::heap::DistributionPolicies::NoOp, ma::heap::OOMPolicies::ReturnNull,
+template <class Creation, class Distribution = ma::heap::DistributionPolicies::NoOp>
+using CudaHeap = ma::heap::Allocator<Creation, Distribution, ma::heap::OOMPolicies::ReturnNull,
                                ma::heap::ReservePoolPolicies::CudaMalloc, ma::heap::AlignmentPolicies::Shrink<16>>;
 
 cudaDeviceProp& props() {
@@ -31,6 +31,9 @@ struct CudaPlatform {
   using Runner = ma::heap::testing::CudaRunner;
   using Scatter = CudaHeap<ma::heap::CreationPolicies::Scatter<>>;
   using ScatterTuned = CudaHeap<ma::heap::CreationPolicies::Scatter<TunedHeap>>;
+  // XMalloc of [Steinberger2012]'s comparison: Scatter with the SIMD
+  // coalescing of XMalloc ([Huang2010]) as its distribution policy.
+  using XMalloc = CudaHeap<ma::heap::CreationPolicies::Scatter<>, ma::heap::DistributionPolicies::XMallocSIMD<>>;
   using Slabs = CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>;
   using Lists = CudaHeap<ma::heap::CreationPolicies::ListBased<>>;
   using MultiLists = CudaHeap<ma::heap::CreationPolicies::MultiList<>>;

@@ -1,4 +1,4 @@
-// Heap benchmark on host threads: Scatter (default and tuned), SizeClassSlabs
+// Heap benchmark on host threads: Scatter (default and tuned), XMalloc, SizeClassSlabs
 // and the list-based baselines ListBased and MultiList against the C library's
 // malloc. Cycles are rdtsc ticks (steady_clock ns off x86-64).
 #include <algorithm>
@@ -13,14 +13,17 @@ namespace ma = manyalloc;
 struct TunedHeap : ma::heap::CreationPolicies::ScatterHeapConfig {
   static constexpr bool resetfreedpages = true;
 };
-template <class Creation>
-using HostHeap = ma::heap::Allocator<Creation, ma::heap::DistributionPolicies::NoOp, ma::heap::OOMPolicies::ReturnNull,
+template <class Creation, class Distribution = ma::heap::DistributionPolicies::NoOp>
+using HostHeap = ma::heap::Allocator<Creation, Distribution, ma::heap::OOMPolicies::ReturnNull,
                                ma::heap::ReservePoolPolicies::HostPool, ma::heap::AlignmentPolicies::Shrink<16>>;
 
 struct HostPlatform {
   using Runner = ma::heap::testing::HostRunner;
   using Scatter = HostHeap<ma::heap::CreationPolicies::Scatter<>>;
   using ScatterTuned = HostHeap<ma::heap::CreationPolicies::Scatter<TunedHeap>>;
+  // XMalloc of [Steinberger2012]'s comparison: Scatter with the SIMD
+  // coalescing of XMalloc ([Huang2010]) as its distribution policy.
+  using XMalloc = HostHeap<ma::heap::CreationPolicies::Scatter<>, ma::heap::DistributionPolicies::XMallocSIMD<>>;
   using Slabs = HostHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>;
   using Lists = HostHeap<ma::heap::CreationPolicies::ListBased<>>;
   using MultiLists = HostHeap<ma::heap::CreationPolicies::MultiList<>>;

@@ -29,7 +29,7 @@
 
 namespace manyalloc::heap::bench {
 
-// "Scatter ps=4096", "Scatter ps=4096 reset", "DeviceMalloc", ...
+// "Scatter ps=4096", "Scatter ps=4096 reset", "XMalloc (Scatter ps=4096)", "DeviceMalloc", ...
 inline std::string short_name(const std::string& allocator) {
   std::string s = allocator.substr(0, allocator.find(' '));
   const std::string prefix = "CreationPolicy=";
@@ -38,6 +38,7 @@ inline std::string short_name(const std::string& allocator) {
     const auto ps = s.find("pagesize=");
     std::string out = "Scatter ps=" + s.substr(ps + 9, s.find(',', ps) - ps - 9);
     if (s.find("resetfreedpages=true") != std::string::npos) out += " reset";
+    if (allocator.find("DistributionPolicy=XMallocSIMD") != std::string::npos) out = "XMalloc (" + out + ")";
     return out;
   }
   if (s.rfind("SizeClassSlabs[", 0) == 0) return "SizeClassSlabs";

@@ -219,14 +219,21 @@ void install_here(const DeviceHandles* h) {
 const bool registered_here = (detail::installers().push_back(&install_here), true);
 }  // namespace
 
+// The entry points copy the handle they use out of constant memory into a
+// local first: called through the reference, the policy code re-reads its
+// fields from constant memory wherever it uses them, which takes more
+// registers than a kernel that got its handle as an argument (and so may
+// leave fewer warps resident per multiprocessor).
 __device__ inline void* uniform_malloc(std::size_t bytes) {
   if (!installed) return ::malloc(bytes);
-  return handles().uniform.alloc(acc::CudaThread{}, bytes);
+  const UniformHeap::Handle heap = handles().uniform;
+  return heap.alloc(acc::CudaThread{}, bytes);
 }
 
 __device__ inline void* dynamic_malloc(std::size_t bytes) {
   if (!installed) return ::malloc(bytes);
-  return handles().dynamic.alloc(acc::CudaThread{}, bytes);
+  const DynamicHeap::Handle heap = handles().dynamic;
+  return heap.alloc(acc::CudaThread{}, bytes);
 }
 
 __device__ inline void* malloc_uniform_if(std::size_t bytes, bool uniform) {
@@ -241,8 +248,14 @@ __device__ inline void free(void* ptr) {
   if (ptr == nullptr) return;
   if (installed) {
     const DeviceHandles& h = handles();
-    if (h.uniform_pool.holds(ptr)) return h.uniform.dealloc(acc::CudaThread{}, ptr);
-    if (h.dynamic_pool.holds(ptr)) return h.dynamic.dealloc(acc::CudaThread{}, ptr);
+    if (h.uniform_pool.holds(ptr)) {
+      const UniformHeap::Handle heap = h.uniform;
+      return heap.dealloc(acc::CudaThread{}, ptr);
+    }
+    if (h.dynamic_pool.holds(ptr)) {
+      const DynamicHeap::Handle heap = h.dynamic;
+      return heap.dealloc(acc::CudaThread{}, ptr);
+    }
   }
   ::free(ptr);
 }

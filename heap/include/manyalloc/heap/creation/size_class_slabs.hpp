@@ -8,9 +8,10 @@
 //    sizes cost what single sizes cost.
 //  - A pool that runs out keeps its started pages usable: open segments
 //    shrink to their current page, and a request takes a chunk of a larger
-//    class when its own has none (slabs/invariants.hpp C5); with
-//    Config::reuse_freed_chunks it first takes a freed chunk of a partly
-//    used slab of its class (C6).
+//    class when its own has none (slabs/invariants.hpp C5); a request of a
+//    class of at least Config::reuse_freed_chunks_from_bytes (4 KiB by
+//    default) first takes a freed chunk of a partly used slab of its class
+//    (C6).
 //  - A slab is one page of one class, or the few pages a warp's group of
 //    large requests takes whole; pages come from one page pool and go back
 //    to it when their slab's last chunk is freed, so memory moves between
@@ -160,7 +161,7 @@ class SizeClassSlabs {
     std::uint64_t in_segments = 0;
     for (std::uint64_t w : slots) in_segments += segment_room(cls, w);
     std::uint64_t freed = 0;  // C6's chunks
-    if constexpr (Config::reuse_freed_chunks) {
+    if (Slots::reuses(cls)) {
       std::vector<heap::detail::slabs::SlabPage> pages(h.page_count);
       Backend::copy_to_host(pages.data(), h.pages, pages.size() * sizeof(pages[0]));
       for (const auto& e : pages) freed += freed_chunks(cls, e.cls, e.used, e.run);
@@ -254,7 +255,7 @@ class SizeClassSlabs {
     std::uint64_t in_segments = 0;
     for (std::uint32_t s = 0; s < h.shards; ++s) in_segments += segment_room(cls, acc.load64(h.slot(cls, s)));
     std::uint64_t freed_all = 0;  // C6's chunks
-    if constexpr (Config::reuse_freed_chunks) {
+    if (Slots::reuses(cls)) {
       std::uint64_t freed = 0;
       const std::uint64_t pages = h.page_count;
       for (std::uint64_t p = pages * rank / lanes; p < pages * (rank + 1) / lanes; ++p) {
@@ -328,7 +329,7 @@ class SizeClassSlabs {
       done += e.count;
     }
     if (mine == nullptr) {  // slow path: the pool ran out of pages, or other shards were busy
-      if (Slots::reuse && dry)
+      if (Slots::reuses(cls) && dry)
         mine = Slots::from_freed_chunks(acc, layout_, cls, Slots::hash_start(layout_, acc.warp_id(), cls));
       std::uint32_t from = cls;
       if (mine == nullptr) mine = Slots::from_larger_class(acc, layout_, from);
@@ -462,7 +463,7 @@ class SizeClassSlabs {
         const std::uint32_t before = count_freed(acc, slab, freed);
         if (before == freed) {
           Slots::retire(acc, h, at.page, run);
-        } else if (Slots::reuse && before == chunks) {
+        } else if (Slots::reuses(at.cls) && before == chunks) {
           Slots::mark_partial(acc, h, at.page);
         }
       }

@@ -42,15 +42,21 @@ struct SizeClassSlabsConfig {
   // another worker may reuse the chunk in that kernel. Writes made in an
   // earlier kernel are ordered by the kernel boundary either way.
   static constexpr bool ordered_frees = true;
-  // true: once the pool has no free page, a request takes a freed chunk of a
-  // partly used slab of its class (slabs/invariants.hpp C6), so a heap that
-  // runs full with chunks of mixed lifetimes (a particle-in-cell code's
-  // frames) keeps using the chunks freed beside long-lived ones. The price:
-  // a refill writes the chunk bits of its whole segment (S3), which the
-  // waiters of its slot wait for, so allocs of classes that come from
-  // segments are slower (heap/README.md has the figures).
-  // false: a freed chunk is reused once all chunks of its page are free.
-  static constexpr bool reuse_freed_chunks = false;
+  // Size classes of chunks of at least this many bytes reuse freed chunks:
+  // once the pool has no free page, a request of such a class takes a freed
+  // chunk of a partly used slab of its class (slabs/invariants.hpp C6), so a
+  // heap that runs full with chunks of mixed lifetimes (a particle-in-cell
+  // code's frames) keeps using the chunks freed beside long-lived ones.
+  // Smaller classes reuse a freed chunk once all chunks of its page are free.
+  // The price of C6 for a class: a refill of its slots writes the chunk bits
+  // of its whole segment (S3), which the waiters of its slot wait for. From
+  // 4 KiB on that is one store per page of few chunks, and a full warp takes
+  // whole pages without a refill; below, the refills of small classes are on
+  // the path of every alloc, and a long-lived chunk strands a smaller share
+  // of its page (heap/README.md has the figures).
+  // 0: every class; never_reuse: no class.
+  static constexpr std::uint32_t reuse_freed_chunks_from_bytes = 4096;
+  static constexpr std::uint32_t never_reuse = 0xffffffffu;
 };
 
 // 32 classes per doubling: for heaps that must hold as many requested bytes
@@ -59,10 +65,11 @@ struct FineSizeClassesConfig : SizeClassSlabsConfig {
   static constexpr std::uint32_t classes_per_doubling = 32;
 };
 
-// Reuse of the freed chunks of partly used slabs when the pool runs full
-// (reuse_freed_chunks above): for long runs at full occupancy.
+// Reuse of the freed chunks of partly used slabs of every class when the
+// pool runs full (reuse_freed_chunks_from_bytes above): for long runs at full
+// occupancy with small chunks of mixed lifetimes.
 struct ReuseFreedChunksConfig : SizeClassSlabsConfig {
-  static constexpr bool reuse_freed_chunks = true;
+  static constexpr std::uint32_t reuse_freed_chunks_from_bytes = 0;
 };
 
 // Frees without the memory barrier (ordered_frees above): for programs that
@@ -79,7 +86,7 @@ concept SizeClassSlabsConfiguration = requires {
   { C::segment_chunks } -> std::convertible_to<std::uint32_t>;
   { C::classes_per_doubling } -> std::convertible_to<std::uint32_t>;
   { C::ordered_frees } -> std::convertible_to<bool>;
-  { C::reuse_freed_chunks } -> std::convertible_to<bool>;
+  { C::reuse_freed_chunks_from_bytes } -> std::convertible_to<std::uint32_t>;
 } && is_power_of_two(C::slab_bytes) && (C::slab_bytes >= 4096) && (C::slab_bytes <= (1u << 22)) &&
     is_power_of_two(C::max_shards) && (C::max_shards >= 1) && (C::max_shards <= 1024) &&
     (C::segment_chunks >= 1) && is_power_of_two(C::classes_per_doubling) && (C::classes_per_doubling >= 2) &&

@@ -2,15 +2,16 @@
 // elected lane per group of same-class lanes (the leader) calls gather()
 // for the whole group and gets up to `max_extents` extents: runs of
 // consecutive chunk indices of one segment, whose chunk bits are set (S3:
-// by the claim, or with Config::reuse_freed_chunks by the refill that
-// opened the segment). Order of the sources:
+// by the claim, or for a class with C6 by the refill that opened the
+// segment). Order of the sources:
 //   1. whole private pages, when the group needs at least a page of chunks
 //      (a warp of 32 lanes asking for 4 KiB takes two fresh pages itself);
 //   2. its shard's slot: one 64-bit atomic add claims chunks (C1); the
 //      unique claim that crosses the segment's end refills the slot (C2);
 //   3. when no page is left: the other shards' segments of the class;
-//   4. (each lane still without a chunk, from_freed_chunks, with
-//      Config::reuse_freed_chunks) a freed chunk of a slab of its class (C6);
+//   4. (each lane still without a chunk, from_freed_chunks, for classes of
+//      at least Config::reuse_freed_chunks_from_bytes) a freed chunk of a
+//      slab of its class (C6);
 //   5. (from_larger_class) a chunk of a larger class.
 #pragma once
 
@@ -42,7 +43,6 @@ struct Extent {
 template <class Config>
 struct ClassSlots {
   static constexpr std::uint32_t slab_bytes = Config::slab_bytes;
-  static constexpr bool reuse = Config::reuse_freed_chunks;  // C6
   static constexpr std::uint32_t max_extents = 6;
   // Hint words (32 words of the page bitmap each) a refill reads looking
   // for an empty word before it settles for a shorter segment.
@@ -58,6 +58,13 @@ struct ClassSlots {
                 "(lower segment_chunks or slab_bytes)");
 
   MANYALLOC_FN static std::uint32_t class_bytes(std::uint32_t cls) { return Classes::bytes(cls); }
+
+  // C6 serves the classes from this one on (Config::reuse_freed_chunks_from_bytes).
+  static constexpr std::uint32_t first_reuse_class =
+      Config::reuse_freed_chunks_from_bytes <= class_granule                      ? 0u
+      : Config::reuse_freed_chunks_from_bytes > Classes::bytes(class_count - 1u) ? class_count
+                                                                                 : Classes::of(Config::reuse_freed_chunks_from_bytes);
+  MANYALLOC_FN static constexpr bool reuses(std::uint32_t cls) { return cls >= first_reuse_class; }
 
   MANYALLOC_FN static std::uint32_t per_page(std::uint32_t cls) { return slab_bytes / class_bytes(cls); }
 
@@ -85,11 +92,11 @@ struct ClassSlots {
   }
 
   // Marks the chunks of segment extent `e` allocated (S3; a slab per page):
-  // one atomic OR per bitmap word. Without C6 only: with it the refill has
-  // set them all.
+  // one atomic OR per bitmap word. For classes without C6 only: for the
+  // others the refill has set them all.
   template <class Acc>
   MANYALLOC_FN static void set_bits(const Acc& acc, const SlabLayout& h, std::uint32_t cls, const Extent& e) {
-    if constexpr (reuse) return;
+    if (reuses(cls)) return;
     for_each_bit_word(h, per_page(cls), e.base, e.start, e.start + e.count,
                       [&](std::uint32_t* word, std::uint32_t mask) { acc.atomic_or(word, mask); });
   }
@@ -120,7 +127,7 @@ struct ClassSlots {
     const bool one = shape == SlabShape::one_slab;
     const std::uint32_t n = per_page(cls);
     for (std::uint32_t p = first; p < first + k; ++p) {
-      if (reuse && !one) {
+      if (reuses(cls) && !one) {
         for (std::uint32_t w = 0; w * 32u < n; w += 4u) {
           auto* four = reinterpret_cast<std::uint64_t*>(h.chunk_word(p, n, w * 32u));
           // Word w of a page of n chunks, all set: the bits of word w that name chunks.
@@ -320,12 +327,12 @@ struct ClassSlots {
       std::uint32_t dropped = 0;
       for (std::uint32_t p = keep ? at + 1u : at; p < pages; ++p) {
         const std::uint32_t drop = p == at ? left_in_page : n;
-        if constexpr (reuse) clear_bits(acc, h, n, base + p, n - drop, n);
+        if (reuses(cls)) clear_bits(acc, h, n, base + p, n - drop, n);
         acc.fence();
         const std::uint32_t before = acc.atomic_sub(&h.pages[base + p].used, drop);
         if (before == drop) {
           retire(acc, h, base + p);
-        } else if (reuse && before == n) {
+        } else if (reuses(cls) && before == n) {
           mark_partial(acc, h, base + p);
         }
         dropped += drop;
@@ -350,10 +357,11 @@ struct ClassSlots {
   }
 
   // Chunks of the slab whose first page's entry is `e`, read beside a state
-  // of class c + 1 (0 when c is no class: a free or large page).
+  // of class c + 1, when that class has C6 (0 for other pages: free, large,
+  // or a slab of a class without C6, whose hint a search may clear).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t chunks_of(const Acc& acc, const SlabPage& e, std::uint32_t c) {
-    if (c == 0u || c > class_count) return 0u;
+    if (c == 0u || c > class_count || !reuses(c - 1u)) return 0u;
     return acc.load(&e.run) * per_page(c - 1u);
   }
 

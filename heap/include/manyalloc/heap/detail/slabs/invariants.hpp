@@ -72,9 +72,9 @@
 //  S3 A chunk's bit among its slab's chunk bits is set from before its
 //     pointer is handed to a worker until its free clears it, so a second
 //     free of a chunk finds it clear, and a retired slab's bits are all zero.
-//     Without C6 (Config::reuse_freed_chunks false) the claim sets it, so a
-//     free of a chunk never handed out finds it clear too. With C6 the
-//     claim of the slab's pages sets them all (init_pages), so a chunk a
+//     For a class without C6 the claim sets it, so a free of a chunk never
+//     handed out finds it clear too. For a class with C6 the claim of the
+//     slab's pages sets them all (init_pages), so a chunk a
 //     cursor has not reached yet is set as well, and the end of its segment
 //     clears it; a reuse sets it again. So in a live slab a clear bit is a
 //     free chunk; bits are cleared before `used` is lowered and set after it
@@ -116,19 +116,21 @@
 //     pages after it go back to the pool), and a request that finds nothing
 //     of its class takes a chunk of a larger class. A chunk's class is that
 //     of its page (S2), so a free never needs to know which class was asked.
-//  C6 (Config::reuse_freed_chunks) A request whose group found no chunk of
-//     its class in C1-C3 because its slot's refill found no free page takes
-//     a freed chunk of a live slab of its class: it raises the slab's `used`
-//     by one with a CAS on the state word (S0) that keeps the class and
-//     requires 0 < used < chunks, then sets one clear bit (S3 says there is
-//     one). The slab cannot retire or change shape while
-//     the reservation holds `used` above 0. Such slabs are found through the
-//     `partial` hints (one bit per page, a word per 32 pages): the free, or
-//     the end of a segment, that lowers a slab's `used` from its chunk count
-//     sets its first page's bit after the update; a search that finds a bit
-//     on a page that is no slab with free chunks clears it, then re-reads the
-//     state and sets it again if a free came in between. So every slab with
-//     free chunks has its bit set once the frees in flight have finished.
+//  C6 (for the classes of at least Config::reuse_freed_chunks_from_bytes;
+//     the others take no part in it) A request whose group found no chunk
+//     of its class in C1-C3 because its slot's refill found no free page
+//     takes a freed chunk of a live slab of its class: it raises the slab's
+//     `used` by one with a CAS on the state word (S0) that keeps the class
+//     and requires 0 < used < chunks, then sets one clear bit (S3 says there
+//     is one). The slab cannot retire or change shape while the reservation
+//     holds `used` above 0. Such slabs are found through the `partial`
+//     hints (one bit per page, a word per 32 pages): the free, or the end of
+//     a segment, that lowers a slab's `used` from its chunk count sets its
+//     first page's bit after the update; a search that finds a bit on a page
+//     that is no slab with free chunks of a class with C6 clears it, then
+//     re-reads the state and sets it again if a free came in between. So
+//     every slab with free chunks has its bit set once the frees in flight
+//     have finished.
 //     C6 needs S3's bits set at the claim of the pages: were they set by the
 //     claims of chunks, a claim whose bit update is still in flight (its
 //     warp stalled after the slot's add) would leave a handed-out chunk
