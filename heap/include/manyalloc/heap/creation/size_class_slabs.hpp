@@ -329,10 +329,15 @@ class SizeClassSlabs {
       done += e.count;
     }
     if (mine == nullptr) {  // slow path: the pool ran out of pages, or other shards were busy
-      if (Slots::reuses(cls) && dry)
-        mine = Slots::from_freed_chunks(acc, layout_, cls, Slots::hash_start(layout_, acc.warp_id(), cls));
+      // C6 first when the group's own refill found the pool without a free
+      // page; for any other lane left without a chunk (its group ran out of
+      // room for extents, or its slot was busy) only before it fails.
+      const bool reuse = Slots::reuses(cls);
+      const std::uint32_t start = Slots::hash_start(layout_, acc.warp_id(), cls);
+      if (reuse && dry) mine = Slots::from_freed_chunks(acc, layout_, cls, start);
       std::uint32_t from = cls;
       if (mine == nullptr) mine = Slots::from_larger_class(acc, layout_, from);
+      if (mine == nullptr && reuse && !dry) mine = Slots::from_freed_chunks(acc, layout_, cls, start);
     }
     return mine;
   }

@@ -10,9 +10,10 @@
 //      unique claim that crosses the segment's end refills the slot (C2);
 //   3. when no page is left: the other shards' segments of the class;
 //   4. (each lane still without a chunk, from_freed_chunks, for classes of
-//      at least Config::reuse_freed_chunks_from_bytes) a freed chunk of a
-//      slab of its class (C6);
-//   5. (from_larger_class) a chunk of a larger class.
+//      at least Config::reuse_freed_chunks_from_bytes, when its group's
+//      refill found no free page) a freed chunk of a slab of its class (C6);
+//   5. (from_larger_class) a chunk of a larger class;
+//   6. (lanes of those classes that skipped 4) from_freed_chunks.
 #pragma once
 
 #include <cstdint>

@@ -122,8 +122,10 @@
 //     takes a freed chunk of a live slab of its class: it raises the slab's
 //     `used` by one with a CAS on the state word (S0) that keeps the class
 //     and requires 0 < used < chunks, then sets one clear bit (S3 says there
-//     is one). The slab cannot retire or change shape while the reservation
-//     holds `used` above 0. Such slabs are found through the `partial`
+//     is one). Any other request of such a class that found no chunk, not
+//     even of a larger class (C5), does the same before it fails. The slab
+//     cannot retire or change shape while the reservation holds `used`
+//     above 0. Such slabs are found through the `partial`
 //     hints (one bit per page, a word per 32 pages): the free, or the end of
 //     a segment, that lowers a slab's `used` from its chunk count sets its
 //     first page's bit after the update; a search that finds a bit on a page
