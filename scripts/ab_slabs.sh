@@ -4,6 +4,8 @@
 # the working tree, heap bench `throughput` alternately (base, new, base,
 # new), plus the working tree's heap GPU tests. Output under $OUT.
 #   scripts/ab_slabs.sh [threads...]   (default 131072 1048576)
+# Environment: AB_SIZES (default 16,64,256,1024,4096,8192,mixed), AB_ROUNDS
+# (alternating rounds, default 2), AB_TESTS=0 (skip the GPU tests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -29,7 +31,7 @@ if [[ ${AB_TESTS:-1} == 1 ]]; then
   timeout 240 build-ab-new/heap/tests/manyalloc_heap_gpu_tests > "$OUT/gpu_tests.log" 2>&1
   echo "gpu tests: exit $? $(grep -E '^\[  (PASSED|FAILED)  \]' "$OUT/gpu_tests.log" | tr '\n' ' ')"
 fi
-for round in 1 2; do
+for ((round = 1; round <= ${AB_ROUNDS:-2}; ++round)); do
   for v in base new; do
     b=build-ab-$v/heap/bench/manyalloc_heap_bench_cuda
     [[ -x $b ]] || b=$(find build-ab-$v -name manyalloc_heap_bench_cuda -type f | head -1)

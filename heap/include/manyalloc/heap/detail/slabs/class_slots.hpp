@@ -8,7 +8,8 @@
 //      (a warp of 32 lanes asking for 4 KiB takes two fresh pages itself);
 //   2. its shard's slot: one 64-bit atomic add claims chunks (C1); the
 //      unique claim that crosses the segment's end refills the slot (C2);
-//   3. when no page is left: the other shards' segments of the class;
+//   3. when no page is left: the other shards' segments of the class that
+//      still hand out chunks;
 //   4. (each lane still without a chunk, from_freed_chunks, for classes of
 //      at least Config::reuse_freed_chunks_from_bytes, when its group's
 //      refill found no free page) a freed chunk of a slab of its class (C6);
@@ -527,9 +528,24 @@ struct ClassSlots {
     const SlotResult own = g.room(2) ? from_slot(acc, h, cls, shard, true, g) : SlotResult::busy;
     if (own == SlotResult::served) return;
     g.dry = own == SlotResult::dry;
-    // No page left for a new segment: what other shards' segments still hold.
-    for (std::uint32_t i = 1; i < h.shards && g.need != 0u && g.room(2); ++i) {
-      from_slot(acc, h, cls, (shard + i) & (h.shards - 1u), false, g);
+    // No page left for a new segment: what other shards' segments still
+    // hold. Slots that hand out nothing are skipped (read in batches of
+    // independent loads): a claim on an empty slot would make this group its
+    // refiller, and in a full pool every refill is a search that finds no
+    // page followed by a shrink of every segment (C5).
+    constexpr std::uint32_t batch = 16;
+    const std::uint32_t last = h.shards - 1u;  // a power of two minus one
+    for (std::uint32_t first = 1; first < h.shards && g.need != 0u && g.room(2); first += batch) {
+      std::uint64_t words[batch];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t i = 0; i < batch; ++i)
+        words[i] = first + i < h.shards ? acc.load64(h.slot(cls, (shard + first + i) & last)) : 0u;
+      for (std::uint32_t i = 0; i < batch && g.need != 0u && g.room(2); ++i) {
+        if (words[i] != 0u && hands_out_chunks(cls, words[i]))
+          from_slot(acc, h, cls, (shard + first + i) & last, false, g);
+      }
     }
   }
 };
