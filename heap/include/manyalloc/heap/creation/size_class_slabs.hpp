@@ -333,9 +333,7 @@ class SizeClassSlabs {
       // page; for any other lane left without a chunk (its group ran out of
       // room for extents, or its slot was busy) only before it fails.
       const bool reuse = Slots::reuses(cls);
-      // Lanes start their searches at different words of hints, so that a
-      // warp's lanes do not all contend for the first slab they find.
-      const std::uint32_t start = Slots::hash_start(layout_, acc.warp_id() * 32u + lane, cls);
+      const std::uint32_t start = Slots::hash_start(layout_, acc.warp_id(), cls);
       if (reuse && dry) mine = Slots::from_freed_chunks(acc, layout_, cls, start);
       std::uint32_t from = cls;
       if (mine == nullptr) mine = Slots::from_larger_class(acc, layout_, from);

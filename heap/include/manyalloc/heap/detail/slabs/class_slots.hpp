@@ -343,42 +343,17 @@ struct ClassSlots {
     }
   }
 
-  // Calls f(c, s) for the slots of classes from `first_class` on whose
-  // segments still hand out chunks, in order, until f returns true (then
-  // returns true). The slots are read in batches of independent loads: the
-  // callers (C5) run while the pool is full, when most slots hand out
-  // nothing, and a refill's waiters wait for them.
-  template <class Acc, class F>
-  MANYALLOC_FN static bool for_each_open_slot(const Acc& acc, const SlabLayout& h, std::uint32_t first_class, F f) {
-    constexpr std::uint32_t batch = 16;
-    const std::uint32_t total = class_count * h.shards;  // slot(c, s) is slots[c * shards + s]
-    for (std::uint32_t first = first_class * h.shards; first < total; first += batch) {
-      std::uint64_t words[batch];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (std::uint32_t i = 0; i < batch; ++i) words[i] = first + i < total ? acc.load64(h.slots + first + i) : 0u;
-      for (std::uint32_t i = 0; i < batch; ++i) {
-        const std::uint32_t c = (first + i) / h.shards;
-        if (words[i] != 0u && hands_out_chunks(c, words[i]) && f(c, (first + i) & (h.shards - 1u))) return true;
-      }
-    }
-    return false;
-  }
-
   // Whether slot word `w` of class `cls` names a segment with chunks left.
   MANYALLOC_FN static bool hands_out_chunks(std::uint32_t cls, std::uint64_t w) {
     const SlotWord s = SlotWord::decode(w);
     return s.base_plus_one != 0u && s.cursor < (per_page(cls) << s.log_pages);
   }
 
-  // C5's shrink of every open segment (end_segment reads its slot again).
   template <class Acc>
   MANYALLOC_FN static void shrink_all_segments(const Acc& acc, const SlabLayout& h) {
-    for_each_open_slot(acc, h, 0u, [&](std::uint32_t c, std::uint32_t s) {
-      end_segment(acc, h, c, s, SegmentEnd::shrink);
-      return false;
-    });
+    for (std::uint32_t c = 0; c < class_count; ++c) {
+      for (std::uint32_t s = 0; s < h.shards; ++s) end_segment(acc, h, c, s, SegmentEnd::shrink);
+    }
   }
 
   // ---- C6: freed chunks of live slabs ---------------------------------------
@@ -470,22 +445,13 @@ struct ClassSlots {
   template <class Acc>
   MANYALLOC_FN static std::byte* from_freed_chunks(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
                                                    std::uint32_t start) {
-    // Hint words are read in batches of independent loads: most are zero.
-    constexpr std::uint32_t batch = 16;
-    const std::uint32_t w0 = start % h.words;
-    auto word_at = [&](std::uint32_t k) { return w0 + k < h.words ? w0 + k : w0 + k - h.words; };
-    for (std::uint32_t seen = 0; seen < h.words; seen += batch) {
-      std::uint32_t hints[batch];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (std::uint32_t i = 0; i < batch; ++i) hints[i] = seen + i < h.words ? acc.load(&h.partial[word_at(seen + i)]) : 0u;
-      for (std::uint32_t i = 0; i < batch; ++i) {
-        for (std::uint32_t hint = hints[i]; hint != 0u; hint &= hint - 1u) {
-          std::byte* p = take_freed_chunk(acc, h, cls, word_at(seen + i) * 32u + bits::find_first_set(hint) - 1u);
-          if (p != nullptr) return p;
-        }
+    std::uint32_t w = start % h.words;
+    for (std::uint32_t seen = 0; seen < h.words; ++seen) {
+      for (std::uint32_t hint = acc.load(&h.partial[w]); hint != 0u; hint &= hint - 1u) {
+        std::byte* p = take_freed_chunk(acc, h, cls, w * 32u + bits::find_first_set(hint) - 1u);
+        if (p != nullptr) return p;
       }
+      w = w + 1u < h.words ? w + 1u : 0u;
     }
     return nullptr;
   }
@@ -497,16 +463,20 @@ struct ClassSlots {
   // class it came from.
   template <class Acc>
   MANYALLOC_FN static std::byte* from_larger_class(const Acc& acc, const SlabLayout& h, std::uint32_t& cls) {
-    std::byte* got = nullptr;
-    for_each_open_slot(acc, h, cls + 1u, [&](std::uint32_t c, std::uint32_t s) {
-      Gathered g;
-      g.need = 1;
-      if (from_slot(acc, h, c, s, false, g) != SlotResult::served || g.count != 1u) return false;
-      cls = c;
-      got = address(h, c, g.extents[0], 0);
-      return true;
-    });
-    return got;
+    for (std::uint32_t c = cls + 1u; c < class_count; ++c) {
+      const std::uint32_t n = per_page(c);
+      for (std::uint32_t s = 0; s < h.shards; ++s) {
+        const SlotWord seen = SlotWord::decode(acc.load64(h.slot(c, s)));
+        if (seen.base_plus_one == 0u || seen.cursor >= (n << seen.log_pages)) continue;
+        Gathered g;
+        g.need = 1;
+        if (from_slot(acc, h, c, s, false, g) == SlotResult::served && g.count == 1u) {
+          cls = c;
+          return address(h, c, g.extents[0], 0);
+        }
+      }
+    }
+    return nullptr;
   }
 
   // S2: a slab whose chunks have all come back returns its `run` pages to
@@ -529,23 +499,13 @@ struct ClassSlots {
     if (own == SlotResult::served) return;
     g.dry = own == SlotResult::dry;
     // No page left for a new segment: what other shards' segments still
-    // hold. Slots that hand out nothing are skipped (read in batches of
-    // independent loads): a claim on an empty slot would make this group its
-    // refiller, and in a full pool every refill is a search that finds no
-    // page followed by a shrink of every segment (C5).
-    constexpr std::uint32_t batch = 16;
-    const std::uint32_t last = h.shards - 1u;  // a power of two minus one
-    for (std::uint32_t first = 1; first < h.shards && g.need != 0u && g.room(2); first += batch) {
-      std::uint64_t words[batch];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (std::uint32_t i = 0; i < batch; ++i)
-        words[i] = first + i < h.shards ? acc.load64(h.slot(cls, (shard + first + i) & last)) : 0u;
-      for (std::uint32_t i = 0; i < batch && g.need != 0u && g.room(2); ++i) {
-        if (words[i] != 0u && hands_out_chunks(cls, words[i]))
-          from_slot(acc, h, cls, (shard + first + i) & last, false, g);
-      }
+    // hold. Slots that hand out nothing are skipped: a claim on an empty
+    // slot would make this group its refiller, and in a full pool every
+    // refill is a search that finds no page followed by a shrink of every
+    // segment (C5).
+    for (std::uint32_t i = 1; i < h.shards && g.need != 0u && g.room(2); ++i) {
+      const std::uint32_t s = (shard + i) & (h.shards - 1u);
+      if (hands_out_chunks(cls, acc.load64(h.slot(cls, s)))) from_slot(acc, h, cls, s, false, g);
     }
   }
 };
