@@ -551,15 +551,31 @@ TEST(SlabReuse, AFullPoolHandsOutTheFreedChunksOfPartlyUsedSlabs) {
   }
 }
 
-TEST(SlabReuse, TheDefaultConfigurationReusesTheFreedChunksOfClassesFromFourKiBOn) {
-  static_assert(CreationPolicies::SizeClassSlabsConfig::reuse_freed_chunks_from_bytes == 4096);
-  for (std::size_t bytes : {1024, 2048, 4096, 8192}) {
-    expect_freed_chunks_reused<EmulatedHeap>(bytes, 4, [&](const auto& handle, std::vector<std::vector<void*>>& got) {
-      HostRunner::run(4, [&](const acc::HostThread& a, std::uint32_t w) {
+// `workers` threads fill the heap; with one, consecutive chunks of a page
+// alternate between kept and freed, so no page empties even with two chunks
+// per page.
+template <class Heap>
+void expect_reuse_from(std::initializer_list<std::size_t> sizes, unsigned workers = 4) {
+  for (std::size_t bytes : sizes) {
+    expect_freed_chunks_reused<Heap>(bytes, workers, [&](const auto& handle, std::vector<std::vector<void*>>& got) {
+      HostRunner::run(workers, [&](const acc::HostThread& a, std::uint32_t w) {
         while (void* p = handle.alloc(a, bytes)) got[w].push_back(p);
       });
     });
   }
+}
+
+TEST(SlabReuse, TheDefaultConfigurationReusesTheFreedChunksOfClassesFromFourKiBOn) {
+  static_assert(CreationPolicies::SizeClassSlabsConfig::reuse_freed_chunks_from_bytes == 4096);
+  expect_reuse_from<EmulatedHeap>({1024, 2048, 4096, 8192});
+}
+
+struct NeverReuseConfig : CreationPolicies::SizeClassSlabsConfig {
+  static constexpr std::uint32_t reuse_freed_chunks_from_bytes = never_reuse;
+};
+
+TEST(SlabReuse, NeverReuseTurnsItOffForEveryClass) {
+  expect_reuse_from<SlabsHeap<HostRunner, NeverReuseConfig>>({16, 1024, 8192, 32768}, 1);
 }
 
 // A page keeps the C6 hint its last slab of a class with C6 left (S1 keeps
