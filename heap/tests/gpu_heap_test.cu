@@ -113,9 +113,10 @@ struct ReuseProbe {
 }  // namespace
 
 // Issue 18 (C6, ReuseFreedChunksConfig): a full heap hands out the freed
-// chunks of partly used slabs. Twice as many workers as the heap has chunks fill it, the odd ones
-// free theirs (no page empties) and ask again: every freed chunk is taken
-// again, and no tag of a live chunk changes. Before C6 these requests failed.
+// chunks of partly used slabs. Twice as many workers as the heap has chunks
+// fill it, the odd ones free theirs (no page empties) and ask again: every
+// freed chunk is taken again, and no tag of a live chunk changes. Before C6
+// these requests failed.
 TEST(CudaSlabs, AFullPoolHandsOutTheFreedChunksOfPartlyUsedSlabs) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
   for (std::size_t bytes : {64, 1024, 8192}) {

@@ -35,7 +35,7 @@ except ImportError:  # the report still has every table
 
 BASELINES = ("DeviceMalloc", "HostMalloc", "DeviceMalloc (peers bench)")
 PEERS = ("Gallatin", "Ouroboros", "Ouroboros-C", "mallocMC")
-ORDER = ["HeapBuffer", "Scatter", "SizeClassSlabs", "SizeClassSlabs+Reuse", "DeviceMalloc", "HostMalloc", "Gallatin", "Ouroboros",
+ORDER = ["HeapBuffer", "Scatter", "SizeClassSlabs", "DeviceMalloc", "HostMalloc", "Gallatin", "Ouroboros",
          "Ouroboros-C", "mallocMC"]
 # Our bar: a heap shared by all species lets one grow into nearly all of it
 # whatever their number ([Eckert2014] 5.2.2), less the lists' own frames.

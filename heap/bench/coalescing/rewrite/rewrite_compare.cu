@@ -254,9 +254,9 @@ void unit(const Options& o, const std::vector<Variant>& variants, std::uint32_t 
     const auto n = static_cast<std::uint32_t>(n64);
     for (bool quadratic : {false, true}) {
       std::vector<Tally> tallies(variants.size());
-      // Short launches get more runs: at 25 floats a launch pair takes about
-      // 0.2 ms and single runs spread by 10% either way, more than the
-      // difference this benchmark looks for.
+      // Short launches get more runs: the spread of single runs of the
+      // smallest workloads is larger than the difference this benchmark
+      // looks for (docs/results/heap/coalescing_rewrite/README.md).
       const int runs = n >= 400u ? o.runs : static_cast<int>(std::uint64_t{400} * o.runs / n);
       for (int r = 0; r < runs + 1; ++r) {  // run 0 warms up
         for (std::size_t k = 0; k < variants.size(); ++k) {

@@ -159,7 +159,7 @@ class SizeClassSlabs {
     std::vector<std::uint64_t> slots(h.shards);
     Backend::copy_to_host(slots.data(), h.slot(cls, 0), slots.size() * sizeof(std::uint64_t));
     std::uint64_t in_segments = 0;
-    for (std::uint64_t w : slots) in_segments += segment_room(cls, w);
+    for (std::uint64_t w : slots) in_segments += Slots::segment_room(cls, w);
     std::uint64_t freed = 0;  // C6's chunks
     if (Slots::reuses(cls)) {
       std::vector<heap::detail::slabs::SlabPage> pages(h.page_count);
@@ -253,7 +253,9 @@ class SizeClassSlabs {
     if (k != 0) return heap::detail::slabs::finish_runs(all, k);
     const std::uint32_t cls = Classes::of(static_cast<std::uint32_t>(slot));
     std::uint64_t in_segments = 0;
-    for (std::uint32_t s = 0; s < h.shards; ++s) in_segments += segment_room(cls, acc.load64(h.slot(cls, s)));
+    for (std::uint32_t s = 0; s < h.shards; ++s) {
+      in_segments += Slots::segment_room(cls, acc.load64(h.slot(cls, s)));
+    }
     std::uint64_t freed_all = 0;  // C6's chunks
     if (Slots::reuses(cls)) {
       std::uint64_t freed = 0;
@@ -285,13 +287,6 @@ class SizeClassSlabs {
     if (c != cls + 1u || used == 0u) return 0;
     const std::uint64_t chunks = std::uint64_t{run} * Slots::per_page(cls);
     return used < chunks ? chunks - used : 0u;
-  }
-
-  MANYALLOC_FN static std::uint64_t segment_room(std::uint32_t cls, std::uint64_t word) {
-    const auto s = heap::detail::slabs::SlotWord::decode(word);
-    if (s.base_plus_one == 0u) return 0;
-    const std::uint32_t end = Slots::per_page(cls) << s.log_pages;
-    return s.cursor < end ? end - s.cursor : 0u;
   }
 
   // Fast path. The lanes asking for the same class form a group

@@ -62,10 +62,11 @@ struct ClassSlots {
   MANYALLOC_FN static std::uint32_t class_bytes(std::uint32_t cls) { return Classes::bytes(cls); }
 
   // C6 serves the classes from this one on (Config::reuse_freed_chunks_from_bytes).
+  static constexpr std::uint32_t reuse_from = Config::reuse_freed_chunks_from_bytes;
   static constexpr std::uint32_t first_reuse_class =
-      Config::reuse_freed_chunks_from_bytes <= class_granule                      ? 0u
-      : Config::reuse_freed_chunks_from_bytes > Classes::bytes(class_count - 1u) ? class_count
-                                                                                 : Classes::of(Config::reuse_freed_chunks_from_bytes);
+      reuse_from <= class_granule                      ? 0u
+      : reuse_from > Classes::bytes(class_count - 1u) ? class_count
+                                                       : Classes::of(reuse_from);
   MANYALLOC_FN static constexpr bool reuses(std::uint32_t cls) { return cls >= first_reuse_class; }
 
   MANYALLOC_FN static std::uint32_t per_page(std::uint32_t cls) { return slab_bytes / class_bytes(cls); }
@@ -231,9 +232,7 @@ struct ClassSlots {
       init_pages(acc, h, cls, page, 1u << log, SlabShape::page_each);
       const std::uint32_t end = n << log;
       const std::uint32_t take = g.need < end ? g.need : end;
-      const Extent e{page, 0u, take};
-      set_bits(acc, h, cls, e);
-      g.add(e);
+      take_extent(acc, h, cls, Extent{page, 0u, take}, g);
       next.log_pages = log;
       next.base_plus_one = page + 1u;
       next.cursor = take;
@@ -241,6 +240,14 @@ struct ClassSlots {
     acc.fence();
     acc.atomic_exch64(slot, next.encode());
     return page != no_page;
+  }
+
+  // A claimed extent of a segment goes to the group with its chunk bits set.
+  template <class Acc>
+  MANYALLOC_FN static void take_extent(const Acc& acc, const SlabLayout& h, std::uint32_t cls, const Extent& e,
+                                       Gathered& g) {
+    set_bits(acc, h, cls, e);
+    g.add(e);
   }
 
   enum class SlotResult { served, dry, busy };
@@ -261,9 +268,7 @@ struct ClassSlots {
       if (seen.cursor <= end) {
         const std::uint32_t have = end - seen.cursor;
         if (have != 0u) {
-          const Extent e{seen.base_plus_one - 1u, seen.cursor, have < g.need ? have : g.need};
-          set_bits(acc, h, cls, e);
-          g.add(e);
+          take_extent(acc, h, cls, Extent{seen.base_plus_one - 1u, seen.cursor, have < g.need ? have : g.need}, g);
         }
         if (g.need == 0u) return SlotResult::served;
         // We crossed the end: ours alone to refill (C2).
@@ -343,10 +348,13 @@ struct ClassSlots {
     }
   }
 
-  // Whether slot word `w` of class `cls` names a segment with chunks left.
-  MANYALLOC_FN static bool hands_out_chunks(std::uint32_t cls, std::uint64_t w) {
+  // Chunks that slot word `w` of class `cls` still hands out (0: no segment,
+  // or its cursor has passed the end).
+  MANYALLOC_FN static std::uint32_t segment_room(std::uint32_t cls, std::uint64_t w) {
     const SlotWord s = SlotWord::decode(w);
-    return s.base_plus_one != 0u && s.cursor < (per_page(cls) << s.log_pages);
+    if (s.base_plus_one == 0u) return 0u;
+    const std::uint32_t end = per_page(cls) << s.log_pages;
+    return s.cursor < end ? end - s.cursor : 0u;
   }
 
   template <class Acc>
@@ -464,10 +472,8 @@ struct ClassSlots {
   template <class Acc>
   MANYALLOC_FN static std::byte* from_larger_class(const Acc& acc, const SlabLayout& h, std::uint32_t& cls) {
     for (std::uint32_t c = cls + 1u; c < class_count; ++c) {
-      const std::uint32_t n = per_page(c);
       for (std::uint32_t s = 0; s < h.shards; ++s) {
-        const SlotWord seen = SlotWord::decode(acc.load64(h.slot(c, s)));
-        if (seen.base_plus_one == 0u || seen.cursor >= (n << seen.log_pages)) continue;
+        if (segment_room(c, acc.load64(h.slot(c, s))) == 0u) continue;
         Gathered g;
         g.need = 1;
         if (from_slot(acc, h, c, s, false, g) == SlotResult::served && g.count == 1u) {
@@ -505,7 +511,7 @@ struct ClassSlots {
     // segment (C5).
     for (std::uint32_t i = 1; i < h.shards && g.need != 0u && g.room(2); ++i) {
       const std::uint32_t s = (shard + i) & (h.shards - 1u);
-      if (hands_out_chunks(cls, acc.load64(h.slot(cls, s)))) from_slot(acc, h, cls, s, false, g);
+      if (segment_room(cls, acc.load64(h.slot(cls, s))) != 0u) from_slot(acc, h, cls, s, false, g);
     }
   }
 };
