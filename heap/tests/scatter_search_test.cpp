@@ -5,12 +5,15 @@
 // their memory operations where a test bounds the work of a search.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <vector>
 
 #include "generic/test_heaps.hpp"
+#include "manyalloc_support/emulated_warp.hpp"
 #include "manyalloc_support/host_runner.hpp"
 
 namespace manyalloc::heap::testing {
@@ -25,6 +28,10 @@ struct PlayedLane : acc::HostThread {
   std::uint64_t* ops = nullptr;  // memory operations, when not null
 
   unsigned lane_id() const { return lane; }
+  // A warp of one lane: collectives name this lane alone.
+  std::uint32_t active_mask() const { return 1u << lane; }
+  std::uint32_t ballot(std::uint32_t, bool pred) const { return pred ? 1u << lane : 0u; }
+  std::uint32_t match_any(std::uint32_t, std::uint32_t) const { return 1u << lane; }
   unsigned warp_id() const { return warp; }
   unsigned processor_id() const { return processor; }
   std::uint32_t load(const std::uint32_t* p) const { return count(), HostThread::load(p); }
@@ -262,6 +269,133 @@ TEST_F(BlockTest, FreeOnAFullPageMakesItsLowerBlockActive) {
   EXPECT_EQ(active(), 1u) << "the page was not full";
   scatter.destroy(lane, low);
   EXPECT_EQ(active(), 0u);
+}
+
+
+// A lane of an emulated warp whose atomics are counted.
+// A lane of an emulated warp that counts its atomics (on words in [from, to)
+// when `from` is given).
+struct CountedLane : acc::EmulatedThread {
+  CountedLane(const acc::EmulatedThread& a, std::atomic<std::uint64_t>* n, const std::uint32_t* from = nullptr,
+              const std::uint32_t* to = nullptr)
+      : acc::EmulatedThread(a), atomics(n), from(from), to(to) {}
+  std::atomic<std::uint64_t>* atomics;
+  const std::uint32_t *from, *to;
+  std::uint32_t* count(std::uint32_t* p) const {
+    if (from == nullptr || (p >= from && p < to)) ++*atomics;
+    return p;
+  }
+  std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const { return EmulatedThread::atomic_add(count(p), v); }
+  std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { return EmulatedThread::atomic_sub(count(p), v); }
+  std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const {
+    return EmulatedThread::atomic_sub_release(count(p), v);
+  }
+  std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return EmulatedThread::atomic_or(count(p), v); }
+  std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return EmulatedThread::atomic_and(count(p), v); }
+  std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {
+    return EmulatedThread::atomic_cas(count(p), e, d);
+  }
+};
+
+class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapConfig> {
+ protected:
+  // 32 chunks of 16 bytes taken one after the other: the first segment of one page.
+  std::vector<void*> one_segment() {
+    const acc::HostThread host;
+    std::vector<void*> chunks(32);
+    for (auto& c : chunks) c = scatter.create(host, 16);
+    for (auto* c : chunks) {
+      EXPECT_EQ(page_of(c), page_of(chunks[0]));
+      EXPECT_LT(static_cast<std::byte*>(c) - static_cast<std::byte*>(chunks[0]), 32 * 16);
+    }
+    return chunks;
+  }
+  // Every lane of one emulated warp frees chunks[lane]; returns the atomics
+  // spent (on words in [from, to) when `from` is given).
+  std::uint64_t free_in_one_warp(const std::vector<void*>& chunks, const std::uint32_t* from = nullptr,
+                                 const std::uint32_t* to = nullptr) {
+    std::atomic<std::uint64_t> atomics{0};
+    acc::EmulatedGrid grid;
+    grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
+      scatter.destroy(CountedLane(a, &atomics, from, to), chunks[t]);
+    });
+    return atomics.load();
+  }
+};
+
+// The lanes of a warp freeing chunks of one bit-field word share one atomic
+// on the word and one on the page's fill (one per lane each before), plus
+// the segment's full mark.
+TEST_F(ScatterFreeTest, AWarpsFreesOfOneBitFieldWordCostOneAtomicEach) {
+  const std::size_t before = heap.getAvailableSlots(16);
+  const std::vector<void*> chunks = one_segment();
+  const std::uint32_t page = page_of(chunks[0]);
+  ASSERT_EQ(entry(page).fill, 32u);
+  EXPECT_LE(free_in_one_warp(chunks), 3u);
+  EXPECT_EQ(entry(page).fill, 0u);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  // Pages keep their split (no resetfreedpages): every chunk is free again.
+  std::uint64_t reserved = 0, marked = 0;
+  for (std::uint32_t p = 0; p < h.page_count; ++p) reserved += entry(p).fill;
+  for (std::uint32_t r = 0; r < h.page_count / rs; ++r) marked += bits::popcount(h.regions[r]);
+  EXPECT_EQ(reserved, 0u);
+  EXPECT_EQ(marked, 0u) << "pages with room marked full";
+}
+
+// Two lanes of one group freeing the same chunk: one frees it, the other is
+// reported, and the count stays right.
+TEST_F(ScatterFreeTest, TwoLanesFreeingOneChunkFreeItOnce) {
+  std::vector<void*> chunks = one_segment();
+  const std::uint32_t page = page_of(chunks[0]);
+  void* kept = chunks[7];
+  chunks[7] = chunks[6];
+  free_in_one_warp(chunks);
+  EXPECT_EQ(entry(page).fill, 1u);
+  const auto st = scatter.statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 1u);
+  EXPECT_EQ(st.last_misuse, Misuse::double_free);
+  scatter.destroy(acc::HostThread{}, kept);
+  EXPECT_EQ(entry(page).fill, 0u);
+  // Freed once more later: its bit is clear, so it is reported and nothing changes.
+  scatter.destroy(acc::HostThread{}, kept);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 2u);
+  EXPECT_EQ(entry(page).fill, 0u);
+}
+
+
+// Emulated warps allocating and freeing chunks of random sizes in one
+// launch (the peers benchmark's churn): the lanes of a warp reach their
+// frees at different times, one by one or in groups, and every chunk is
+// found again.
+TEST_F(ScatterFreeTest, EmulatedWarpsChurnRandomSizes) {
+  const auto handle = heap.handle();
+  std::atomic<std::uint64_t> fails{0}, bad{0};
+  acc::EmulatedGrid grid;
+  grid.run(2, 64, [&](const acc::EmulatedThread& a, unsigned t) {
+    std::uint32_t x = t * 2654435761u + 12345u;
+    for (int round = 0; round < 300; ++round) {
+      x = x * 1664525u + 1013904223u;
+      const std::size_t bytes = 16 + (x >> 8) % 1009;
+      void* p = handle.alloc(a, bytes);
+      if (p == nullptr) {
+        ++fails;
+      } else {
+        *static_cast<volatile std::uint32_t*>(p) = x;
+        if (round % 3 == static_cast<int>(t % 3)) std::this_thread::yield();
+        if (*static_cast<volatile std::uint32_t*>(p) != x) ++bad;
+      }
+      handle.dealloc(a, p);
+    }
+  });
+  EXPECT_EQ(fails.load(), 0u);
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  // Pages keep their split (no resetfreedpages): every chunk is free again.
+  std::uint64_t reserved = 0, marked = 0;
+  for (std::uint32_t p = 0; p < h.page_count; ++p) reserved += entry(p).fill;
+  for (std::uint32_t r = 0; r < h.page_count / rs; ++r) marked += bits::popcount(h.regions[r]);
+  EXPECT_EQ(reserved, 0u);
+  EXPECT_EQ(marked, 0u) << "pages with room marked full";
 }
 
 }  // namespace

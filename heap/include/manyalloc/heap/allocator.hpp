@@ -58,7 +58,10 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     template <class Acc>
     MANYALLOC_FN void dealloc(const Acc& acc, void* ptr) const {
       if (ptr == nullptr && !collective_release<DP>) return;
-      if (void* block = DP::release(acc, ptr)) creation_.destroy(acc, block);
+      // Every lane that gets here calls destroy, with nullptr where the
+      // distribution policy keeps the block: creation policies combine the
+      // frees of a warp, and their lane collectives take every calling lane.
+      creation_.destroy(acc, DP::release(acc, ptr));
     }
 
     // Chunks of `slot` bytes that could still be allocated. All lanes of the

@@ -85,6 +85,9 @@ concept CreationPolicyFor =
       { P::template init_heap<Backend>(p, n) } -> std::same_as<P>;
       P::template finalize_heap<Backend>(cp);
       { cp.create(acc, n) } -> std::same_as<void*>;
+      // destroy(acc, nullptr) frees nothing: the host class calls destroy
+      // from every lane of a dealloc, nullptr where the distribution policy
+      // keeps the block, so that a policy may combine a warp's frees.
       cp.destroy(acc, p);
     };
 

@@ -115,32 +115,56 @@ class Scatter {
     return Multi::alloc(acc, layout_, pages, static_cast<std::uint32_t>(start % layout_.page_count));
   }
 
+  // Frees are combined per warp: the lanes freeing chunks whose bits share
+  // one bit-field word of one page form a group, whose lowest lane clears
+  // their bits and returns their reservations with one atomic each
+  // (PageOps::free_chunks). A lane with nullptr takes part in forming the
+  // groups (so that a distribution policy may pass nullptr from the lanes
+  // that free nothing) and frees nothing. After the groups formed, every
+  // lane collective names the lanes of one group only: a collective over
+  // all the lanes that entered together, after they went different ways,
+  // deadlocked on the GPU when a lane had meanwhile entered the next free.
   template <class Acc>
   MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
-    if (ptr == nullptr) return;
-    Misuse m = Misuse::foreign_pointer;
-    if (layout_.contains(ptr, pagesize)) {
+    const std::uint32_t lanes = acc.active_mask();
+    Misuse m = ptr == nullptr ? Misuse::none : Misuse::foreign_pointer;
+    std::uint32_t page = 0, chunk = 0, in_page = 0, index = 0;
+    bool small = false, multi = false;
+    if (ptr != nullptr && layout_.contains(ptr, pagesize)) {
       const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - layout_.data);
-      const auto page = static_cast<std::uint32_t>(offset / pagesize);
-      const auto in_page = static_cast<std::uint32_t>(offset % pagesize);
-      const std::uint32_t chunk = acc.load(&layout_.pages[page].chunk_size);
+      page = static_cast<std::uint32_t>(offset / pagesize);
+      in_page = static_cast<std::uint32_t>(offset % pagesize);
+      chunk = acc.load(&layout_.pages[page].chunk_size);
       if (chunk == 0u) {
         m = Misuse::double_free;
       } else if (chunk == heap::detail::multi_page) {
-        m = Multi::free(acc, layout_, page, in_page);
+        m = Misuse::none;
+        multi = true;
       } else {
-        // Only a free that makes room on a full page can make a full block
-        // usable again: only those look at the active block (5.4).
-        bool made_room = false;
-        m = Ops::free_chunk(acc, layout_, page, chunk, in_page, &made_room);
-        if (made_room) Search::maybe_activate(acc, layout_, page);
+        index = Ops::chunk_index(chunk, in_page);
+        small = index != page_geometry(chunk).chunks;
+        m = small ? Misuse::none : Misuse::not_a_chunk_start;
       }
     }
-    if (m != Misuse::none) {
-      acc.atomic_add(&layout_.shared->misuse, 1u);
-      acc.store(&layout_.shared->last_misuse, static_cast<std::uint32_t>(m));
-      report_misuse("Scatter::destroy", m, ptr);
+    // One match_any for every lane of `lanes`; lanes without a chunk to free
+    // get a key of their own.
+    const std::uint32_t group =
+        acc.match_any(lanes, small ? free_key(page, chunk, index) : 0x80000000u | acc.lane_id());
+    if (small) {
+      const auto r = Ops::free_chunks(acc, layout_, group_of_word(acc, group, chunk, index), page, chunk, index);
+      m = r.misuse;
+      for (std::uint32_t stale = r.stale; stale != 0u; stale &= stale - 1u) {
+        const std::uint32_t bit = bits::find_first_set(stale) - 1u;
+        const std::uint32_t freed_twice = Ops::bit_word(page_geometry(chunk), index) * 32u + bit;
+        note_misuse(acc, Misuse::double_free, layout_.page_data(page, pagesize) + std::size_t{freed_twice} * chunk);
+      }
+      // Only a free that makes room on a full page can make a full block
+      // usable again: only those look at the active block (5.4).
+      if (r.made_room) Search::maybe_activate(acc, layout_, page);
+    } else if (multi) {
+      m = Multi::free(acc, layout_, page, in_page);
     }
+    if (m != Misuse::none) note_misuse(acc, m, ptr);
   }
 
   MANYALLOC_FN static bool is_oom(const void* ptr, std::size_t bytes) {
@@ -173,6 +197,30 @@ class Scatter {
   }
 
  private:
+  template <class Acc>
+  MANYALLOC_FN void note_misuse(const Acc& acc, Misuse m, const void* ptr) const {
+    acc.atomic_add(&layout_.shared->misuse, 1u);
+    acc.store(&layout_.shared->last_misuse, static_cast<std::uint32_t>(m));
+    report_misuse("Scatter::destroy", m, ptr);
+  }
+
+  MANYALLOC_FN static heap::detail::PageGeometry page_geometry(std::uint32_t chunk) {
+    return heap::detail::page_geometry(pagesize, chunk);
+  }
+
+  // The match_any key of a free: the chunk's bit-field word (page and word)
+  // when every such key fits below bit 31, else its page.
+  MANYALLOC_FN std::uint32_t free_key(std::uint32_t page, std::uint32_t chunk, std::uint32_t index) const {
+    return word_keys() ? page * 32u + Ops::bit_word(page_geometry(chunk), index) : page;
+  }
+  MANYALLOC_FN bool word_keys() const { return layout_.page_count <= (1u << 26); }
+  // The lanes of `group` (one page) whose chunks share one bit-field word.
+  template <class Acc>
+  MANYALLOC_FN std::uint32_t group_of_word(const Acc& acc, std::uint32_t group, std::uint32_t chunk,
+                                           std::uint32_t index) const {
+    return word_keys() ? group : acc.match_any(group, Ops::bit_word(page_geometry(chunk), index));
+  }
+
   MANYALLOC_FN static std::size_t combine(const heap::detail::SlotSummary* parts, std::size_t count,
                                           std::size_t slot) {
     if (slot <= pagesize) {

@@ -209,14 +209,17 @@ class SizeClassSlabs {
   // one word of a slab's chunk bits form a group, whose lowest lane clears
   // all their bits with one atomic and returns them to the slab's count
   // with one more (S2, S3); a slab that becomes empty goes back to the pool
-  // with one atomic on the page bitmap (ClassSlots::retire).
+  // with one atomic on the page bitmap (ClassSlots::retire). A lane with
+  // nullptr takes part in forming the groups (so that a distribution policy
+  // may pass nullptr from the lanes that free nothing) and frees nothing.
   template <class Acc>
     requires acc::MixedWidthAtomics<Acc>
   MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
-    if (ptr == nullptr) return;
     const std::uint32_t mask = acc.active_mask();
-    const Located at = locate(acc, ptr);
-    const std::uint32_t group = acc.match_any(mask, free_key(acc, at));
+    Located at;
+    if (ptr != nullptr) at = locate(acc, ptr);
+    const std::uint32_t group = acc.match_any(mask, ptr != nullptr ? free_key(acc, at) : 0x80000000u | acc.lane_id());
+    if (ptr == nullptr) return;
     Misuse m = at.misuse;
     if (m == Misuse::none) m = at.large ? free_large(acc, at.page) : free_chunk(acc, group, at);
     if (m != Misuse::none) note_misuse(acc, m, ptr);

@@ -35,13 +35,17 @@ struct PageOps {
                                           std::uint32_t chunks) {
     std::uint32_t* word = &h.regions[page / regionsize];
     const std::uint32_t bit = 1u << (page % regionsize);
-    acc.atomic_or(word, bit);
+    const std::uint32_t old = acc.atomic_or(word, bit);
     if (chunks == 0u) return;
-    acc.fence();
-    // A free may have slipped in before our bit became visible: re-check.
-    // (A failed reservation in flight can hide it here; its undoing clears
-    // the bit then, see release_reservation.)
-    if (acc.load(&h.pages[page].fill) < chunks) acc.atomic_and(word, ~bit);
+    // A free may have slipped in before our bit took effect: read `fill`
+    // again, with an atomic issued once the OR's old value is back, i.e.
+    // after the OR took effect (no fence on the way). A free that takes
+    // `fill` below `chunks` clears the bit after its own decrement, so if
+    // our re-read still sees the page full, that clear comes after our OR.
+    // When the bit was set already, its setter's re-check or the clear of a
+    // free since our fill follows our OR. (A failed reservation in flight can hide a
+    // free here; its undoing clears the bit then, see release_reservation.)
+    if ((old & bit) == 0u && acc.atomic_add(&h.pages[page].fill, 0u) < chunks) acc.atomic_and(word, ~bit);
   }
   template <class Acc>
   MANYALLOC_FN static void mark_page_not_full(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
@@ -206,36 +210,88 @@ struct PageOps {
   }
 
   // --- free (6.2) --------------------------------------------------------------
-  // Frees the chunk at byte `offset` of a page split into chunks. Returns
-  // Misuse::none, or what was wrong (nothing is changed then). `made_room`
-  // (when given) is set when the page was full before this free.
+  // The chunk at byte `offset` of a page split into `chunk_size` chunks:
+  // its index, or `chunks` when the offset is not a chunk's start.
+  MANYALLOC_FN static std::uint32_t chunk_index(std::uint32_t chunk_size, std::uint32_t offset) {
+    const PageGeometry g = page_geometry(pagesize, chunk_size);
+    const std::uint32_t index = offset / chunk_size;
+    return index * chunk_size == offset && index < g.chunks ? index : g.chunks;
+  }
+  // The bit-field word that holds chunk `index`'s bit: the table's mask of
+  // a flat page, its segment's in-page word of a hierarchical one.
+  MANYALLOC_FN static std::uint32_t bit_word(const PageGeometry& g, std::uint32_t index) {
+    return g.hierarchical ? index / 32u : 0u;
+  }
+
+  struct FreeResult {
+    Misuse misuse = Misuse::none;  // this lane's chunk was freed by a lower lane of its group too
+    std::uint32_t stale = 0;       // at the group's lowest lane: bits of the word that were already clear
+    bool made_room = false;        // at the group's lowest lane: the page was full before these frees
+  };
+
+  // Frees chunks of one page with one atomic per bit-field word and one on
+  // the page's fill. Called by every lane of `group`, the lanes freeing
+  // chunks `index` (valid, chunk_index) of `page`, split into `chunk_size`
+  // chunks, whose bits share one bit-field word (bit_word). The lowest lane
+  // does the atomics for all: the 32 lanes of a warp freeing 16-byte
+  // chunks cost two atomics, not 64 ([Steinberger2012] 6.2 frees one chunk per call).
+  // A bit already clear (`stale`: a chunk freed twice or never handed out)
+  // is not counted, so nothing changes for it.
+  template <class Acc>
+  MANYALLOC_FN static FreeResult free_chunks(const Acc& acc, const HeapLayout& h, std::uint32_t group,
+                                             std::uint32_t page, std::uint32_t chunk_size, std::uint32_t index) {
+    const PageGeometry g = page_geometry(pagesize, chunk_size);
+    const std::uint32_t word = bit_word(g, index);
+    const std::uint32_t bit = 1u << (g.hierarchical ? index % 32u : index);
+    FreeResult r;
+    std::uint32_t bits = bit;
+    if (group != (1u << acc.lane_id())) {  // a lane alone needs no collective
+      // The barrier orders every lane's writes to its chunk before the lowest
+      // lane's release of the reservations below, as each lane's own release did.
+      acc.sync_lanes(group);
+      bits = acc.reduce_or(group, bit);
+      // Two lanes freeing one chunk: the lowest of them frees it, the others
+      // free it a second time.
+      if (bits::popcount(bits) != bits::popcount(group)) {
+        const std::uint32_t same = acc.match_any(group, bit);
+        if (acc.lane_id() != bits::find_first_set(same) - 1u) r.misuse = Misuse::double_free;
+      }
+      if (acc.lane_id() != bits::find_first_set(group) - 1u) return r;
+    }
+    PageEntry& e = h.pages[page];
+    std::uint32_t old = 0;
+    if (!g.hierarchical) {
+      old = acc.atomic_and(&e.mask, ~bits);
+    } else {
+      old = acc.atomic_and(segment_word(h, page, word), ~bits);
+      if (old == bits::low_mask(g.chunks_in_segment(word))) acc.atomic_and(&e.mask, ~(1u << word));
+    }
+    r.stale = bits & ~old;
+    const std::uint32_t freed = bits::popcount(old & bits);
+    if (freed == 0u) return r;
+    // The bits must be clear before the reservations are returned (I2): a
+    // release, not a fence.
+    const std::uint32_t before = acc.atomic_sub_release(&e.fill, freed);
+    if (before >= g.chunks && before < page_locked) {
+      mark_page_not_full(acc, h, page);
+      r.made_room = true;
+    }
+    if (Config::resetfreedpages && before == freed) try_reset(acc, h, page);
+    return r;
+  }
+
+  // One worker frees the chunk at byte `offset` of a page split into
+  // chunks. Returns Misuse::none, or what was wrong (nothing is changed
+  // then). `made_room` (when given) is set when the page was full before.
   template <class Acc>
   MANYALLOC_FN static Misuse free_chunk(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                         std::uint32_t chunk_size, std::uint32_t offset,
                                         bool* made_room = nullptr) {
-    PageEntry& e = h.pages[page];
-    const PageGeometry g = page_geometry(pagesize, chunk_size);
-    const std::uint32_t index = offset / chunk_size;
-    if (index * chunk_size != offset || index >= g.chunks) return Misuse::not_a_chunk_start;
-    if (!g.hierarchical) {
-      const std::uint32_t bit = 1u << index;
-      if ((acc.atomic_and(&e.mask, ~bit) & bit) == 0u) return Misuse::double_free;
-    } else {
-      const std::uint32_t segment = index / 32u;
-      const std::uint32_t bit = 1u << (index % 32u);
-      const std::uint32_t old = acc.atomic_and(segment_word(h, page, segment), ~bit);
-      if ((old & bit) == 0u) return Misuse::double_free;
-      if (old == bits::low_mask(g.chunks_in_segment(segment))) acc.atomic_and(&e.mask, ~(1u << segment));
-    }
-    // The bit must be clear before the reservation is returned (I2): a
-    // release, not a fence.
-    const std::uint32_t before = acc.atomic_sub_release(&e.fill, 1u);
-    if (before >= g.chunks && before < page_locked) {
-      mark_page_not_full(acc, h, page);
-      if (made_room != nullptr) *made_room = true;
-    }
-    if (Config::resetfreedpages && before == 1u) try_reset(acc, h, page);
-    return Misuse::none;
+    const std::uint32_t index = chunk_index(chunk_size, offset);
+    if (index == page_geometry(pagesize, chunk_size).chunks) return Misuse::not_a_chunk_start;
+    const FreeResult r = free_chunks(acc, h, 1u << acc.lane_id(), page, chunk_size, index);
+    if (made_room != nullptr) *made_room = r.made_room;
+    return r.stale != 0u ? Misuse::double_free : r.misuse;
   }
 
   // Undoes a reservation that could not be used on a page of `chunks`
