@@ -67,7 +67,14 @@ struct ClassSlots {
       reuse_from <= class_granule                      ? 0u
       : reuse_from > Classes::bytes(class_count - 1u) ? class_count
                                                        : Classes::of(reuse_from);
-  MANYALLOC_FN static constexpr bool reuses(std::uint32_t cls) { return cls >= first_reuse_class; }
+  // (Written without `cls >= 0`, which compilers flag for the every-class configuration.)
+  MANYALLOC_FN static constexpr bool reuses(std::uint32_t cls) {
+    if constexpr (first_reuse_class == 0u) {
+      return true;
+    } else {
+      return cls >= first_reuse_class;
+    }
+  }
 
   MANYALLOC_FN static std::uint32_t per_page(std::uint32_t cls) { return slab_bytes / class_bytes(cls); }
 
