@@ -146,10 +146,16 @@ class Scatter {
         m = small ? Misuse::none : Misuse::not_a_chunk_start;
       }
     }
-    // One match_any for every lane of `lanes`; lanes without a chunk to free
-    // get a key of their own.
+    // One match_any for every lane of `lanes` when at least half a warp came
+    // together (a warp's frees in a loop or a kernel of their own); lanes
+    // that come alone or in few, as frees between searches that end at
+    // different times do, free one by one: forming their groups cost more
+    // than it saved (docs/results/heap/scatter_anomalies.md). Lanes without
+    // a chunk to free get a key of their own.
+    const std::uint32_t alone = 1u << acc.lane_id();
+    const bool together = bits::popcount(lanes) >= Acc::warp_size / 2;
     const std::uint32_t group =
-        acc.match_any(lanes, small ? free_key(page, chunk, index) : 0x80000000u | acc.lane_id());
+        !together ? alone : acc.match_any(lanes, small ? free_key(page, chunk, index) : 0x80000000u | acc.lane_id());
     if (small) {
       const auto r = Ops::free_chunks(acc, layout_, group_of_word(acc, group, chunk, index), page, chunk, index);
       m = r.misuse;
