@@ -373,7 +373,7 @@ TEST_F(ScatterFreeTest, EmulatedWarpsChurnRandomSizes) {
   acc::EmulatedGrid grid;
   grid.run(2, 64, [&](const acc::EmulatedThread& a, unsigned t) {
     std::uint32_t x = t * 2654435761u + 12345u;
-    for (int round = 0; round < 300; ++round) {
+    for (int round = 0; round < 150; ++round) {
       x = x * 1664525u + 1013904223u;
       const std::size_t bytes = 16 + (x >> 8) % 1009;
       void* p = handle.alloc(a, bytes);
