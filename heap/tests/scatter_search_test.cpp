@@ -310,6 +310,15 @@ class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapCo
     }
     return chunks;
   }
+  // Pages keep their split (no resetfreedpages): no chunk is reserved, and
+  // no page is marked full.
+  void expect_every_chunk_free() {
+    std::uint64_t reserved = 0, marked = 0;
+    for (std::uint32_t p = 0; p < h.page_count; ++p) reserved += entry(p).fill;
+    for (std::uint32_t r = 0; r < h.page_count / rs; ++r) marked += bits::popcount(h.regions[r]);
+    EXPECT_EQ(reserved, 0u);
+    EXPECT_EQ(marked, 0u) << "pages with room marked full";
+  }
   // Every lane of one emulated warp frees chunks[lane]; returns the atomics
   // spent (on words in [from, to) when `from` is given).
   std::uint64_t free_in_one_warp(const std::vector<void*>& chunks, const std::uint32_t* from = nullptr,
@@ -334,12 +343,8 @@ TEST_F(ScatterFreeTest, AWarpsFreesOfOneBitFieldWordCostOneAtomicEach) {
   EXPECT_LE(free_in_one_warp(chunks), 3u);
   EXPECT_EQ(entry(page).fill, 0u);
   EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
-  // Pages keep their split (no resetfreedpages): every chunk is free again.
-  std::uint64_t reserved = 0, marked = 0;
-  for (std::uint32_t p = 0; p < h.page_count; ++p) reserved += entry(p).fill;
-  for (std::uint32_t r = 0; r < h.page_count / rs; ++r) marked += bits::popcount(h.regions[r]);
-  EXPECT_EQ(reserved, 0u);
-  EXPECT_EQ(marked, 0u) << "pages with room marked full";
+  EXPECT_EQ(heap.getAvailableSlots(16), before);
+  expect_every_chunk_free();
 }
 
 // Two lanes of one group freeing the same chunk: one frees it, the other is
@@ -390,12 +395,7 @@ TEST_F(ScatterFreeTest, EmulatedWarpsChurnRandomSizes) {
   EXPECT_EQ(fails.load(), 0u);
   EXPECT_EQ(bad.load(), 0u);
   EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
-  // Pages keep their split (no resetfreedpages): every chunk is free again.
-  std::uint64_t reserved = 0, marked = 0;
-  for (std::uint32_t p = 0; p < h.page_count; ++p) reserved += entry(p).fill;
-  for (std::uint32_t r = 0; r < h.page_count / rs; ++r) marked += bits::popcount(h.regions[r]);
-  EXPECT_EQ(reserved, 0u);
-  EXPECT_EQ(marked, 0u) << "pages with room marked full";
+  expect_every_chunk_free();
 }
 
 }  // namespace

@@ -150,8 +150,8 @@ class Scatter {
     // together (a warp's frees in a loop or a kernel of their own); lanes
     // that come alone or in few, as frees between searches that end at
     // different times do, free one by one: forming their groups cost more
-    // than it saved (docs/results/heap/scatter_anomalies.md). Lanes without
-    // a chunk to free get a key of their own.
+    // than it saved (docs/results/heap/ab/2026-11-25-scatter-free-combining).
+    // Lanes without a chunk to free get a key of their own.
     const std::uint32_t alone = 1u << acc.lane_id();
     const bool together = bits::popcount(lanes) >= Acc::warp_size / 2;
     const std::uint32_t group =
