@@ -18,6 +18,12 @@ namespace manyalloc::heap::acc {
 // Preconditions: a lane-collective member (ballot, shfl, sync_lanes) taking a
 // `mask` is called by exactly the lanes in `mask`, which include the caller;
 // atomics take naturally aligned words that every worker of the heap can reach.
+// A mask from active_mask() names lanes that are together at that call only:
+// once they have taken different branches (for example into groups formed by
+// match_any), a collective names the lanes of one branch. On the GPU a
+// collective over the whole mask after such a split waited forever when one
+// of its lanes had meanwhile left and entered the same code again (Scatter's
+// free, docs/results/heap/ab/2026-11-25-scatter-free-combining).
 template <class A>
 concept Accelerator = requires(const A a, std::uint32_t* w, const std::uint32_t* cw,
                                std::uint32_t v, std::uint32_t mask, bool b, unsigned lane) {
