@@ -246,6 +246,33 @@ def plot_section(out, fname, title, table, cols, kind, log=True):
     return fname
 
 
+def scatter_vs_upstream(rows, ours_name="Scatter", upstream="mallocMC"):
+    """Issue 15, item 2: our Scatter against upstream mallocMC's Scatter in every
+    row of every section where both cells are comparable (upstream finished,
+    verified, no failed request). Returns the markdown lines."""
+    L = [f"\n## {ours_name} against upstream {upstream}'s Scatter (every row upstream finishes)\n\n"]
+    lines, losses = [], []
+    for key, title, exp, launch, kind in SECTIONS:
+        for lab, cells in section_rows(rows, key, exp, launch, kind).items():
+            s, u = cells.get(ours_name), cells.get(upstream)
+            if not (comparable(s, kind) and comparable(u, kind)):
+                continue
+            ratio = value(s, kind) / value(u, kind)
+            where = f"{key.replace('_', ' ')}, {lab}"
+            lines.append(f"| {key.replace('_', ' ')} | {lab} | {cell_text(s, kind)} | {cell_text(u, kind)} | "
+                         f"{ratio:.2f}x |\n")
+            if ratio < 1.0:
+                losses.append(f"- {where}: {ratio:.2f}x\n")
+    if not lines:
+        L.append(f"No row where both {ours_name} and {upstream} have a comparable cell.\n")
+        return L
+    L.append(f"| section | row | {ours_name} | {upstream} | {ours_name} / {upstream} |\n|---|---|---|---|---|\n")
+    L += lines
+    L.append(f"\n{ours_name} is slower in {len(losses)} of {len(lines)} rows" + (":\n\n" if losses else ".\n"))
+    L += losses
+    return L
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("jsonl", nargs="+")
@@ -298,6 +325,8 @@ def main():
         if p:
             L.append(f"\n![{title}]({p})\n")
             plots.append(p)
+
+    L += scatter_vs_upstream(rows)
 
     L.append("\n## Where our best allocator loses to the best peer\n\n")
     L += [f"- {x}\n" for x in losses] or ["Nowhere.\n"]
