@@ -128,7 +128,7 @@ class Scatter {
   MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
     const std::uint32_t lanes = acc.active_mask();
     Misuse m = ptr == nullptr ? Misuse::none : Misuse::foreign_pointer;
-    std::uint32_t page = 0, chunk = 0, in_page = 0, index = 0;
+    std::uint32_t page = 0, chunk = 0, in_page = 0, index = 0, word = 0;
     bool small = false, multi = false;
     if (ptr != nullptr && layout_.contains(ptr, pagesize)) {
       const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - layout_.data);
@@ -141,8 +141,10 @@ class Scatter {
         m = Misuse::none;
         multi = true;
       } else {
-        index = Ops::chunk_index(chunk, in_page);
-        small = index != page_geometry(chunk).chunks;
+        const auto g = heap::detail::page_geometry(pagesize, chunk);
+        index = Ops::chunk_index(g, chunk, in_page);
+        word = Ops::bit_word(g, index);
+        small = index != g.chunks;
         m = small ? Misuse::none : Misuse::not_a_chunk_start;
       }
     }
@@ -151,17 +153,18 @@ class Scatter {
     // that come alone or in few, as frees between searches that end at
     // different times do, free one by one: forming their groups cost more
     // than it saved (docs/results/heap/ab/2026-11-25-scatter-free-combining).
-    // Lanes without a chunk to free get a key of their own.
+    // The key of a chunk is its bit-field word, page * 32 + word; a heap of
+    // more than 2^26 pages, whose keys would not fit below bit 31, frees
+    // one by one too. Lanes without a chunk to free get a key of their own.
     const std::uint32_t alone = 1u << acc.lane_id();
-    const bool together = bits::popcount(lanes) >= Acc::warp_size / 2;
+    const bool together = layout_.page_count <= (1u << 26) && bits::popcount(lanes) >= Acc::warp_size / 2;
     const std::uint32_t group =
-        !together ? alone : acc.match_any(lanes, small ? free_key(page, chunk, index) : 0x80000000u | acc.lane_id());
+        !together ? alone : acc.match_any(lanes, small ? page * 32u + word : 0x80000000u | acc.lane_id());
     if (small) {
-      const auto r = Ops::free_chunks(acc, layout_, group_of_word(acc, group, chunk, index), page, chunk, index);
+      const auto r = Ops::free_chunks(acc, layout_, group, page, chunk, index);
       m = r.misuse;
       for (std::uint32_t stale = r.stale; stale != 0u; stale &= stale - 1u) {
-        const std::uint32_t bit = bits::find_first_set(stale) - 1u;
-        const std::uint32_t freed_twice = Ops::bit_word(page_geometry(chunk), index) * 32u + bit;
+        const std::uint32_t freed_twice = word * 32u + bits::find_first_set(stale) - 1u;
         note_misuse(acc, Misuse::double_free, layout_.page_data(page, pagesize) + std::size_t{freed_twice} * chunk);
       }
       // Only a free that makes room on a full page can make a full block
@@ -208,23 +211,6 @@ class Scatter {
     acc.atomic_add(&layout_.shared->misuse, 1u);
     acc.store(&layout_.shared->last_misuse, static_cast<std::uint32_t>(m));
     report_misuse("Scatter::destroy", m, ptr);
-  }
-
-  MANYALLOC_FN static heap::detail::PageGeometry page_geometry(std::uint32_t chunk) {
-    return heap::detail::page_geometry(pagesize, chunk);
-  }
-
-  // The match_any key of a free: the chunk's bit-field word (page and word)
-  // when every such key fits below bit 31, else its page.
-  MANYALLOC_FN std::uint32_t free_key(std::uint32_t page, std::uint32_t chunk, std::uint32_t index) const {
-    return word_keys() ? page * 32u + Ops::bit_word(page_geometry(chunk), index) : page;
-  }
-  MANYALLOC_FN bool word_keys() const { return layout_.page_count <= (1u << 26); }
-  // The lanes of `group` (one page) whose chunks share one bit-field word.
-  template <class Acc>
-  MANYALLOC_FN std::uint32_t group_of_word(const Acc& acc, std::uint32_t group, std::uint32_t chunk,
-                                           std::uint32_t index) const {
-    return word_keys() ? group : acc.match_any(group, Ops::bit_word(page_geometry(chunk), index));
   }
 
   MANYALLOC_FN static std::size_t combine(const heap::detail::SlotSummary* parts, std::size_t count,

@@ -216,9 +216,8 @@ class SizeClassSlabs {
     requires acc::MixedWidthAtomics<Acc>
   MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
     const std::uint32_t mask = acc.active_mask();
-    Located at;
-    if (ptr != nullptr) at = locate(acc, ptr);
-    const std::uint32_t group = acc.match_any(mask, ptr != nullptr ? free_key(acc, at) : 0x80000000u | acc.lane_id());
+    const Located at = locate(acc, ptr);  // nullptr: a foreign pointer, whose key is the lane's own
+    const std::uint32_t group = acc.match_any(mask, free_key(acc, at));
     if (ptr == nullptr) return;
     Misuse m = at.misuse;
     if (m == Misuse::none) m = at.large ? free_large(acc, at.page) : free_chunk(acc, group, at);

@@ -210,10 +210,11 @@ struct PageOps {
   }
 
   // --- free (6.2) --------------------------------------------------------------
-  // The chunk at byte `offset` of a page split into `chunk_size` chunks:
-  // its index, or `chunks` when the offset is not a chunk's start.
-  MANYALLOC_FN static std::uint32_t chunk_index(std::uint32_t chunk_size, std::uint32_t offset) {
-    const PageGeometry g = page_geometry(pagesize, chunk_size);
+  // The chunk at byte `offset` of a page of geometry `g`, split into
+  // `chunk_size` chunks: its index, or g.chunks when the offset is not a
+  // chunk's start.
+  MANYALLOC_FN static std::uint32_t chunk_index(const PageGeometry& g, std::uint32_t chunk_size,
+                                                std::uint32_t offset) {
     const std::uint32_t index = offset / chunk_size;
     return index * chunk_size == offset && index < g.chunks ? index : g.chunks;
   }
@@ -287,8 +288,9 @@ struct PageOps {
   MANYALLOC_FN static Misuse free_chunk(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                         std::uint32_t chunk_size, std::uint32_t offset,
                                         bool* made_room = nullptr) {
-    const std::uint32_t index = chunk_index(chunk_size, offset);
-    if (index == page_geometry(pagesize, chunk_size).chunks) return Misuse::not_a_chunk_start;
+    const PageGeometry g = page_geometry(pagesize, chunk_size);
+    const std::uint32_t index = chunk_index(g, chunk_size, offset);
+    if (index == g.chunks) return Misuse::not_a_chunk_start;
     const FreeResult r = free_chunks(acc, h, 1u << acc.lane_id(), page, chunk_size, index);
     if (made_room != nullptr) *made_room = r.made_room;
     return r.stale != 0u ? Misuse::double_free : r.misuse;
