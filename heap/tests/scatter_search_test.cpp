@@ -196,6 +196,37 @@ TEST_F(PageLockTest, HashIgnoresTheMultiprocessorWhereWarpsExist) {
   EXPECT_EQ(Search::hash(lane_of(0, 10), 1024, h.pages_per_block), (k0 + 9) % h.pages_per_block);
 }
 
+// Churn (scatter_anomalies.md): when the lanes of a warp ask for different
+// sizes, a size's pages lie side by side, warp after warp, instead of 1 + 32
+// / c pages apart for c chunks per page (spread as if all 32 lanes asked for
+// that size), where every other size's pages came between them and a
+// request walked some 8 pages of other sizes to find one of its own.
+TEST(ScatterHashTest, LanesAskingForDifferentSizesKeepEachSizesPagesTogether) {
+  using Heap = ScatterHeap<HostRunner, CreationPolicies::ScatterHeapConfig>;
+  Heap heap{std::size_t{64} << 20};
+  const auto handle = heap.handle();
+  const auto& layout = heap.creation().layout();
+  constexpr unsigned warps = 4;
+  std::vector<void*> chunks(warps * 32);
+  acc::EmulatedGrid grid;
+  // Lane l asks for 512 + 16 l bytes (flat pages of 4-7 chunks): every lane
+  // of a warp for another size, the same lane of every warp for the same one.
+  grid.run(1, warps * 32, [&](const acc::EmulatedThread& a, unsigned t) {
+    chunks[t] = handle.alloc(a, 512 + 16 * (t % 32));
+  });
+  const auto page_of = [&](const void* p) {
+    return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - layout.data) / 4096);
+  };
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    for (unsigned w = 0; w + 1 < warps; ++w) {
+      ASSERT_NE(chunks[w * 32 + lane], nullptr);
+      EXPECT_EQ(page_of(chunks[(w + 1) * 32 + lane]), page_of(chunks[w * 32 + lane]) + 1)
+          << "lane " << lane << ", warps " << w << " and " << w + 1;
+    }
+  }
+  for (void* p : chunks) handle.dealloc(acc::HostThread{}, p);
+}
+
 // 4 KiB requests: a lane's hashed page is tried although its region is
 // closed (15 of 16 pages full); the lane went on to later lanes' pages.
 TEST_F(PageLockTest, HashedPageIsTriedInAClosedRegion) {

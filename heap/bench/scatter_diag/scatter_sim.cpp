@@ -12,7 +12,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstddef>
 #include <cstring>
+#include <functional>
 #include <algorithm>
 #include <random>
 #include <string>
@@ -32,8 +34,13 @@ namespace ma = manyalloc;
 
 struct Counters {
   std::uint64_t loads = 0, stores = 0, atomics = 0, fences = 0;
+  std::uint64_t probes = 0;  // loads of a page's chunk size: pages looked at
   std::uint64_t total() const { return loads + stores + atomics; }
 };
+
+// The page table of the heap under test, to count the pages a request looks at.
+inline const ma::heap::detail::PageEntry* sim_pages = nullptr;
+inline std::size_t sim_page_count = 0;
 
 // A host thread playing lane `lane` of warp `warp` on SM `sm`, counting its
 // memory operations (the rest of the accelerator interface is HostThread's).
@@ -41,15 +48,31 @@ struct SimAcc : ma::heap::acc::HostThread {
   static constexpr unsigned warp_size = 32;
   unsigned lane = 0, warp = 0, sm = 0;
   Counters* c = nullptr;
+  // The requests of the warp's 32 lanes in an alloc phase (lanes run one
+  // after another here, so match_any on a request reads them from here;
+  // nullptr: every lane is alone).
+  const std::uint32_t* requests = nullptr;
 
   unsigned lane_id() const { return lane; }
-  std::uint32_t active_mask() const { return 1u << lane; }
+  std::uint32_t active_mask() const { return requests != nullptr ? ~0u : 1u << lane; }
   std::uint32_t ballot(std::uint32_t, bool pred) const { return pred ? 1u << lane : 0u; }
-  std::uint32_t match_any(std::uint32_t, std::uint32_t) const { return 1u << lane; }
+  std::uint32_t match_any(std::uint32_t mask, std::uint32_t v) const {
+    if (requests == nullptr) return 1u << lane;
+    std::uint32_t same = 0;
+    for (unsigned l = 0; l < 32; ++l) same |= ((mask >> l) & 1u) != 0u && requests[l] == v ? 1u << l : 0u;
+    return same;
+  }
   std::uint32_t reduce_or(std::uint32_t, std::uint32_t v) const { return v; }
   unsigned processor_id() const { return sm; }
   unsigned warp_id() const { return warp; }
-  std::uint32_t load(const std::uint32_t* p) const { ++c->loads; return *p; }
+  std::uint32_t load(const std::uint32_t* p) const {
+    ++c->loads;
+    const auto at = reinterpret_cast<std::uintptr_t>(p), table = reinterpret_cast<std::uintptr_t>(sim_pages);
+    if (at >= table && at < table + sim_page_count * sizeof *sim_pages &&
+        (at - table) % sizeof *sim_pages == offsetof(ma::heap::detail::PageEntry, chunk_size))
+      ++c->probes;
+    return *p;
+  }
   void store(std::uint32_t* p, std::uint32_t v) const { ++c->stores; *p = v; }
   std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const { ++c->atomics; auto o = *p; *p = o + v; return o; }
   std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { ++c->atomics; auto o = *p; *p = o - v; return o; }
@@ -78,6 +101,7 @@ struct ResetHeap : ma::heap::CreationPolicies::ScatterHeapConfig {
 constexpr unsigned sms = 132;
 inline bool shuffle_blocks = false;
 inline bool salt = false;
+inline unsigned resident_blocks = 528;  // H100 churn: 132 SMs x 4 blocks of 256
 
 constexpr std::size_t heap_bytes = std::size_t{16} << 30;
 
@@ -100,9 +124,12 @@ struct Stats {
 // One launch: every worker runs f(acc, worker); blocks of 256 on random SMs.
 // `sms_of`: the SM of every block, drawn per launch when empty (a kernel
 // keeps its blocks on their SMs, the next launch places them anew).
+// `request(w)`, when given, is worker w's request: the lanes' match_any on
+// their requests then sees the other lanes of the warp.
 template <class F>
 void launch(std::uint32_t threads, std::mt19937& rng, Counters& c, std::uint64_t& worst_warp, const F& f,
-            const std::vector<unsigned>& sms_of = {}) {
+            const std::vector<unsigned>& sms_of = {},
+            const std::function<std::uint32_t(std::uint32_t)>& request = {}) {
   const std::uint32_t blocks = (threads + 255) / 256;
   std::vector<std::uint32_t> order(blocks);
   for (std::uint32_t b = 0; b < blocks; ++b) order[b] = b;
@@ -111,6 +138,9 @@ void launch(std::uint32_t threads, std::mt19937& rng, Counters& c, std::uint64_t
     const unsigned sm = sms_of.empty() ? rng() % sms : sms_of[b];
     for (unsigned wb = 0; wb < 8; ++wb) {
       const Counters before = c;
+      std::uint32_t requests[32] = {};
+      if (request)
+        for (unsigned lane = 0; lane < 32; ++lane) requests[lane] = request(b * 256 + wb * 32 + lane);
       for (unsigned lane = 0; lane < 32; ++lane) {
         const std::uint32_t w = b * 256 + wb * 32 + lane;
         if (w >= threads) break;
@@ -119,6 +149,7 @@ void launch(std::uint32_t threads, std::mt19937& rng, Counters& c, std::uint64_t
         acc.warp = b * 8 + wb;
         acc.sm = sm;
         acc.c = &c;
+        if (request) acc.requests = requests;
         f(acc, w);
       }
       worst_warp = std::max<std::uint64_t>(worst_warp, c.total() - before.total());
@@ -130,6 +161,11 @@ template <class Creation>
 struct Sim {
   Pool pool;
   Creation heap = Creation::template init_heap<ma::heap::acc::HostThreads>(pool.p, heap_bytes);
+
+  Sim() {
+    sim_pages = heap.layout().pages;
+    sim_page_count = heap.layout().page_count;
+  }
 
   std::uint32_t pages_in_use() { return heap.template statistics<ma::heap::acc::HostThreads>().pages_in_use; }
 
@@ -143,12 +179,15 @@ struct Sim {
       Counters a, f;
       std::uint64_t worst = 0, wf = 0, fails = 0;
       std::vector<std::uint32_t> per(threads);
+      const auto request = [&](std::uint32_t w) {
+        return static_cast<std::uint32_t>(padded(ma::heap::bench::request_size(bytes, w, salt ? l : 0)));
+      };
       launch(threads, rng, a, worst, [&](const SimAcc& acc, std::uint32_t w) {
         const auto before = acc.c->total();
-        ptrs[w] = heap.create(acc, padded(ma::heap::bench::request_size(bytes, w, salt ? l : 0)));
+        ptrs[w] = heap.create(acc, request(w));
         per[w] = static_cast<std::uint32_t>(acc.c->total() - before);
         fails += ptrs[w] == nullptr;
-      });
+      }, {}, request);
       std::sort(per.begin(), per.end());
       std::printf("      ops/req p50 %u p90 %u p99 %u p999 %u max %u\n", per[threads / 2], per[threads * 9 / 10],
                   per[threads / 100 * 99], per[threads / 1000 * 999], per[threads - 1]);
@@ -172,14 +211,77 @@ struct Sim {
       std::vector<unsigned> sms_of((threads + 255) / 256);
       for (auto& x : sms_of) x = rng() % sms;
       for (unsigned k = 0; k < rounds; ++k) {
+        const auto request = [&](std::uint32_t w) {
+          return static_cast<std::uint32_t>(padded(ma::heap::bench::uniform_size(w, r * rounds + k, 16, 1024)));
+        };
         launch(threads, rng, a, worst, [&](const SimAcc& acc, std::uint32_t w) {
-          ptrs[w] = heap.create(acc, padded(ma::heap::bench::uniform_size(w, r * rounds + k, 16, 1024)));
+          ptrs[w] = heap.create(acc, request(w));
           fails += ptrs[w] == nullptr;
-        }, sms_of);
+        }, sms_of, request);
         launch(threads, rng, f, wf, [&](const SimAcc& acc, std::uint32_t w) { heap.destroy(acc, ptrs[w]); }, sms_of);
       }
       std::printf("  %u %8.1f %6.2f %10" PRIu64 " %8" PRIu64 " %8u\n", r, double(a.total()) / (double(threads) * rounds),
                   double(a.fences) / (double(threads) * rounds), worst, fails, pages_in_use());
+    }
+  }
+
+  // Churn as one GPU kernel runs it: `resident` blocks of 256 at a time (the
+  // rest start as blocks finish), their warps interleaved at random, each
+  // warp taking its lanes through `rounds` of alloc (16 B-1 KiB) then free.
+  void churn_resident(std::uint32_t threads, unsigned rounds, unsigned reps, unsigned resident, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::vector<void*> ptrs(threads);
+    std::printf("churn %u thr x %u rounds, %u resident blocks: rep alloc_ops/req pages_looked_at/req fails pages_in_use\n",
+                threads, rounds, resident);
+    const std::uint32_t blocks = (threads + 255) / 256;
+    for (unsigned r = 0; r < reps; ++r) {
+      Counters a, f;
+      std::uint64_t fails = 0;
+      struct Warp { std::uint32_t warp; unsigned sm, round; bool freeing; };
+      std::vector<Warp> active;
+      std::vector<unsigned> left(blocks, 8);
+      std::uint32_t next_block = 0;
+      auto start_block = [&] {
+        const unsigned sm = rng() % sms;
+        for (unsigned wb = 0; wb < 8; ++wb) active.push_back({next_block * 8 + wb, sm, 0, false});
+        ++next_block;
+      };
+      while (next_block < blocks && next_block < resident) start_block();
+      while (!active.empty()) {
+        const std::size_t i = rng() % active.size();
+        Warp& wp = active[i];
+        std::uint32_t requests[32] = {};
+        for (unsigned lane = 0; lane < 32; ++lane)
+          requests[lane] = static_cast<std::uint32_t>(
+              padded(ma::heap::bench::uniform_size(wp.warp * 32 + lane, r * rounds + wp.round, 16, 1024)));
+        for (unsigned lane = 0; lane < 32; ++lane) {
+          const std::uint32_t w = wp.warp * 32 + lane;
+          if (w >= threads) break;
+          SimAcc acc;
+          acc.lane = lane;
+          acc.warp = wp.warp;
+          acc.sm = wp.sm;
+          if (!wp.freeing) {
+            acc.c = &a;
+            acc.requests = requests;
+            ptrs[w] = heap.create(acc, requests[lane]);
+            fails += ptrs[w] == nullptr;
+          } else {
+            acc.c = &f;
+            heap.destroy(acc, ptrs[w]);
+          }
+        }
+        if (wp.freeing && ++wp.round == rounds) {
+          if (--left[wp.warp / 8] == 0 && next_block < blocks) start_block();
+          active[i] = active.back();
+          active.pop_back();
+          continue;
+        }
+        wp.freeing = !wp.freeing;
+      }
+      const double reqs = double(threads) * rounds;
+      std::printf("  %u %8.1f %8.2f %8" PRIu64 " %8u\n", r, double(a.total()) / reqs, double(a.probes) / reqs, fails,
+                  pages_in_use());
     }
   }
 };
@@ -188,6 +290,7 @@ template <class Creation>
 void run(const std::string& what, std::size_t bytes, std::uint32_t threads, unsigned n) {
   Sim<Creation> sim;
   if (what == "churn") sim.churn(threads, 50, n, 1);
+  else if (what == "churn-resident") sim.churn_resident(threads, 50, n, resident_blocks, 1);
   else sim.one_per_thread(bytes, threads, n, 1);
 }
 
@@ -200,6 +303,7 @@ int main(int argc, char** argv) {
   std::printf("version %s\n", version.c_str());
   shuffle_blocks = std::getenv("SIM_SHUFFLE") != nullptr;
   salt = std::getenv("SIM_SALT") != nullptr;
+  if (const char* r = std::getenv("SIM_RESIDENT")) resident_blocks = static_cast<unsigned>(std::atoi(r));
 #ifdef MANYALLOC_SCATTER_DIAG_HAS_V0
   if (version == "old") run<ma::heap::scatter_v0::Scatter<>>(what, bytes, threads, n);
   else if (version == "old-nomp") run<ma::heap::scatter_v0::Scatter<ma::heap::scatter_v0::ScatterHeapConfig, NoMpHash>>(what, bytes, threads, n);

@@ -28,8 +28,8 @@ edit(base + 'invariants.hpp', [(
     '#define PROBE(i) do { if constexpr (Acc::warp_size == 32) '
     'atomicAdd(&::manyalloc::heap::detail::probe_counters[i], 1ull); } while (0)\n')])
 edit(base + 'search.hpp', [
-    ('  MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request) {\n',
-     '  MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request) {\n    PROBE(0);\n'),
+    ('  MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request, std::uint32_t same) {\n',
+     '  MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request, std::uint32_t same) {\n    PROBE(0);\n'),
     ('                                     std::uint32_t max_chunk) {\n',
      '                                     std::uint32_t max_chunk) {\n    PROBE(1);\n'),
     ('    if (chunk != 0u) return nullptr;\n', '    if (chunk != 0u) { PROBE(13); return nullptr; }\n'),

@@ -100,10 +100,15 @@ class Scatter {
   }
 
   // ---- worker side -----------------------------------------------------------
+  // The lanes that enter together, nullptr requests (bytes == 0) included,
+  // find which of them ask for as many bytes with one match_any: the search
+  // spreads a warp's requests of one size by their number (search.hpp, hash).
   template <class Acc>
   MANYALLOC_FN void* create(const Acc& acc, std::size_t bytes) const {
+    const std::uint32_t key = bytes <= pagesize ? static_cast<std::uint32_t>(bytes) : 0xffffffffu;
+    const std::uint32_t same = acc.match_any(acc.active_mask(), key);
     if (bytes == 0) return nullptr;
-    if (bytes <= pagesize) return Search::alloc(acc, layout_, static_cast<std::uint32_t>(bytes));
+    if (bytes <= pagesize) return Search::alloc(acc, layout_, static_cast<std::uint32_t>(bytes), same);
     const std::uint64_t pages = bytes / pagesize + (bytes % pagesize != 0 ? 1 : 0);
     // Each worker starts its search for a run where its own request would
     // go if all workers asked for as much, so concurrent large requests do
@@ -161,6 +166,12 @@ class Scatter {
     const std::uint32_t group =
         !together ? alone : acc.match_any(lanes, small ? page * 32u + word : 0x80000000u | acc.lane_id());
     if (small) {
+      // The active block, for a free that makes room on a full page (below):
+      // read by the group's lowest lane before its atomics, so that the read
+      // overlaps them instead of following them. Lanes freeing alone (frees
+      // between searches, rarely on full pages) read it only when they made room.
+      const bool reads_early = together && acc.lane_id() == bits::find_first_set(group) - 1u;
+      const std::uint32_t active_seen = reads_early ? acc.load(&layout_.shared->active_block) : 0u;
       const auto r = Ops::free_chunks(acc, layout_, group, page, chunk, index);
       m = r.misuse;
       for (std::uint32_t stale = r.stale; stale != 0u; stale &= stale - 1u) {
@@ -169,7 +180,9 @@ class Scatter {
       }
       // Only a free that makes room on a full page can make a full block
       // usable again: only those look at the active block (5.4).
-      if (r.made_room) Search::maybe_activate(acc, layout_, page);
+      if (r.made_room)
+        Search::maybe_activate(acc, layout_, page,
+                               reads_early ? active_seen : acc.load(&layout_.shared->active_block));
     } else if (multi) {
       m = Multi::free(acc, layout_, page, in_page);
     }

@@ -37,11 +37,11 @@ struct ScatterHashConfig {
   static constexpr std::uint32_t hashingK = 38183;
   static constexpr std::uint32_t hashingDistMP = 17497;
   // Extension of equation 3 for launches of far more threads than the
-  // 15,000 of [Steinberger2012]: with c chunks of S_req bytes on a page, warp w of a
-  // launch starts
-  //   w * (hashingDistWP + hashingDistWPRel * (32 / c))
-  // pages further, i.e. past the pages a whole warp of such requests fills,
-  // and lane l of it l / c pages further (hashingDistWPRel != 0), so that
+  // 15,000 of [Steinberger2012]: with c chunks of S_req bytes on a page and n
+  // lanes of warp w asking for S_req bytes together, the warp starts
+  //   w * (hashingDistWP + hashingDistWPRel * (n / c))
+  // pages further, i.e. past the pages its n requests fill, and the lane of
+  // rank r among the n r / c pages further (hashingDistWPRel != 0), so that
   // warps and lanes tile the pages instead of all probing the same chain
   // from one page. Set both to 0 for the hash of [Steinberger2012].
   static constexpr std::uint32_t hashingDistWP = 1;

@@ -45,21 +45,35 @@ struct SmallSearch {
   }
 
   // Equation (3), p = (S_req * k_S + mp * k_mp) mod pages_per_block, with
-  // the warp spread of scatter_config.hpp: with c chunks of S_req bytes on a
-  // page, warp w starts w * (hashingDistWP + hashingDistWPRel * (32 / c))
-  // pages further (32 / c: the pages its lanes fill when each asks for as
-  // much), and lane l of it l / c pages further, at the page its chunk lands
-  // on then (all lanes on one page when 32 chunks fit, a page each for
-  // requests of more than half a page).
+  // the warp spread of scatter_config.hpp. `same` names the lanes of the
+  // caller's warp that ask for as many bytes (the caller included): with c
+  // chunks of S_req bytes on a page and n such lanes, warp w starts
+  // w * (hashingDistWP + hashingDistWPRel * (n / c)) pages further (n / c:
+  // the pages its lanes fill), and the lane of rank r among them r / c pages
+  // further, at the page its chunk lands on then (all of them on one page
+  // when they fit, a page each for requests of more than half a page).
+  // Counting the lanes that ask for the size, rather than the warp's width,
+  // keeps the pages of a size together when the lanes of a warp ask for
+  // different sizes: spread for 32 lanes each, a size's pages interleaved
+  // with those of every other size, and requests walked some 8 pages of
+  // other sizes to find one of theirs (scatter_anomalies.md, churn).
   template <class Acc>
-  MANYALLOC_FN static std::uint32_t hash(const Acc& acc, std::uint32_t request, std::uint32_t pages_per_block) {
+  MANYALLOC_FN static std::uint32_t hash(const Acc& acc, std::uint32_t request, std::uint32_t pages_per_block,
+                                         std::uint32_t same) {
     const std::uint32_t chunks = page_geometry(pagesize, request).chunks;
+    const std::uint32_t asking = bits::popcount(same);
+    const std::uint32_t rank = bits::popcount(same & bits::low_mask(acc.lane_id()));
     const std::uint64_t warp_distance =
-        Hash::hashingDistWP + static_cast<std::uint64_t>(Hash::hashingDistWPRel) * (32u / chunks);
-    const std::uint64_t lane_distance = Hash::hashingDistWPRel != 0 ? acc.lane_id() / chunks : 0u;
+        Hash::hashingDistWP + static_cast<std::uint64_t>(Hash::hashingDistWPRel) * (asking / chunks);
+    const std::uint64_t lane_distance = Hash::hashingDistWPRel != 0 ? rank / chunks : 0u;
     const std::uint64_t h = static_cast<std::uint64_t>(request) * Hash::hashingK + processor_term(acc) +
                             static_cast<std::uint64_t>(acc.warp_id()) * warp_distance + lane_distance;
     return static_cast<std::uint32_t>(h % pages_per_block);
+  }
+  // The hash of a lane whose whole warp asks for `request` bytes.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t hash(const Acc& acc, std::uint32_t request, std::uint32_t pages_per_block) {
+    return hash(acc, request, pages_per_block, bits::low_mask(Acc::warp_size));
   }
 
   // Whether `block` is full for the first pass (5.4: "only if the super
@@ -156,10 +170,11 @@ struct SmallSearch {
 
   // alloc (6.1): start in the active access block; when it cannot serve the
   // request, or is full for the first pass, move the active block on (5.4)
-  // and try the next one.
+  // and try the next one. `same`: the lanes of the caller's warp asking for
+  // `request` bytes too (hash).
   template <class Acc>
-  MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request) {
-    const std::uint32_t start = hash(acc, request, h.pages_per_block);
+  MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request, std::uint32_t same) {
+    const std::uint32_t start = hash(acc, request, h.pages_per_block, same);
     const std::uint32_t first_block = acc.load(&h.shared->active_block) % h.block_count;
     bool full = false;
     for (std::uint32_t i = 0; i < h.block_count; ++i) {
@@ -187,10 +202,11 @@ struct SmallSearch {
   // (scatter_anomalies.md): random activation sent it to whichever block a
   // late free had picked. Frees on pages that were not full leave the
   // active block alone (a block left for being full has full pages).
+  // `active` is the active block as the caller read it.
   template <class Acc>
-  MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
+  MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                          std::uint32_t active) {
     const std::uint32_t block = h.block_of(page);
-    std::uint32_t active = acc.load(&h.shared->active_block);
     if (active % h.block_count <= block || block_full(acc, h, block)) return;
     while (active % h.block_count > block) {
       const std::uint32_t seen = acc.atomic_cas(&h.shared->active_block, active, block);
