@@ -146,5 +146,46 @@ TEST_F(PageOpsTest, MultiPageRunsLockTheirPages) {
   EXPECT_EQ(Multi::alloc(acc, h, std::uint64_t{h.page_count} + 1, 0), nullptr);
 }
 
+// Runs are locked a batch of pages at a time: a page taken in the middle of
+// a batch fails the lock at that page, and every page locked before or after
+// it in the batch goes back to unused.
+TEST_F(PageOpsTest, RunLockUndoesEveryPageOfItsBatchesOnAConflict) {
+  using Multi = MultiPage<ResetPagesConfig>;
+  constexpr std::uint32_t first = 16, n = 20, taken = first + 11;  // the fourth page of the second batch
+  entry(taken).fill = 5;
+  EXPECT_EQ(Multi::lock_run(acc, h, first, n), taken - first);
+  for (std::uint32_t p = first; p < first + n; ++p) {
+    if (p == taken) continue;
+    EXPECT_EQ(entry(p).fill, 0u) << p;
+    EXPECT_EQ(entry(p).chunk_size, 0u) << p;
+    EXPECT_FALSE(region_word(p) & (1u << (p % 16))) << p;
+  }
+  EXPECT_EQ(entry(taken).fill, 5u);
+  entry(taken).fill = 0;
+  // Without resetfreedpages a split page without chunks in use keeps its
+  // split: it fails the lock too, and keeps its size.
+  using KeepSplit = MultiPage<CreationPolicies::ScatterHeapConfig>;
+  entry(first + 2).chunk_size = 64;
+  EXPECT_EQ(KeepSplit::lock_run(acc, h, first, n), 2u);
+  EXPECT_EQ(entry(first + 2).chunk_size, 64u);
+  for (std::uint32_t p = first; p < first + n; ++p) EXPECT_EQ(entry(p).fill, 0u) << p;
+  entry(first + 2).chunk_size = 0;
+  EXPECT_EQ(KeepSplit::lock_run(acc, h, first, n), n);
+}
+
+// A run across regions marks each of its pages full, and only those, and
+// its free clears them (one atomic per region word).
+TEST_F(PageOpsTest, RunAcrossRegionsMarksExactlyItsPages) {
+  using Multi = MultiPage<ResetPagesConfig>;
+  ASSERT_EQ(Ops::claim(acc, h, 4, 64), 64u);
+  void* run = Multi::alloc(acc, h, 40, 5);
+  ASSERT_EQ(run, h.page_data(5, 4096));
+  for (std::uint32_t p = 0; p < 64; ++p) {
+    EXPECT_EQ((region_word(p) >> (p % 16)) & 1u, p >= 5 && p < 45 ? 1u : 0u) << p;
+  }
+  EXPECT_EQ(Multi::free(acc, h, 5, 0), Misuse::none);
+  for (std::uint32_t p = 0; p < 64; ++p) EXPECT_EQ(region_word(p), 0u) << p;
+}
+
 }  // namespace
 }  // namespace manyalloc::heap::testing
