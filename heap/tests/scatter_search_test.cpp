@@ -399,6 +399,29 @@ TEST_F(ScatterFreeTest, TwoLanesFreeingOneChunkFreeItOnce) {
 }
 
 
+// Four lanes freeing the four 1 KiB chunks of a full page together: the
+// page was full, so the free makes room without waiting for the count's old
+// value: the page is empty, its full mark is gone, and its block (lower
+// than the active one) becomes active again (5.4).
+TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
+  const acc::HostThread host;
+  std::vector<void*> chunks(32, nullptr);
+  for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(host, 1024);
+  const std::uint32_t page = page_of(chunks[0]);
+  for (int i = 1; i < 4; ++i) ASSERT_EQ(page_of(chunks[i]), page);
+  ASSERT_EQ(entry(page).fill, 4u);
+  ASSERT_TRUE(region_word(page) & (1u << (page % rs))) << "a full page is marked";
+  const std::uint32_t block = h.block_of(page);
+  ASSERT_LT(block + 1, h.block_count);
+  h.shared->active_block = block + 1;
+  free_in_one_warp(chunks);
+  EXPECT_EQ(entry(page).fill, 0u);
+  EXPECT_FALSE(region_word(page) & (1u << (page % rs)));
+  EXPECT_EQ(active(), block);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  expect_every_chunk_free();
+}
+
 // Emulated warps allocating and freeing chunks of random sizes in one
 // launch (the peers benchmark's churn): the lanes of a warp reach their
 // frees at different times, one by one or in groups, and every chunk is

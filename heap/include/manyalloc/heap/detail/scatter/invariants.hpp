@@ -35,9 +35,10 @@
 //     own reset to that lock). With resetfreedpages a reservation re-reads
 //     chunk_size after it succeeded and is undone if the page was re-split
 //     meanwhile; without it no re-split can happen (I2), so none does (as in
-//     [Steinberger2012]): the claimer zeroed the bit fields and fenced before it
-//     published the chunk size, and a worker's atomics on them follow its
-//     read of that size.
+//     [Steinberger2012]): the claimer zeroes the bit fields and sets the
+//     chunk size under the lock and unlocks with a release, and a worker
+//     touches the bit fields only after its reservation, an atomic on fill
+//     that can succeed only after that unlock, has returned.
 //     Every lock is held for a bounded number of steps (claim, reset, the
 //     locking loop of a multi-page run, which then marks its pages
 //     multi_page), so a worker may wait for a page's lock to go away.

@@ -72,7 +72,11 @@ struct PageOps {
       const PageGeometry g = page_geometry(pagesize, chunk_size);
       // The words may hold user data of an earlier split of this page.
       for (std::uint32_t s = 0; s < g.segments(); ++s) acc.store(segment_word(h, page, s), 0u);
-      acc.fence();
+      // No fence before the size: a worker that reads the new size while
+      // the page is locked gets no reservation (try_use), and the unlock
+      // below is a release of every store here, as in try_reset. (A fence
+      // here cost every claim of a cold launch of mixed sizes, where each
+      // lane splits a page of its own.)
       acc.store(&e.chunk_size, chunk_size);
       current = chunk_size;
     }
@@ -272,6 +276,15 @@ struct PageOps {
     if (freed == 0u) return r;
     // The bits must be clear before the reservations are returned (I2): a
     // release, not a fence.
+    if (!g.hierarchical && freed == g.chunks && !Config::resetfreedpages) {
+      // Every chunk of a flat page freed here: the page was full, so this
+      // free makes room, and nothing waits for the count's old value (one
+      // round trip to memory less for a warp freeing whole pages of 1 KiB).
+      acc.atomic_sub_release(&e.fill, freed);
+      mark_page_not_full(acc, h, page);
+      r.made_room = true;
+      return r;
+    }
     const std::uint32_t before = acc.atomic_sub_release(&e.fill, freed);
     if (before >= g.chunks && before < page_locked) {
       mark_page_not_full(acc, h, page);
