@@ -162,6 +162,15 @@ TEST_F(PageOpsTest, RunLockUndoesEveryPageOfItsBatchesOnAConflict) {
   }
   EXPECT_EQ(entry(taken).fill, 5u);
   entry(taken).fill = 0;
+  // With resetfreedpages an emptied split page locked past the conflict
+  // (its last free's reset lost to our lock) is reset when unlocked: left
+  // split, it stayed in use after everything was freed (GPU churn test).
+  entry(first + 1).fill = 3;
+  entry(first + 5).chunk_size = 64;
+  EXPECT_EQ(Multi::lock_run(acc, h, first, n), 1u);
+  EXPECT_EQ(entry(first + 5).chunk_size, 0u);
+  EXPECT_EQ(entry(first + 5).fill, 0u);
+  entry(first + 1).fill = 0;
   // Without resetfreedpages a split page without chunks in use keeps its
   // split: it fails the lock too, and keeps its size.
   using KeepSplit = MultiPage<CreationPolicies::ScatterHeapConfig>;

@@ -125,9 +125,18 @@ struct MultiPage {
         if (lost == m && (old[i] != 0u || chunk[i] != 0u)) lost = i;
       }
       if (lost != m) {
-        // Pages of this batch that we locked past the conflict: back to how they were.
+        // Pages of this batch that we locked past the conflict go back
+        // unlocked. With resetfreedpages an emptied split page among them
+        // is reset as well: our lock may have kept its last free from
+        // resetting it (I4), and left split it would stay so for good.
         for (std::uint32_t i = lost; i < m; ++i) {
-          if (((won >> i) & 1u) != 0u) acc.atomic_sub_release(&h.pages[first + done + i].fill, page_locked);
+          if (((won >> i) & 1u) == 0u) continue;
+          PageEntry& e = h.pages[first + done + i];
+          if constexpr (Config::resetfreedpages) {
+            acc.store(&e.chunk_size, 0u);
+            acc.store(&e.mask, 0u);
+          }
+          acc.atomic_sub_release(&e.fill, page_locked);
         }
         unlock_run(acc, h, first, done + lost);
         return done + lost;
