@@ -146,6 +146,22 @@ TEST_F(PageOpsTest, MultiPageRunsLockTheirPages) {
   EXPECT_EQ(Multi::alloc(acc, h, std::uint64_t{h.page_count} + 1, 0), nullptr);
 }
 
+// A free returns its reservations and clears its bits at the same time, so
+// a reservation may find every bit taken; after a double free it would for
+// good. The walk is bounded: the reservation is given back and the page is
+// not used for this request (it walked forever before).
+TEST_F(PageOpsTest, AReservationThatFindsNoFreeBitGivesItBack) {
+  for (std::uint32_t chunk : {1024u, 16u}) {
+    const std::uint32_t page = chunk == 16u ? 8 : 9;
+    ASSERT_EQ(Ops::claim(acc, h, page, chunk), chunk);
+    const std::uint32_t chunks = heap::detail::page_geometry(4096, chunk).chunks;
+    for (std::uint32_t i = 0; i < chunks; ++i) ASSERT_NE(Ops::try_use(acc, h, page, chunk), nullptr) << chunk;
+    entry(page).fill = chunks - 1;  // one reservation returned, its bit still set
+    EXPECT_EQ(Ops::try_use(acc, h, page, chunk), nullptr) << chunk;
+    EXPECT_EQ(entry(page).fill, chunks - 1) << chunk;
+  }
+}
+
 // Runs are locked a batch of pages at a time: a page taken in the middle of
 // a batch fails the lock at that page, and every page locked before or after
 // it in the batch goes back to unused.

@@ -321,6 +321,9 @@ struct CountedLane : acc::EmulatedThread {
   std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const {
     return EmulatedThread::atomic_sub_release(count(p), v);
   }
+  std::uint32_t atomic_and_release(std::uint32_t* p, std::uint32_t v) const {
+    return EmulatedThread::atomic_and_release(count(p), v);
+  }
   std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return EmulatedThread::atomic_or(count(p), v); }
   std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return EmulatedThread::atomic_and(count(p), v); }
   std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {

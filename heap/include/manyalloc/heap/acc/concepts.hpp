@@ -52,6 +52,7 @@ concept Accelerator = requires(const A a, std::uint32_t* w, const std::uint32_t*
   // Subtracts after this worker's earlier memory operations (and those it
   // saw through a barrier) are visible: a release, cheaper than fence().
   { a.atomic_sub_release(w, v) } -> std::same_as<std::uint32_t>;
+  { a.atomic_and_release(w, v) } -> std::same_as<std::uint32_t>;  // the same for an AND
   a.fence();  // orders this worker's memory operations for all workers of the heap
   a.relax();  // called in a loop that waits for another worker: yield to it
 };

@@ -104,6 +104,11 @@ class CudaThread {
                  : "memory");
     return old;
   }
+  __device__ std::uint32_t atomic_and_release(std::uint32_t* p, std::uint32_t v) const {
+    std::uint32_t old;
+    asm volatile("atom.release.gpu.and.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+  }
   __device__ std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return atomicOr(p, v); }
   __device__ std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return atomicAnd(p, v); }
   __device__ std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return atomicExch(p, v); }

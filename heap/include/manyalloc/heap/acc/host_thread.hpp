@@ -48,6 +48,7 @@ class HostThread {
   std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_add(v); }
   std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_sub(v); }
   std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_sub(v); }
+  std::uint32_t atomic_and_release(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_and(v); }
   std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_or(v); }
   std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_and(v); }
   std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return ref(p).exchange(v); }

@@ -21,8 +21,12 @@
 //     short-lived +1s of workers whose reservation attempt failed and is being
 //     undone. Each allocated chunk has its bit set (in the mask for flat
 //     pages, in its in-page segment word for hierarchical pages); a set bit
-//     always belongs to a reservation counted in `fill`. Without
-//     resetfreedpages the chunk size of a split page never changes again.
+//     belongs to a reservation counted in `fill`, except while a free's
+//     clear of it and its return of that reservation, sent together, are
+//     in flight: a worker whose reservation finds no bit free meanwhile
+//     walks on for a bounded number of full words, then undoes the
+//     reservation (page_ops.hpp, take_in_mask). Without resetfreedpages the
+//     chunk size of a split page never changes again.
 //  I3 chunk_size == multi_page: the page belongs to an allocation of several
 //     pages (6.3). Its `fill` holds `locked` for the allocation's lifetime; the
 //     first page's mask holds the number of pages, the others' masks are 0.

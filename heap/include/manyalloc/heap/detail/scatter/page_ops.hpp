@@ -142,6 +142,10 @@ struct PageOps {
     // page do not collide, and lanes of one warp still get neighbouring chunks.
     const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
                                                : take_in_mask(acc, e, g.chunks, reserved % g.chunks);
+    if (index == g.chunks) {  // no bit came free within the walk's bound
+      release_reservation(acc, h, page, g.chunks);
+      return nullptr;
+    }
     return h.page_data(page, pagesize) + static_cast<std::size_t>(index) * chunk_size;
   }
   template <class Acc>
@@ -150,22 +154,30 @@ struct PageOps {
     return try_use(acc, h, page, chunk_size, acc.load(&h.pages[page].fill));
   }
 
+  // A worker holding a reservation finds every bit taken when a free has
+  // returned its reservation but not yet cleared its bit (free_chunks sends
+  // both at once), or, after a double free, for good: it walks on for this
+  // many words found full, then gives its reservation back (the page is
+  // then just not used for this request).
+  static constexpr std::uint32_t full_words_bound = 64;
+
   // Flat page: set a free bit of the table's mask (6.1, tryUsePage 8-18).
+  // Returns the chunk's index, or `chunks` when no bit came free (bound above).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t take_in_mask(const Acc& acc, PageEntry& e, std::uint32_t chunks,
                                                  std::uint32_t spot) {
-    for (;;) {
+    for (std::uint32_t full_seen = 0;;) {
       const std::uint32_t bit = 1u << spot;
       const std::uint32_t old = acc.atomic_or(&e.mask, bit);
       if ((old & bit) == 0u) return spot;
       const std::uint32_t next = bits::next_free_spot(old, spot, chunks);
-      // All bits set although we hold a reservation: a free is between
-      // clearing its bit and our read; keep walking.
+      if (next == chunks && ++full_seen > full_words_bound) return chunks;
       spot = next == chunks ? (spot + 1u) % chunks : next;
     }
   }
 
   // Hierarchical page: pick a segment not marked full, then a bit in its word.
+  // Returns the chunk's index, or g.chunks when no bit came free (full_words_bound).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t take_in_segments(const Acc& acc, const HeapLayout& h,
                                                      std::uint32_t page, const PageGeometry& g,
@@ -173,7 +185,7 @@ struct PageOps {
     PageEntry& e = h.pages[page];
     const std::uint32_t segments = g.segments();
     std::uint32_t segment = (reserved / 32u) % segments;
-    for (bool first = true;; first = false) {
+    for (std::uint32_t full_seen = 0, first = 1;; first = 0) {
       if (!first) marked = acc.load(&e.mask);
       if ((marked >> segment) & 1u) {
         const std::uint32_t next = bits::next_free_spot(marked, segment, segments);
@@ -194,6 +206,7 @@ struct PageOps {
         const std::uint32_t next = bits::next_free_spot(old, spot, n);
         if (next == n) {
           mark_segment_full(acc, e, word, segment, n);
+          if (++full_seen > segments + full_words_bound) return g.chunks;
           break;
         }
         spot = next;
@@ -252,7 +265,8 @@ struct PageOps {
     std::uint32_t bits = bit;
     if (group != (1u << acc.lane_id())) {  // a lane alone needs no collective
       // The barrier orders every lane's writes to its chunk before the lowest
-      // lane's release of the reservations below, as each lane's own release did.
+      // lane's release below (the clear of their bits), as each lane's own
+      // release would.
       acc.sync_lanes(group);
       bits = acc.reduce_or(group, bit);
       // Two lanes freeing one chunk: the lowest of them frees it, the others
@@ -264,28 +278,22 @@ struct PageOps {
       if (acc.lane_id() != bits::find_first_set(group) - 1u) return r;
     }
     PageEntry& e = h.pages[page];
-    std::uint32_t old = 0;
-    if (!g.hierarchical) {
-      old = acc.atomic_and(&e.mask, ~bits);
-    } else {
-      old = acc.atomic_and(segment_word(h, page, word), ~bits);
-      if (old == bits::low_mask(g.chunks_in_segment(word))) acc.atomic_and(&e.mask, ~(1u << word));
-    }
+    // The bits' clear is a release: it publishes the group's writes to its
+    // chunks before another worker can find the chunks free and take them.
+    // The reservations go back at the same time, not once the clear is
+    // done: one round trip to memory instead of two. A worker whose
+    // reservation gets ahead of the clear walks on until it sees the bit
+    // (take_in_mask, I2).
+    const std::uint32_t asked = bits::popcount(bits);
+    const std::uint32_t old = acc.atomic_and_release(g.hierarchical ? segment_word(h, page, word) : &e.mask, ~bits);
+    const std::uint32_t before = acc.atomic_sub(&e.fill, asked);
     r.stale = bits & ~old;
     const std::uint32_t freed = bits::popcount(old & bits);
+    // Bits that were clear already (a double free): their reservations
+    // were not ours to return; add them back.
+    if (freed != asked) acc.atomic_add(&e.fill, asked - freed);
+    if (g.hierarchical && old == bits::low_mask(g.chunks_in_segment(word))) acc.atomic_and(&e.mask, ~(1u << word));
     if (freed == 0u) return r;
-    // The bits must be clear before the reservations are returned (I2): a
-    // release, not a fence.
-    if (!g.hierarchical && freed == g.chunks && !Config::resetfreedpages) {
-      // Every chunk of a flat page freed here: the page was full, so this
-      // free makes room, and nothing waits for the count's old value (one
-      // round trip to memory less for a warp freeing whole pages of 1 KiB).
-      acc.atomic_sub_release(&e.fill, freed);
-      mark_page_not_full(acc, h, page);
-      r.made_room = true;
-      return r;
-    }
-    const std::uint32_t before = acc.atomic_sub_release(&e.fill, freed);
     if (before >= g.chunks && before < page_locked) {
       mark_page_not_full(acc, h, page);
       r.made_room = true;
