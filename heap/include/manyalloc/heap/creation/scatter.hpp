@@ -168,13 +168,14 @@ class Scatter {
         !together ? alone : acc.match_any(lanes, small ? page * 32u + word : 0x80000000u | acc.lane_id());
     if (small) {
       // The active block, for a free that makes room on a full page (below).
-      // A group freeing every chunk of a flat page (1 KiB chunks, four lanes)
-      // makes room for sure: its lowest lane reads it before its atomics, so
-      // that the read overlaps them instead of following them. Others read
-      // it only when they made room: read by every group, this one word
-      // held up the 2^20-lane frees of 16-256 B chunks by some 10%.
-      const bool reads_early =
-          bits::popcount(group) == chunks_on_page && acc.lane_id() == bits::find_first_set(group) - 1u;
+      // A group of lanes freeing every chunk of a flat page (1 KiB chunks,
+      // four lanes) makes room for sure: its lowest lane reads it before its
+      // atomics, so that the read overlaps them instead of following them.
+      // Others read it only when they made room: read by every group, or by
+      // every lane freeing the one chunk of a page, this one word held up
+      // the frees of 2^20 lanes by some 10% (16-256 B, mixed sizes).
+      const bool reads_early = chunks_on_page > 1u && bits::popcount(group) == chunks_on_page &&
+                               acc.lane_id() == bits::find_first_set(group) - 1u;
       const std::uint32_t active_seen = reads_early ? acc.load(&layout_.shared->active_block) : 0u;
       const auto r = Ops::free_chunks(acc, layout_, group, page, chunk, index);
       m = r.misuse;
