@@ -21,9 +21,11 @@
 //     short-lived +1s of workers whose reservation attempt failed and is being
 //     undone. Each allocated chunk has its bit set (in the mask for flat
 //     pages, in its in-page segment word for hierarchical pages); a set bit
-//     belongs to a reservation counted in `fill`, except while a free's
-//     clear of it and its return of that reservation, sent together, are
-//     in flight: a worker whose reservation finds no bit free meanwhile
+//     belongs to a reservation counted in `fill`, except, without
+//     resetfreedpages, while a free's clear of it and its return of that
+//     reservation, sent together, are in flight (with resetfreedpages the
+//     clear comes first: a page whose fill reaches 0 may be split anew at
+//     once): a worker whose reservation finds no bit free meanwhile
 //     walks on for a bounded number of full words, then undoes the
 //     reservation (page_ops.hpp, take_in_mask). Without resetfreedpages the
 //     chunk size of a split page never changes again.

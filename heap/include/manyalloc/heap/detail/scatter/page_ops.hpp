@@ -280,18 +280,28 @@ struct PageOps {
     PageEntry& e = h.pages[page];
     // The bits' clear is a release: it publishes the group's writes to its
     // chunks before another worker can find the chunks free and take them.
-    // The reservations go back at the same time, not once the clear is
-    // done: one round trip to memory instead of two. A worker whose
-    // reservation gets ahead of the clear walks on until it sees the bit
-    // (take_in_mask, I2).
     const std::uint32_t asked = bits::popcount(bits);
     const std::uint32_t old = acc.atomic_and_release(g.hierarchical ? segment_word(h, page, word) : &e.mask, ~bits);
-    const std::uint32_t before = acc.atomic_sub(&e.fill, asked);
+    std::uint32_t before = 0, freed = 0;
+    if constexpr (Config::resetfreedpages) {
+      // A page whose fill reaches 0 may at once be reset and split anew (a
+      // claim, a run's lock): the bits must be clear before the
+      // reservations return (I2), or the clear lands on the new split
+      // (GPU test NoMemoryLossWithResetFreedPages: chunks handed out twice).
+      freed = bits::popcount(old & bits);
+      if (freed != 0u) before = acc.atomic_sub_release(&e.fill, freed);
+    } else {
+      // A split page keeps its split (I2): the reservations go back at the
+      // same time as the clear, not once it is done, one round trip to
+      // memory instead of two. A worker whose reservation gets ahead of the
+      // clear walks on until it sees the bit (take_in_mask).
+      before = acc.atomic_sub(&e.fill, asked);
+      freed = bits::popcount(old & bits);
+      // Bits that were clear already (a double free): their reservations
+      // were not ours to return; add them back.
+      if (freed != asked) acc.atomic_add(&e.fill, asked - freed);
+    }
     r.stale = bits & ~old;
-    const std::uint32_t freed = bits::popcount(old & bits);
-    // Bits that were clear already (a double free): their reservations
-    // were not ours to return; add them back.
-    if (freed != asked) acc.atomic_add(&e.fill, asked - freed);
     if (g.hierarchical && old == bits::low_mask(g.chunks_in_segment(word))) acc.atomic_and(&e.mask, ~(1u << word));
     if (freed == 0u) return r;
     if (before >= g.chunks && before < page_locked) {
