@@ -172,8 +172,9 @@ class Scatter {
       // four lanes) makes room for sure: its lowest lane reads it before its
       // atomics, so that the read overlaps them instead of following them.
       // Others read it only when they made room: read by every group, or by
-      // every lane freeing the one chunk of a page, this one word held up
-      // the frees of 2^20 lanes by some 10% (16-256 B, mixed sizes).
+      // every lane freeing the one chunk of a page, this one word, read by
+      // every warp of a launch, slowed the frees of large launches
+      // (docs/results/heap/ab/2026-11-25-scatter-churn).
       const bool reads_early = chunks_on_page > 1u && bits::popcount(group) == chunks_on_page &&
                                acc.lane_id() == bits::find_first_set(group) - 1u;
       const std::uint32_t active_seen = reads_early ? acc.load(&layout_.shared->active_block) : 0u;

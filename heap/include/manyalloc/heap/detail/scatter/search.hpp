@@ -55,7 +55,7 @@ struct SmallSearch {
   // Counting the lanes that ask for the size, rather than the warp's width,
   // keeps the pages of a size together when the lanes of a warp ask for
   // different sizes: spread for 32 lanes each, a size's pages interleaved
-  // with those of every other size, and requests walked some 8 pages of
+  // with those of every other size, and requests walked through pages of
   // other sizes to find one of theirs (scatter_anomalies.md, churn).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t hash(const Acc& acc, std::uint32_t request, std::uint32_t pages_per_block,
