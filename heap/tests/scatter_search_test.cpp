@@ -455,5 +455,36 @@ TEST_F(ScatterFreeTest, EmulatedWarpsChurnRandomSizes) {
   expect_every_chunk_free();
 }
 
+// ScatterRelaxedFreesConfig frees without the release (as upstream
+// mallocMC does); allocation and freeing work as with the default: emulated
+// warps churn random sizes, every chunk comes back and nothing is reported.
+TEST(ScatterRelaxedFreesTest, EmulatedWarpsChurnAndEveryChunkComesBack) {
+  static_assert(!CreationPolicies::ScatterRelaxedFreesConfig::ordered_frees);
+  ScatterHeap<HostRunner, CreationPolicies::ScatterRelaxedFreesConfig> heap{std::size_t{4} << 20};
+  const auto handle = heap.handle();
+  std::atomic<std::uint64_t> fails{0};
+  acc::EmulatedGrid grid;
+  grid.run(2, 64, [&](const acc::EmulatedThread& a, unsigned t) {
+    std::uint32_t x = t * 2654435761u + 99u;
+    for (int round = 0; round < 60; ++round) {
+      x = x * 1664525u + 1013904223u;
+      void* p = handle.alloc(a, 16 + (x >> 8) % 1009);
+      if (p == nullptr) ++fails;
+      handle.dealloc(a, p);
+    }
+  });
+  EXPECT_EQ(fails.load(), 0u);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  // Pages keep their splits (no resetfreedpages): no chunk is reserved, no
+  // page is marked full.
+  const auto& h = heap.creation().layout();
+  std::uint64_t reserved = 0, marked = 0;
+  for (std::uint32_t p = 0; p < h.page_count; ++p) reserved += h.pages[p].fill;
+  for (std::uint32_t r = 0; r < h.page_count / CreationPolicies::ScatterHeapConfig::regionsize; ++r)
+    marked += bits::popcount(h.regions[r]);
+  EXPECT_EQ(reserved, 0u);
+  EXPECT_EQ(marked, 0u);
+}
+
 }  // namespace
 }  // namespace manyalloc::heap::testing

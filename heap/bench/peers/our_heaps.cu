@@ -69,6 +69,8 @@ const mp::Register our_heaps[] = {
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<>>>("Scatter")),
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<>, ma::heap::DistributionPolicies::XMallocSIMD<4096>>>(
         "Scatter+XMallocSIMD")),
+    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<ma::heap::CreationPolicies::ScatterRelaxedFreesConfig>>>(
+        "Scatter+RelaxedFrees")),
 #if __has_include("manyalloc/heap/creation/size_class_slabs.hpp")
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>>("SizeClassSlabs")),
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<ma::heap::CreationPolicies::FineSizeClassesConfig>>>(

@@ -93,6 +93,7 @@ class Scatter {
            ",regionsize=" + std::to_string(HeapConfig::regionsize) +
            ",wastefactor=" + std::to_string(HeapConfig::wastefactor) +
            ",resetfreedpages=" + (HeapConfig::resetfreedpages ? "true" : "false") +
+           ",ordered_frees=" + (HeapConfig::ordered_frees ? "true" : "false") +
            ",hashingK=" + std::to_string(HashConfig::hashingK) +
            ",hashingDistMP=" + std::to_string(HashConfig::hashingDistMP) +
            ",hashingDistWP=" + std::to_string(HashConfig::hashingDistWP) +

@@ -26,6 +26,21 @@ struct ScatterHeapConfig {
   static constexpr std::uint32_t wastefactor = 2;
   // Reset a page's chunk size when its last chunk is freed ([Eckert2014] 5.4).
   static constexpr bool resetfreedpages = false;
+  // true: a free publishes what its lanes wrote to their chunks before
+  // another worker can take the chunks (the clear of their bits is a
+  // GPU-scope release: one memory barrier per warp's group of frees).
+  // false: frees skip the barrier, as upstream mallocMC's do; then a worker
+  // that writes a chunk and frees it in the same kernel must order its
+  // writes before the free itself (__threadfence()) when another worker may
+  // reuse the chunk in that kernel. Writes made in an earlier kernel are
+  // ordered by the kernel boundary either way. (SizeClassSlabsConfig has the
+  // same switch.)
+  static constexpr bool ordered_frees = true;
+};
+
+// Frees without the memory barrier (ordered_frees above).
+struct ScatterRelaxedFreesConfig : ScatterHeapConfig {
+  static constexpr bool ordered_frees = false;
 };
 
 struct ScatterHashConfig {
@@ -55,6 +70,7 @@ concept ScatterHeapConfiguration = requires {
   { C::regionsize } -> std::convertible_to<std::uint32_t>;
   { C::wastefactor } -> std::convertible_to<std::uint32_t>;
   { C::resetfreedpages } -> std::convertible_to<bool>;
+  { C::ordered_frees } -> std::convertible_to<bool>;
 } && (C::pagesize >= 64) && (C::pagesize % 4 == 0) && (C::accessblocks >= 1) &&
     (C::regionsize >= 1) && (C::regionsize <= 32) && (C::wastefactor >= 1);
 

@@ -278,10 +278,13 @@ struct PageOps {
       if (acc.lane_id() != bits::find_first_set(group) - 1u) return r;
     }
     PageEntry& e = h.pages[page];
-    // The bits' clear is a release: it publishes the group's writes to its
-    // chunks before another worker can find the chunks free and take them.
+    // With Config::ordered_frees the bits' clear is a release: it publishes
+    // the group's writes to its chunks before another worker can find the
+    // chunks free and take them.
     const std::uint32_t asked = bits::popcount(bits);
-    const std::uint32_t old = acc.atomic_and_release(g.hierarchical ? segment_word(h, page, word) : &e.mask, ~bits);
+    std::uint32_t* const bit_field = g.hierarchical ? segment_word(h, page, word) : &e.mask;
+    const std::uint32_t old =
+        Config::ordered_frees ? acc.atomic_and_release(bit_field, ~bits) : acc.atomic_and(bit_field, ~bits);
     std::uint32_t before = 0, freed = 0;
     if constexpr (Config::resetfreedpages) {
       // A page whose fill reaches 0 may at once be reset and split anew (a
