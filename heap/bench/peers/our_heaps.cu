@@ -60,8 +60,8 @@ using DeviceMallocHeap = ma::heap::Allocator<ma::heap::CreationPolicies::DeviceM
 
 int next_order = 0;
 template <class Heap>
-mp::Entry ours(const char* name) {
-  return mp::Entry{name, false, next_order++, &mp::run_experiment<OurAdapter<Heap>>};
+mp::Entry ours(const char* name, bool by_default = true) {
+  return mp::Entry{name, false, next_order++, &mp::run_experiment<OurAdapter<Heap>>, by_default};
 }
 
 // ---- our allocators, one line each (column order of the tables) ----------
@@ -69,8 +69,9 @@ const mp::Register our_heaps[] = {
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<>>>("Scatter")),
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<>, ma::heap::DistributionPolicies::XMallocSIMD<4096>>>(
         "Scatter+XMallocSIMD")),
+    // Only when named: the full peers run must fit in one 10-minute call.
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<ma::heap::CreationPolicies::ScatterRelaxedFreesConfig>>>(
-        "Scatter+RelaxedFrees")),
+        "Scatter+RelaxedFrees", /*by_default=*/false)),
 #if __has_include("manyalloc/heap/creation/size_class_slabs.hpp")
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>>("SizeClassSlabs")),
     mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<ma::heap::CreationPolicies::FineSizeClassesConfig>>>(
