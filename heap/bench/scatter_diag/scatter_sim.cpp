@@ -4,9 +4,14 @@
 // GPU's block scheduler does). Counts memory operations per request, so that
 // page-table behaviour (probes, claims, walks over full or mis-split pages)
 // can be compared between versions without a GPU. No timing, no
-// concurrency: lanes run one after another.
+// concurrency: lanes run one after another (the warps of `churn-resident`
+// interleave at random, as a GPU's resident warps do, one alloc or free
+// phase at a time).
 //
-//   scatter_sim [workload] [threads] ...   (see main)
+//   scatter_sim VERSION WORKLOAD BYTES THREADS N
+//     WORKLOAD: one (N launches of one chunk per worker; BYTES 0 = mixed),
+//               churn (N repetitions, every worker in step),
+//               churn-resident (N repetitions; SIM_RESIDENT blocks resident, 528)
 #include <sys/mman.h>
 
 #include <cinttypes>
