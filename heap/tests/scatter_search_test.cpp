@@ -51,6 +51,9 @@ struct PlayedLane : acc::HostThread {
   }
 };
 
+// The `same` mask of Search::hash for lanes whose whole warp asks for one size.
+constexpr std::uint32_t whole_warp = 0xffffffffu;
+
 PlayedLane lane_of(unsigned lane, unsigned warp, unsigned processor = 0) {
   PlayedLane a;
   a.lane = lane;
@@ -101,8 +104,8 @@ using BlockTest = ScatterSearchTest<TwoBlocks>;
 TEST_F(PageLockTest, LoserOfAClaimWaitsForTheWinnersSplit) {
   const std::uint32_t request = 16;
   const PlayedLane winner = lane_of(0, 0), loser = lane_of(1, 0);
-  const std::uint32_t page = Search::hash(winner, request, h.pages_per_block);
-  ASSERT_EQ(Search::hash(loser, request, h.pages_per_block), page) << "lanes of a warp share a page for 16 B";
+  const std::uint32_t page = Search::hash(winner, request, h.pages_per_block, whole_warp);
+  ASSERT_EQ(Search::hash(loser, request, h.pages_per_block, whole_warp), page) << "lanes of a warp share a page for 16 B";
   heap::detail::PageEntry& e = entry(page);
   ASSERT_EQ(acc::HostThread{}.atomic_cas(&e.fill, 0u, page_locked), 0u);  // the winner's claim is in progress
   std::atomic<bool> started{false};
@@ -176,24 +179,24 @@ TEST_F(BlockTest, BlockIsFullWhenMostSampledRegionsAreClosed) {
 // before. Host threads (warp width 1) are still spread by processor.
 TEST_F(PageLockTest, HashIgnoresTheMultiprocessorWhereWarpsExist) {
   for (std::uint32_t request : {16u, 64u, 256u, 1024u, 4096u}) {
-    EXPECT_EQ(Search::hash(lane_of(3, 77, 0), request, h.pages_per_block),
-              Search::hash(lane_of(3, 77, 131), request, h.pages_per_block))
+    EXPECT_EQ(Search::hash(lane_of(3, 77, 0), request, h.pages_per_block, whole_warp),
+              Search::hash(lane_of(3, 77, 131), request, h.pages_per_block, whole_warp))
         << request;
   }
   struct HostOnProcessor : acc::HostThread {
     unsigned cpu;
     unsigned processor_id() const { return cpu; }
   };
-  EXPECT_NE(Search::hash(HostOnProcessor{{}, 0}, 64, h.pages_per_block),
-            Search::hash(HostOnProcessor{{}, 1}, 64, h.pages_per_block));
+  EXPECT_NE(Search::hash(HostOnProcessor{{}, 0}, 64, h.pages_per_block, 1u),
+            Search::hash(HostOnProcessor{{}, 1}, 64, h.pages_per_block, 1u));
   // Lanes with page-sized requests start on pages of their own, lanes with
   // 1 KiB requests four to a page, and the next warp past them.
-  const std::uint32_t p0 = Search::hash(lane_of(0, 9), 4096, h.pages_per_block);
-  EXPECT_EQ(Search::hash(lane_of(31, 9), 4096, h.pages_per_block), (p0 + 31) % h.pages_per_block);
-  const std::uint32_t k0 = Search::hash(lane_of(0, 9), 1024, h.pages_per_block);
-  EXPECT_EQ(Search::hash(lane_of(3, 9), 1024, h.pages_per_block), k0);
-  EXPECT_EQ(Search::hash(lane_of(4, 9), 1024, h.pages_per_block), (k0 + 1) % h.pages_per_block);
-  EXPECT_EQ(Search::hash(lane_of(0, 10), 1024, h.pages_per_block), (k0 + 9) % h.pages_per_block);
+  const std::uint32_t p0 = Search::hash(lane_of(0, 9), 4096, h.pages_per_block, whole_warp);
+  EXPECT_EQ(Search::hash(lane_of(31, 9), 4096, h.pages_per_block, whole_warp), (p0 + 31) % h.pages_per_block);
+  const std::uint32_t k0 = Search::hash(lane_of(0, 9), 1024, h.pages_per_block, whole_warp);
+  EXPECT_EQ(Search::hash(lane_of(3, 9), 1024, h.pages_per_block, whole_warp), k0);
+  EXPECT_EQ(Search::hash(lane_of(4, 9), 1024, h.pages_per_block, whole_warp), (k0 + 1) % h.pages_per_block);
+  EXPECT_EQ(Search::hash(lane_of(0, 10), 1024, h.pages_per_block, whole_warp), (k0 + 9) % h.pages_per_block);
 }
 
 // Churn (scatter_anomalies.md): when the lanes of a warp ask for different
@@ -231,7 +234,7 @@ TEST(ScatterHashTest, LanesAskingForDifferentSizesKeepEachSizesPagesTogether) {
 // closed (15 of 16 pages full); the lane went on to later lanes' pages.
 TEST_F(PageLockTest, HashedPageIsTriedInAClosedRegion) {
   const PlayedLane lane = lane_of(0, 0);
-  const std::uint32_t page = Search::hash(lane, 4096, h.pages_per_block);
+  const std::uint32_t page = Search::hash(lane, 4096, h.pages_per_block, whole_warp);
   const std::uint32_t first = page / rs * rs;
   for (std::uint32_t p = first; p < first + rs; ++p)
     if (p != page) fill_page(p, 4096);
@@ -402,10 +405,10 @@ TEST_F(ScatterFreeTest, TwoLanesFreeingOneChunkFreeItOnce) {
 }
 
 
-// Four lanes freeing the four 1 KiB chunks of a full page together: the
-// page was full, so the free makes room without waiting for the count's old
-// value: the page is empty, its full mark is gone, and its block (lower
-// than the active one) becomes active again (5.4).
+// Four lanes freeing the four 1 KiB chunks of a full page together, one
+// group whose lowest lane returns the bits and the count at once: the page
+// is empty, its full mark is gone, and its block (lower than the active
+// one) becomes active again (5.4).
 TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
   const acc::HostThread host;
   std::vector<void*> chunks(32, nullptr);

@@ -134,7 +134,7 @@ class Scatter {
   MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
     const std::uint32_t lanes = acc.active_mask();
     Misuse m = ptr == nullptr ? Misuse::none : Misuse::foreign_pointer;
-    std::uint32_t page = 0, chunk = 0, in_page = 0, index = 0, word = 0, chunks_on_page = 0;
+    std::uint32_t page = 0, chunk = 0, in_page = 0, index = 0, word = 0;
     bool small = false, multi = false;
     if (ptr != nullptr && layout_.contains(ptr, pagesize)) {
       const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - layout_.data);
@@ -152,7 +152,6 @@ class Scatter {
         word = Ops::bit_word(g, index);
         small = index != g.chunks;
         m = small ? Misuse::none : Misuse::not_a_chunk_start;
-        chunks_on_page = g.hierarchical ? 0u : g.chunks;  // a flat page's chunks share one bit-field word
       }
     }
     // One match_any for every lane of `lanes` when at least half a warp came
@@ -168,17 +167,6 @@ class Scatter {
     const std::uint32_t group =
         !together ? alone : acc.match_any(lanes, small ? page * 32u + word : 0x80000000u | acc.lane_id());
     if (small) {
-      // The active block, for a free that makes room on a full page (below).
-      // A group of lanes freeing every chunk of a flat page (1 KiB chunks,
-      // four lanes) makes room for sure: its lowest lane reads it before its
-      // atomics, so that the read overlaps them instead of following them.
-      // Others read it only when they made room: read by every group, or by
-      // every lane freeing the one chunk of a page, this one word, read by
-      // every warp of a launch, slowed the frees of large launches
-      // (docs/results/heap/ab/2026-11-25-scatter-churn).
-      const bool reads_early = chunks_on_page > 1u && bits::popcount(group) == chunks_on_page &&
-                               acc.lane_id() == bits::find_first_set(group) - 1u;
-      const std::uint32_t active_seen = reads_early ? acc.load(&layout_.shared->active_block) : 0u;
       const auto r = Ops::free_chunks(acc, layout_, group, page, chunk, index);
       m = r.misuse;
       for (std::uint32_t stale = r.stale; stale != 0u; stale &= stale - 1u) {
@@ -187,9 +175,7 @@ class Scatter {
       }
       // Only a free that makes room on a full page can make a full block
       // usable again: only those look at the active block (5.4).
-      if (r.made_room)
-        Search::maybe_activate(acc, layout_, page,
-                               reads_early ? active_seen : acc.load(&layout_.shared->active_block));
+      if (r.made_room) Search::maybe_activate(acc, layout_, page);
     } else if (multi) {
       m = Multi::free(acc, layout_, page, in_page);
     }

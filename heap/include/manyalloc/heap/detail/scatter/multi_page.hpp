@@ -95,8 +95,9 @@ struct MultiPage {
     return n;
   }
 
-  // Locks pages [first, first+n), a batch at a time. Returns n on success; on
-  // a conflict at page first+k (the lowest of its batch) it unlocks the pages
+  // Locks pages [first, first+n), a batch at a time. Returns n on success.
+  // Page first+k that it cannot lock (or that is split, without
+  // resetfreedpages), the first such page of its batch: it unlocks every page
   // it took and returns k.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t lock_run(const Acc& acc, const HeapLayout& h, std::uint32_t first,

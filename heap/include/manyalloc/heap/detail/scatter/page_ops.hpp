@@ -281,7 +281,6 @@ struct PageOps {
     // With Config::ordered_frees the bits' clear is a release: it publishes
     // the group's writes to its chunks before another worker can find the
     // chunks free and take them.
-    const std::uint32_t asked = bits::popcount(bits);
     std::uint32_t* const bit_field = g.hierarchical ? segment_word(h, page, word) : &e.mask;
     const std::uint32_t old =
         Config::ordered_frees ? acc.atomic_and_release(bit_field, ~bits) : acc.atomic_and(bit_field, ~bits);
@@ -298,6 +297,7 @@ struct PageOps {
       // same time as the clear, not once it is done, one round trip to
       // memory instead of two. A worker whose reservation gets ahead of the
       // clear walks on until it sees the bit (take_in_mask).
+      const std::uint32_t asked = bits::popcount(bits);
       before = acc.atomic_sub(&e.fill, asked);
       freed = bits::popcount(old & bits);
       // Bits that were clear already (a double free): their reservations

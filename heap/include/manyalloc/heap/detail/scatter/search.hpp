@@ -70,11 +70,6 @@ struct SmallSearch {
                             static_cast<std::uint64_t>(acc.warp_id()) * warp_distance + lane_distance;
     return static_cast<std::uint32_t>(h % pages_per_block);
   }
-  // The hash of a lane whose whole warp asks for `request` bytes.
-  template <class Acc>
-  MANYALLOC_FN static std::uint32_t hash(const Acc& acc, std::uint32_t request, std::uint32_t pages_per_block) {
-    return hash(acc, request, pages_per_block, bits::low_mask(Acc::warp_size));
-  }
 
   // Whether `block` is full for the first pass (5.4: "only if the super
   // block reaches a certain fill level ... the allocator proceeds to the
@@ -202,11 +197,10 @@ struct SmallSearch {
   // (scatter_anomalies.md): random activation sent it to whichever block a
   // late free had picked. Frees on pages that were not full leave the
   // active block alone (a block left for being full has full pages).
-  // `active` is the active block as the caller read it.
   template <class Acc>
-  MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page,
-                                          std::uint32_t active) {
+  MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
     const std::uint32_t block = h.block_of(page);
+    std::uint32_t active = acc.load(&h.shared->active_block);
     if (active % h.block_count <= block || block_full(acc, h, block)) return;
     while (active % h.block_count > block) {
       const std::uint32_t seen = acc.atomic_cas(&h.shared->active_block, active, block);
