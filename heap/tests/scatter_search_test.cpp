@@ -406,9 +406,9 @@ TEST_F(ScatterFreeTest, TwoLanesFreeingOneChunkFreeItOnce) {
 
 
 // Four lanes freeing the four 1 KiB chunks of a full page together, one
-// group whose lowest lane returns the bits and the count at once: the page
-// is empty, its full mark is gone, and its block (lower than the active
-// one) becomes active again (5.4).
+// group whose lanes clear their own bits while the lowest returns the
+// count: the page is empty, its full mark is gone, and its block (lower
+// than the active one) becomes active again (5.4).
 TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
   const acc::HostThread host;
   std::vector<void*> chunks(32, nullptr);
@@ -425,6 +425,29 @@ TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
   EXPECT_FALSE(region_word(page) & (1u << (page % rs)));
   EXPECT_EQ(active(), block);
   EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  expect_every_chunk_free();
+}
+
+// A small group (lanes clearing their own bits) in which two lanes free one
+// chunk: it is freed once, the second free is reported, the count stays
+// right and the page's last chunk is still held.
+TEST_F(ScatterFreeTest, TwoLanesOfASmallGroupFreeingOneChunkFreeItOnce) {
+  const acc::HostThread host;
+  std::vector<void*> chunks(32, nullptr);
+  for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(host, 1024);
+  const std::uint32_t page = page_of(chunks[0]);
+  for (int i = 1; i < 4; ++i) ASSERT_EQ(page_of(chunks[i]), page);
+  void* kept = chunks[2];
+  chunks[2] = chunks[1];
+  free_in_one_warp(chunks);
+  EXPECT_EQ(entry(page).fill, 1u);
+  EXPECT_EQ(entry(page).mask, 1u << 2) << "only the kept chunk's bit is set";
+  EXPECT_FALSE(region_word(page) & (1u << (page % rs))) << "the page has room";
+  auto st = scatter.statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 1u);
+  EXPECT_EQ(st.last_misuse, Misuse::double_free);
+  scatter.destroy(host, kept);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 1u);
   expect_every_chunk_free();
 }
 

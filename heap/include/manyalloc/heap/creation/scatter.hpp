@@ -135,6 +135,7 @@ class Scatter {
     const std::uint32_t lanes = acc.active_mask();
     Misuse m = ptr == nullptr ? Misuse::none : Misuse::foreign_pointer;
     std::uint32_t page = 0, chunk = 0, in_page = 0, index = 0, word = 0;
+    heap::detail::PageGeometry g;
     bool small = false, multi = false;
     if (ptr != nullptr && layout_.contains(ptr, pagesize)) {
       const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - layout_.data);
@@ -147,7 +148,7 @@ class Scatter {
         m = Misuse::none;
         multi = true;
       } else {
-        const auto g = heap::detail::page_geometry(pagesize, chunk);
+        g = heap::detail::page_geometry(pagesize, chunk);
         index = Ops::chunk_index(g, chunk, in_page);
         word = Ops::bit_word(g, index);
         small = index != g.chunks;
@@ -167,7 +168,7 @@ class Scatter {
     const std::uint32_t group =
         !together ? alone : acc.match_any(lanes, small ? page * 32u + word : 0x80000000u | acc.lane_id());
     if (small) {
-      const auto r = Ops::free_chunks(acc, layout_, group, page, chunk, index);
+      const auto r = Ops::free_chunks(acc, layout_, group, page, g, index);
       m = r.misuse;
       for (std::uint32_t stale = r.stale; stale != 0u; stale &= stale - 1u) {
         const std::uint32_t freed_twice = word * 32u + bits::find_first_set(stale) - 1u;

@@ -243,26 +243,36 @@ struct PageOps {
 
   struct FreeResult {
     Misuse misuse = Misuse::none;  // this lane's chunk was freed by a lower lane of its group too
-    std::uint32_t stale = 0;       // at the group's lowest lane: bits of the word that were already clear
+    std::uint32_t stale = 0;       // bits of the word found already clear: the group's, at its lowest
+                                   // lane; a lane's own bit, in a group that clears its own bits
     bool made_room = false;        // at the group's lowest lane: the page was full before these frees
   };
 
+  // Groups of at most this many lanes clear their own bits (free_own_bits).
+  static constexpr std::uint32_t own_clears_max = 4;
+
   // Frees chunks of one page with one atomic per bit-field word and one on
   // the page's fill. Called by every lane of `group`, the lanes freeing
-  // chunks `index` (valid, chunk_index) of `page`, split into `chunk_size`
-  // chunks, whose bits share one bit-field word (bit_word). The lowest lane
-  // does the atomics for all: the 32 lanes of a warp freeing 16-byte
-  // chunks cost two atomics, not 64 ([Steinberger2012] 6.2 frees one chunk per call).
+  // chunks `index` (valid, chunk_index) of `page`, of geometry `g` (the
+  // caller's, computed once per free), whose bits share one bit-field word
+  // (bit_word). The lowest lane does the atomics for all: the 32 lanes of
+  // a warp freeing 16-byte chunks cost two atomics, not 64
+  // ([Steinberger2012] 6.2 frees one chunk per call). Small groups clear
+  // their own bits instead (free_own_bits).
   // A bit already clear (`stale`: a chunk freed twice or never handed out)
   // is not counted, so nothing changes for it.
   template <class Acc>
   MANYALLOC_FN static FreeResult free_chunks(const Acc& acc, const HeapLayout& h, std::uint32_t group,
-                                             std::uint32_t page, std::uint32_t chunk_size, std::uint32_t index) {
-    const PageGeometry g = page_geometry(pagesize, chunk_size);
+                                             std::uint32_t page, const PageGeometry& g, std::uint32_t index) {
     const std::uint32_t word = bit_word(g, index);
     const std::uint32_t bit = 1u << (g.hierarchical ? index % 32u : index);
     FreeResult r;
     std::uint32_t bits = bit;
+    if constexpr (!Config::resetfreedpages) {
+      // Lanes alone too: they then run the same code as the small groups
+      // of their warp instead of taking turns with them.
+      if (bits::popcount(group) <= own_clears_max) return free_own_bits(acc, h, group, page, g, word, bit);
+    }
     if (group != (1u << acc.lane_id())) {  // a lane alone needs no collective
       // The barrier orders every lane's writes to its chunk before the lowest
       // lane's release below (the clear of their bits), as each lane's own
@@ -315,6 +325,42 @@ struct PageOps {
     return r;
   }
 
+  // free_chunks for a lane alone or a group of a few lanes (pages of 1-4
+  // KiB chunks hold only a few): every lane clears its own bit, all of them
+  // in one instruction of the warp, while the lowest lane returns the
+  // group's reservations. No collective: a reduction over groups whose
+  // masks differ runs once per group on the GPU, one group after the other
+  // (eight of them for a warp freeing 1 KiB chunks). Without resetfreedpages only: the
+  // reservations go back before the clears have landed, which a page that
+  // keeps its split allows (I2, free_chunks); with resetfreedpages the
+  // clears must come first, and the group's count needs the reduction.
+  template <class Acc>
+  MANYALLOC_FN static FreeResult free_own_bits(const Acc& acc, const HeapLayout& h, std::uint32_t group,
+                                               std::uint32_t page, const PageGeometry& g, std::uint32_t word,
+                                               std::uint32_t bit) {
+    static_assert(!Config::resetfreedpages, "free_own_bits returns reservations before the clears land");
+    PageEntry& e = h.pages[page];
+    std::uint32_t* const bit_field = g.hierarchical ? segment_word(h, page, word) : &e.mask;
+    // Each lane's clear is the release of its own writes (Config::ordered_frees).
+    const std::uint32_t old =
+        Config::ordered_frees ? acc.atomic_and_release(bit_field, ~bit) : acc.atomic_and(bit_field, ~bit);
+    const bool lowest = acc.lane_id() == bits::find_first_set(group) - 1u;
+    const std::uint32_t before = lowest ? acc.atomic_sub(&e.fill, bits::popcount(group)) : 0u;
+    FreeResult r;
+    if ((old & bit) == 0u) {
+      // Freed twice (by another lane of the group, or before): its
+      // reservation was not ours to return; give it back.
+      acc.atomic_add(&e.fill, 1u);
+      r.stale = bit;
+    }
+    if (g.hierarchical && old == bits::low_mask(g.chunks_in_segment(word))) acc.atomic_and(&e.mask, ~(1u << word));
+    if (lowest && before >= g.chunks && before < page_locked) {
+      mark_page_not_full(acc, h, page);
+      r.made_room = true;
+    }
+    return r;
+  }
+
   // One worker frees the chunk at byte `offset` of a page split into
   // chunks. Returns Misuse::none, or what was wrong (nothing is changed
   // then). `made_room` (when given) is set when the page was full before.
@@ -325,7 +371,7 @@ struct PageOps {
     const PageGeometry g = page_geometry(pagesize, chunk_size);
     const std::uint32_t index = chunk_index(g, chunk_size, offset);
     if (index == g.chunks) return Misuse::not_a_chunk_start;
-    const FreeResult r = free_chunks(acc, h, 1u << acc.lane_id(), page, chunk_size, index);
+    const FreeResult r = free_chunks(acc, h, 1u << acc.lane_id(), page, g, index);
     if (made_room != nullptr) *made_room = r.made_room;
     return r.stale != 0u ? Misuse::double_free : r.misuse;
   }

@@ -197,10 +197,16 @@ struct SmallSearch {
   // (scatter_anomalies.md): random activation sent it to whichever block a
   // late free had picked. Frees on pages that were not full leave the
   // active block alone (a block left for being full has full pages).
+  //
+  // Fast path: the page lies in or above the active block, found by
+  // comparing page numbers (the active block is below block_count, so block
+  // b's first page is b * pages_per_block): no division on the way out.
   template <class Acc>
   MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
-    const std::uint32_t block = h.block_of(page);
     std::uint32_t active = acc.load(&h.shared->active_block);
+    if (page >= std::uint64_t{active} * h.pages_per_block) return;
+    // Slow path: a lower block, made active unless it is still full.
+    const std::uint32_t block = h.block_of(page);
     if (active % h.block_count <= block || block_full(acc, h, block)) return;
     while (active % h.block_count > block) {
       const std::uint32_t seen = acc.atomic_cas(&h.shared->active_block, active, block);
