@@ -119,8 +119,9 @@ namespace {
 MA_EXPORT void* manyalloc_numa_malloc(std::size_t size) noexcept {
   Heap* h = t_heap;
   if (size <= table_max && h != nullptr) [[likely]] {
-    if (void* p = heap_alloc_cached(*h, small_classes.cls[(size + 15) >> 4])) [[likely]]
-      return p;
+    FreeCache& fc = h->cache[std::size_t{small_classes.cls[(size + 15) >> 4]}];
+    if (const std::uint32_t n = fc.count.load(std::memory_order_relaxed); n != 0) [[likely]]
+      return cache_pop(fc, n);
   }
   return malloc_slow(size);
 }

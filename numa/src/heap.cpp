@@ -64,6 +64,7 @@ void heap_init(Heap& h, Context& c, Source& s) {
   h.ctx = &c;
   h.source = &s;
   h.merge_for_owner = c.opts.profile == Profile::lowmem;
+  for (unsigned k = 0; k < num_classes; ++k) h.cache[k].stack = h.cache_slots + cache_layout.first[k];
   heap_set_cache(h, !c.abort_on_misuse.load(std::memory_order_relaxed));
   set_purge_threshold(h);
 }

@@ -5,6 +5,7 @@
 // the owner's remote free queue (remote_free).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -178,12 +179,16 @@ inline std::uint32_t run_take(Heap& h, Run& r, void** out, std::uint32_t want) {
   std::uint64_t bits;
   while ((bits = r.free_word(w)) == 0) ++w;  // free_count > 0: a bit is set at >= cursor
   const std::size_t size = r.chunk_size;
-  std::uint8_t* const first = r.base + static_cast<std::size_t>(w) * 64 * size;
-  std::uint32_t k = 0;
+  const std::uintptr_t first =
+      reinterpret_cast<std::uintptr_t>(r.base) + static_cast<std::size_t>(w) * 64 * size;
+  void** const end = out + want;
+  void** o = end;  // out[want - 1] first, downwards
   do {
-    out[want - 1 - k] = first + static_cast<std::size_t>(__builtin_ctzll(bits)) * size;
+    const auto b = static_cast<unsigned>(std::countr_zero(bits));
+    *--o = reinterpret_cast<void*>(first + b * size);
     bits &= bits - 1;
-  } while (++k < want && bits != 0);
+  } while (o != out && bits != 0);
+  const auto k = static_cast<std::uint32_t>(end - o);
   r.free_word(w) = bits;
   r.cursor = w;
   if (w > r.hw) [[unlikely]] {  // w == hw + 1: store the next word (invariants.hpp, Run)
@@ -250,13 +255,18 @@ inline void* heap_alloc_run(Heap& h, unsigned cls) {
   return heap_alloc_run_owned(h, cls);
 }
 
+// Takes the latest chunk of fc, which holds n != 0 (a separate step, so
+// that malloc's fast path tests n once instead of n and the chunk).
+inline void* cache_pop(FreeCache& fc, std::uint32_t n) {
+  fc.count.store(n - 1, std::memory_order_relaxed);
+  return fc.stack[n - 1];
+}
+
 // The latest freed chunk of class cls from the free cache, or nullptr.
 inline void* heap_alloc_cached(Heap& h, unsigned cls) {
   FreeCache& fc = h.cache[cls];
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
-  if (n == 0) return nullptr;
-  fc.count.store(n - 1, std::memory_order_relaxed);
-  return h.cache_stack(cls)[n - 1];
+  return n == 0 ? nullptr : cache_pop(fc, n);
 }
 
 inline void* heap_alloc(Heap& h, unsigned cls) {
@@ -278,16 +288,19 @@ inline void* heap_alloc(Heap& h, unsigned cls) {
 // the slow path: full or disabled cache, or p fails those checks
 // (small_free_slow reports it).
 inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
-  const std::size_t off = static_cast<std::size_t>(static_cast<std::uint8_t*>(p) - seg.base);
-  const std::uint16_t info = seg.page_info[off >> page_shift].load(std::memory_order_relaxed);
-  if (info == 0 || (off & 15) != 0) [[unlikely]]
+  // seg.base is p rounded down to segment_bytes (invariants.hpp, Segment).
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uint16_t info =
+      seg.page_info[(a >> page_shift) % pages_per_segment].load(std::memory_order_relaxed);
+  if (info == 0 || (a & 15) != 0) [[unlikely]]
     return false;
-  const unsigned cls = page_info_cls(info);
-  FreeCache& fc = h.cache[cls];
+  // page_info_cls(info) (info != 0) in size_t, whose - 1 becomes part of
+  // the address instead of an instruction of its own.
+  FreeCache& fc = h.cache[std::size_t{info & 0xffu} - 1];
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
   if (n >= fc.cap) [[unlikely]]
     return false;
-  h.cache_stack(cls)[n] = p;
+  fc.stack[n] = p;
   fc.count.store(n + 1, std::memory_order_relaxed);
   return true;
 }
@@ -298,11 +311,11 @@ inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
 void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p);
 
 // s as a small segment owned by h, or nullptr (s or h null, a large
-// segment, another heap's segment).
+// segment, another heap's segment). A large segment's `heap` is nullptr
+// (invariants.hpp, Segment), so one comparison checks kind and owner.
 inline SmallSegment* owned_small(Segment* s, const Heap* h) {
-  if (s == nullptr || h == nullptr || s->kind != SegKind::small) return nullptr;
-  auto* seg = static_cast<SmallSegment*>(s);
-  return seg->heap.load(std::memory_order_relaxed) == h ? seg : nullptr;
+  if (s == nullptr || h == nullptr || s->heap.load(std::memory_order_relaxed) != h) return nullptr;
+  return static_cast<SmallSegment*>(s);
 }
 
 inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {

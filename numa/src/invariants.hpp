@@ -52,9 +52,14 @@ enum class SegKind : std::uint8_t { small = 1, large = 2 };
 // is mapped (whether in use or cached by a source). `source` is the source
 // the memory returns to. `next`/`prev` link the descriptor into exactly one
 // list at a time (a heap's segment lists or a source's cache), guarded by the
-// owner of that list.
+// owner of that list. `heap` is the owner of a small segment (see
+// SmallSegment) and nullptr in a large one, which no heap owns: comparing
+// it with a heap tells both the kind and the owner at once (heap.hpp,
+// owned_small, on the free fast path). A small segment's bytes are
+// segment_bytes, so that the offset of p in it is p % segment_bytes.
 struct Segment {
   SegKind kind;
+  std::atomic<Heap*> heap;
   std::uint8_t* base;
   std::size_t bytes;
   Source* source;
@@ -174,7 +179,6 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // segment cut into one-page runs kept 11 descriptor pages resident (now 4); with every word outside (transposed), a thread allocating only
 // 16-byte chunks made four bitmap pages resident for one run.
 struct SmallSegment : Segment {
-  std::atomic<Heap*> heap;
   std::atomic<PageMask> used_pages;
   std::atomic<std::uint16_t> page_info[pages_per_segment];
   bool in_full_list;
@@ -224,10 +228,13 @@ struct Bin {
 // free, a pointer inside a chunk) is refused when the cache is written back
 // (heap_cache_flush), which checks the pointer again in full. `count` is
 // written by the owner only; it is atomic so that statistics can read it.
-// The stack itself is Heap::cache_stack(class)[0 .. count).
+// The stack itself is stack[0 .. count), stack == Heap::cache_slots +
+// cache_layout.first[class] from heap_init on (a pointer, so that the fast
+// paths reach it without the layout table).
 struct FreeCache {
   std::atomic<std::uint32_t> count;
   std::uint32_t cap;
+  void** stack;
 };
 
 // Remote frees that the owner of a heap (the freeing thread) has gathered
@@ -364,7 +371,7 @@ struct alignas(64) Heap {
   // only written (made resident) once its class is used.
   alignas(64) void* cache_slots[cache_slot_count];
 
-  void** cache_stack(unsigned cls) { return cache_slots + cache_layout.first[cls]; }
+  void** cache_stack(unsigned cls) { return cache[cls].stack; }
 };
 
 }  // namespace manyalloc::numa
