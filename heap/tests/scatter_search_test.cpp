@@ -347,6 +347,15 @@ class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapCo
     }
     return chunks;
   }
+  // The four 1 KiB chunks of one page, taken one after the other, in the
+  // first four of 32 lanes (the others free nullptr).
+  std::vector<void*> one_page_of_four() {
+    const acc::HostThread host;
+    std::vector<void*> chunks(32, nullptr);
+    for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(host, 1024);
+    for (int i = 1; i < 4; ++i) EXPECT_EQ(page_of(chunks[i]), page_of(chunks[0]));
+    return chunks;
+  }
   // Pages keep their split (no resetfreedpages): no chunk is reserved, and
   // no page is marked full.
   void expect_every_chunk_free() {
@@ -410,11 +419,8 @@ TEST_F(ScatterFreeTest, TwoLanesFreeingOneChunkFreeItOnce) {
 // count: the page is empty, its full mark is gone, and its block (lower
 // than the active one) becomes active again (5.4).
 TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
-  const acc::HostThread host;
-  std::vector<void*> chunks(32, nullptr);
-  for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(host, 1024);
+  const std::vector<void*> chunks = one_page_of_four();
   const std::uint32_t page = page_of(chunks[0]);
-  for (int i = 1; i < 4; ++i) ASSERT_EQ(page_of(chunks[i]), page);
   ASSERT_EQ(entry(page).fill, 4u);
   ASSERT_TRUE(region_word(page) & (1u << (page % rs))) << "a full page is marked";
   const std::uint32_t block = h.block_of(page);
@@ -432,11 +438,8 @@ TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
 // chunk: it is freed once, the second free is reported, the count stays
 // right and the page's last chunk is still held.
 TEST_F(ScatterFreeTest, TwoLanesOfASmallGroupFreeingOneChunkFreeItOnce) {
-  const acc::HostThread host;
-  std::vector<void*> chunks(32, nullptr);
-  for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(host, 1024);
+  std::vector<void*> chunks = one_page_of_four();
   const std::uint32_t page = page_of(chunks[0]);
-  for (int i = 1; i < 4; ++i) ASSERT_EQ(page_of(chunks[i]), page);
   void* kept = chunks[2];
   chunks[2] = chunks[1];
   free_in_one_warp(chunks);
@@ -446,7 +449,7 @@ TEST_F(ScatterFreeTest, TwoLanesOfASmallGroupFreeingOneChunkFreeItOnce) {
   auto st = scatter.statistics<acc::HostThreads>();
   EXPECT_EQ(st.misuse_reports, 1u);
   EXPECT_EQ(st.last_misuse, Misuse::double_free);
-  scatter.destroy(host, kept);
+  scatter.destroy(acc::HostThread{}, kept);
   EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 1u);
   expect_every_chunk_free();
 }

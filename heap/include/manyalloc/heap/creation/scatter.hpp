@@ -124,7 +124,8 @@ class Scatter {
   // Frees are combined per warp: the lanes freeing chunks whose bits share
   // one bit-field word of one page form a group, whose lowest lane clears
   // their bits and returns their reservations with one atomic each
-  // (PageOps::free_chunks). A lane with nullptr takes part in forming the
+  // (PageOps::free_chunks; in groups of up to four lanes each lane clears
+  // its own bit, PageOps::free_own_bits). A lane with nullptr takes part in forming the
   // groups (so that a distribution policy may pass nullptr from the lanes
   // that free nothing) and frees nothing. After the groups formed, every
   // lane collective names the lanes of one group only: a collective over

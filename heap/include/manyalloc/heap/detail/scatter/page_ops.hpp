@@ -330,10 +330,11 @@ struct PageOps {
   // in one instruction of the warp, while the lowest lane returns the
   // group's reservations. No collective: a reduction over groups whose
   // masks differ runs once per group on the GPU, one group after the other
-  // (eight of them for a warp freeing 1 KiB chunks). Without resetfreedpages only: the
-  // reservations go back before the clears have landed, which a page that
-  // keeps its split allows (I2, free_chunks); with resetfreedpages the
-  // clears must come first, and the group's count needs the reduction.
+  // (eight of them for a warp freeing 1 KiB chunks). Without
+  // resetfreedpages only: the reservations go back before the clears have
+  // landed, which a page that keeps its split allows (I2, free_chunks);
+  // with resetfreedpages the clears must come first, and the group's count
+  // needs the reduction.
   template <class Acc>
   MANYALLOC_FN static FreeResult free_own_bits(const Acc& acc, const HeapLayout& h, std::uint32_t group,
                                                std::uint32_t page, const PageGeometry& g, std::uint32_t word,
