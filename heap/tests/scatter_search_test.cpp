@@ -356,6 +356,20 @@ class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapCo
     for (int i = 1; i < 4; ++i) EXPECT_EQ(page_of(chunks[i]), page_of(chunks[0]));
     return chunks;
   }
+  // Every lane of one warp frees chunks[lane], except lane `twice`, which
+  // frees lane twice - 1's chunk a second time and so keeps its own, which
+  // it returns. Expects the second free reported and chunks[0]'s page to
+  // count only the kept chunk.
+  void* free_one_chunk_twice(std::vector<void*> chunks, unsigned twice) {
+    void* kept = chunks[twice];
+    chunks[twice] = chunks[twice - 1];
+    free_in_one_warp(chunks);
+    EXPECT_EQ(entry(page_of(chunks[0])).fill, 1u);
+    const auto st = scatter.statistics<acc::HostThreads>();
+    EXPECT_EQ(st.misuse_reports, 1u);
+    EXPECT_EQ(st.last_misuse, Misuse::double_free);
+    return kept;
+  }
   // Pages keep their split (no resetfreedpages): no chunk is reserved, and
   // no page is marked full.
   void expect_every_chunk_free() {
@@ -396,15 +410,9 @@ TEST_F(ScatterFreeTest, AWarpsFreesOfOneBitFieldWordCostOneAtomicEach) {
 // Two lanes of one group freeing the same chunk: one frees it, the other is
 // reported, and the count stays right.
 TEST_F(ScatterFreeTest, TwoLanesFreeingOneChunkFreeItOnce) {
-  std::vector<void*> chunks = one_segment();
+  const std::vector<void*> chunks = one_segment();
   const std::uint32_t page = page_of(chunks[0]);
-  void* kept = chunks[7];
-  chunks[7] = chunks[6];
-  free_in_one_warp(chunks);
-  EXPECT_EQ(entry(page).fill, 1u);
-  const auto st = scatter.statistics<acc::HostThreads>();
-  EXPECT_EQ(st.misuse_reports, 1u);
-  EXPECT_EQ(st.last_misuse, Misuse::double_free);
+  void* kept = free_one_chunk_twice(chunks, 7);
   scatter.destroy(acc::HostThread{}, kept);
   EXPECT_EQ(entry(page).fill, 0u);
   // Freed once more later: its bit is clear, so it is reported and nothing changes.
@@ -438,17 +446,11 @@ TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
 // chunk: it is freed once, the second free is reported, the count stays
 // right and the page's last chunk is still held.
 TEST_F(ScatterFreeTest, TwoLanesOfASmallGroupFreeingOneChunkFreeItOnce) {
-  std::vector<void*> chunks = one_page_of_four();
+  const std::vector<void*> chunks = one_page_of_four();
   const std::uint32_t page = page_of(chunks[0]);
-  void* kept = chunks[2];
-  chunks[2] = chunks[1];
-  free_in_one_warp(chunks);
-  EXPECT_EQ(entry(page).fill, 1u);
+  void* kept = free_one_chunk_twice(chunks, 2);
   EXPECT_EQ(entry(page).mask, 1u << 2) << "only the kept chunk's bit is set";
   EXPECT_FALSE(region_word(page) & (1u << (page % rs))) << "the page has room";
-  auto st = scatter.statistics<acc::HostThreads>();
-  EXPECT_EQ(st.misuse_reports, 1u);
-  EXPECT_EQ(st.last_misuse, Misuse::double_free);
   scatter.destroy(acc::HostThread{}, kept);
   EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 1u);
   expect_every_chunk_free();

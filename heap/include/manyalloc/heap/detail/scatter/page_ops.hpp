@@ -241,6 +241,34 @@ struct PageOps {
     return g.hierarchical ? index / 32u : 0u;
   }
 
+  // Clears `bits` of bit-field word `word` (bit_word) of `page`; returns
+  // the word as it was. With Config::ordered_frees the clear is a release:
+  // it publishes the freeing lanes' writes to their chunks before another
+  // worker can find the chunks free and take them.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t clear_bits(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                               const PageGeometry& g, std::uint32_t word, std::uint32_t bits) {
+    std::uint32_t* const bit_field = g.hierarchical ? segment_word(h, page, word) : &h.pages[page].mask;
+    return Config::ordered_frees ? acc.atomic_and_release(bit_field, ~bits) : acc.atomic_and(bit_field, ~bits);
+  }
+  // A clear that found hierarchical segment `word` full (`old`) takes the
+  // segment's full mark away (I5).
+  template <class Acc>
+  MANYALLOC_FN static void unmark_full_segment(const Acc& acc, PageEntry& e, const PageGeometry& g,
+                                               std::uint32_t word, std::uint32_t old) {
+    if (g.hierarchical && old == bits::low_mask(g.chunks_in_segment(word))) acc.atomic_and(&e.mask, ~(1u << word));
+  }
+  // A return of reservations that found the page's fill at `before`: when
+  // the page was full (and not locked), the free made room and the page's
+  // full mark goes. Returns whether it did.
+  template <class Acc>
+  MANYALLOC_FN static bool unmark_full_page(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                            const PageGeometry& g, std::uint32_t before) {
+    if (before < g.chunks || before >= page_locked) return false;
+    mark_page_not_full(acc, h, page);
+    return true;
+  }
+
   struct FreeResult {
     Misuse misuse = Misuse::none;  // this lane's chunk was freed by a lower lane of its group too
     std::uint32_t stale = 0;       // bits of the word found already clear: the group's, at its lowest
@@ -248,7 +276,10 @@ struct PageOps {
     bool made_room = false;        // at the group's lowest lane: the page was full before these frees
   };
 
-  // Groups of at most this many lanes clear their own bits (free_own_bits).
+  // Groups of at most this many lanes clear their own bits (free_own_bits):
+  // a page of 1 KiB chunks holds four. Larger groups (smaller chunks) keep
+  // one atomic for the whole group: one atomic per lane on one word queue
+  // up in memory (docs/results/heap/ab/2026-11-25-scatter-free).
   static constexpr std::uint32_t own_clears_max = 4;
 
   // Frees chunks of one page with one atomic per bit-field word and one on
@@ -288,12 +319,7 @@ struct PageOps {
       if (acc.lane_id() != bits::find_first_set(group) - 1u) return r;
     }
     PageEntry& e = h.pages[page];
-    // With Config::ordered_frees the bits' clear is a release: it publishes
-    // the group's writes to its chunks before another worker can find the
-    // chunks free and take them.
-    std::uint32_t* const bit_field = g.hierarchical ? segment_word(h, page, word) : &e.mask;
-    const std::uint32_t old =
-        Config::ordered_frees ? acc.atomic_and_release(bit_field, ~bits) : acc.atomic_and(bit_field, ~bits);
+    const std::uint32_t old = clear_bits(acc, h, page, g, word, bits);
     std::uint32_t before = 0, freed = 0;
     if constexpr (Config::resetfreedpages) {
       // A page whose fill reaches 0 may at once be reset and split anew (a
@@ -315,12 +341,9 @@ struct PageOps {
       if (freed != asked) acc.atomic_add(&e.fill, asked - freed);
     }
     r.stale = bits & ~old;
-    if (g.hierarchical && old == bits::low_mask(g.chunks_in_segment(word))) acc.atomic_and(&e.mask, ~(1u << word));
+    unmark_full_segment(acc, e, g, word, old);
     if (freed == 0u) return r;
-    if (before >= g.chunks && before < page_locked) {
-      mark_page_not_full(acc, h, page);
-      r.made_room = true;
-    }
+    r.made_room = unmark_full_page(acc, h, page, g, before);
     if (Config::resetfreedpages && before == freed) try_reset(acc, h, page);
     return r;
   }
@@ -341,10 +364,7 @@ struct PageOps {
                                                std::uint32_t bit) {
     static_assert(!Config::resetfreedpages, "free_own_bits returns reservations before the clears land");
     PageEntry& e = h.pages[page];
-    std::uint32_t* const bit_field = g.hierarchical ? segment_word(h, page, word) : &e.mask;
-    // Each lane's clear is the release of its own writes (Config::ordered_frees).
-    const std::uint32_t old =
-        Config::ordered_frees ? acc.atomic_and_release(bit_field, ~bit) : acc.atomic_and(bit_field, ~bit);
+    const std::uint32_t old = clear_bits(acc, h, page, g, word, bit);  // each lane's release of its own writes
     const bool lowest = acc.lane_id() == bits::find_first_set(group) - 1u;
     const std::uint32_t before = lowest ? acc.atomic_sub(&e.fill, bits::popcount(group)) : 0u;
     FreeResult r;
@@ -354,11 +374,8 @@ struct PageOps {
       acc.atomic_add(&e.fill, 1u);
       r.stale = bit;
     }
-    if (g.hierarchical && old == bits::low_mask(g.chunks_in_segment(word))) acc.atomic_and(&e.mask, ~(1u << word));
-    if (lowest && before >= g.chunks && before < page_locked) {
-      mark_page_not_full(acc, h, page);
-      r.made_room = true;
-    }
+    unmark_full_segment(acc, e, g, word, old);
+    if (lowest) r.made_room = unmark_full_page(acc, h, page, g, before);
     return r;
   }
 
