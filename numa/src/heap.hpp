@@ -133,6 +133,22 @@ inline ChunkRef small_chunk_of(Context& c, SmallSegment& seg, const void* p, con
   return ch;
 }
 
+// Marks chunks `bits` of bitmap word w of r free (the owner; every bit of
+// `bits` clear in the word): the word, the cursor (every free bit lies at
+// or after it) and the dirty flag. The caller counts them in free_count.
+inline void run_merge_bits(Run& r, std::uint32_t w, std::uint64_t bits) {
+  r.free_word(w) |= bits;
+  if (w < r.cursor) r.cursor = w;
+  r.dirty = 1;
+}
+
+// Counts `bytes` of chunks freed into run bitmaps in the heap's byte
+// counters (before heap_after_free, which reads them).
+inline void heap_count_freed(Heap& h, std::uint64_t bytes) {
+  h.purge_credit += bytes;
+  h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+}
+
 // Owner frees chunk `idx` of run r.
 inline void heap_free_local(Heap& h, Run& r, std::uint32_t idx) {
   const std::uint32_t w = idx >> 6;
@@ -141,12 +157,8 @@ inline void heap_free_local(Heap& h, Run& r, std::uint32_t idx) {
     misuse(*h.ctx, "free", Misuse::double_free, r.base + static_cast<std::size_t>(idx) * r.chunk_size);
     return;
   }
-  r.free_word(w) |= bit;
-  if (w < r.cursor) r.cursor = w;
-  r.dirty = 1;
-  h.purge_credit += r.chunk_size;
-  h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) - r.chunk_size,
-                       std::memory_order_relaxed);
+  run_merge_bits(r, w, bit);
+  heap_count_freed(h, r.chunk_size);
   if (++r.free_count == r.nchunks || r.state == RunState::full) [[unlikely]]
     heap_after_free(h, r);
 }

@@ -33,14 +33,6 @@ Run* owned_run_of(Heap& h, const void* p, unsigned cls) {
   return &seg->runs[page_info_first(info)];
 }
 
-// Counts `bytes` written back from a free cache to run bitmaps (as
-// heap_free_local does chunk by chunk).
-void count_freed(Heap& h, std::uint64_t bytes) {
-  h.purge_credit += bytes;
-  h.small_in_use.store(h.small_in_use.load(std::memory_order_relaxed) - bytes,
-                       std::memory_order_relaxed);
-}
-
 // One write-back of a free cache (heap_cache_flush): the entries are taken
 // in order and gathered per bitmap word of their run, so that each word is
 // read and stored once, and each run's header written once, per group of
@@ -86,7 +78,7 @@ class WriteBack {
   // Stores what is pending; the byte counters are up to date afterwards.
   void finish() {
     close_word();
-    count_freed(h_, freed_);
+    heap_count_freed(h_, freed_);
     freed_ = 0;
   }
 
@@ -125,14 +117,12 @@ class WriteBack {
     if (group == 0) return;  // also every word above hw + 1 (all free: nothing added)
     Run& r = *run_;
     const auto added = static_cast<std::uint32_t>(std::popcount(group));
-    r.free_word(w_) = word_;
-    if (w_ < r.cursor) r.cursor = w_;
-    r.dirty = 1;
+    run_merge_bits(r, w_, group);
     freed_ += std::uint64_t{added} * size_;
     r.free_count += added;
     if (r.free_count == r.nchunks || r.state == RunState::full) [[unlikely]] {
       // heap_after_free reads the byte counters.
-      count_freed(h_, freed_);
+      heap_count_freed(h_, freed_);
       freed_ = 0;
       heap_after_free(h_, r);
       run_ = nullptr;

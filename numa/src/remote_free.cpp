@@ -144,9 +144,7 @@ void heap_flush_remote(Heap& h) {
         bits &= ~dup;
       }
       if (bits == 0) continue;
-      r.free_word(w) |= bits;
-      if (w < r.cursor) r.cursor = w;
-      r.dirty = 1;
+      run_merge_bits(r, w, bits);
       merged += static_cast<std::uint32_t>(std::popcount(bits));
     }
     if (merged == 0) continue;
