@@ -241,16 +241,21 @@ TEST(CudaSoak, SizeClassSlabsChurnLosesNothing) {
   const double seconds = CudaRunner::env_or("MANYALLOC_SOAK_SECONDS", 10);
   const auto t0 = std::chrono::steady_clock::now();
   unsigned launches = 0;
+  std::uint64_t corrupt = 0, failed = 0;  // summed per launch: a 32-bit counter wraps over a soak
   do {
+    counters.zero();
     CudaRunner::run(CudaRunner::many_workers(), Churn<SlabsHeap<CudaRunner>::Handle>{heap.handle(), 64, 14,
                                                                                      counters.data(),
                                                                                      counters.data() + 1});
+    const auto c = counters.to_host();
+    corrupt += c[0];
+    failed += c[1];
     ++launches;
   } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds);
-  const auto c = counters.to_host();
-  EXPECT_EQ(c[0], 0u) << "corrupted chunks";
-  std::printf("soak: %u launches of %u workers x 64 rounds in %.0f s, %u failed allocations\n", launches,
-              CudaRunner::many_workers(), seconds, c[1]);
+  EXPECT_EQ(corrupt, 0u) << "corrupted chunks";
+  std::printf("soak: %u launches of %u workers x 64 rounds in %.0f s, %llu failed allocations (%.1f M per launch)\n",
+              launches, CudaRunner::many_workers(), seconds, static_cast<unsigned long long>(failed),
+              static_cast<double>(failed) / launches / 1e6);
   EXPECT_EQ(heap.getAvailableSlots(16), fresh16);
   EXPECT_EQ(heap.getAvailableSlots(65536), fresh_pages);
   const auto st = heap.creation().statistics<acc::Cuda>();
