@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Plots and a markdown report from the region benchmarks' JSON Lines.
 
-Usage: report.py RESULTS.jsonl OUTDIR [--title TEXT] [--command TEXT]
-Writes OUTDIR/*.png and OUTDIR/README.md (machine, commit, date, command,
-tables of medians with spread, and the ratios the issue asks about).
+Usage: report.py RESULTS.jsonl OUTDIR [--title TEXT] [--command TEXT] [--md NAME]
+Writes OUTDIR/*.png and OUTDIR/README.md (or OUTDIR/NAME: machine, commit,
+date, command, tables of medians with spread, and the ratios the issue asks
+about).
 """
 import argparse
 import collections
@@ -286,12 +287,94 @@ def bh_plots(recs, out, md):
     md.append("\n![barnes-hut](barnes_hut.png)\n")
 
 
+def dl_variant(r):
+    """Table/plot name of a Delaunay record: the region version by scheduler
+    levels and transfer mode, the OpenSHMEM version as is."""
+    if r["allocator"] != "manyalloc-region":
+        return r["allocator"]
+    return f"manyalloc-region {r.get('transfer', '?')} ({int(r.get('scheduler_levels', 1))}-level)"
+
+
+def delaunay_plots(recs, out, md):
+    dl = [r for r in recs if r["experiment"] == "delaunay"]
+    if not dl:
+        return
+    groups = collections.defaultdict(list)
+    for r in dl:
+        groups[(dl_variant(r), int(r["workers"]), int(r["points_initial"]))].append(r)
+    parts = ["compute_s", "worker_comm_s", "sched_comm_s", "barrier_s"]
+    md.append("## Delaunay triangulation with refinement (paper Fig. 4d)\n")
+    md.append("Whole run (local triangulation and refinement, then seam rounds until no worker inserts a point), "
+              "max over workers, median of runs [min, max]; the phase columns are per-worker averages (median "
+              "of runs), as in the Barnes-Hut table. Points and triangles are the final, global counts.\n")
+    md.append("| variant | workers | initial points | final points | triangles | rounds | seconds | spread | "
+              "compute s | worker comm s | sched comm s | barrier s | verified |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for k in sorted(groups, key=lambda k: (k[1], k[0], k[2])):
+        rs = groups[k]
+        secs = [r["seconds"] for r in rs]
+        lo, hi = spread(secs)
+        ok = all(r["verified"] and r["fails"] == 0 for r in rs)
+        r0 = rs[0]
+        md.append(f"| {k[0]} | {k[1]} | {k[2]} | {int(r0['points_final'])} | {int(r0['triangles_final'])} | "
+                  f"{int(r0['rounds'])} | {med(secs):.3f} | [{lo:.3f}, {hi:.3f}] | "
+                  + " | ".join(f"{med([r[p] for r in rs]):.3f}" for p in parts) + f" | {ok} ({len(rs)} runs) |")
+    one, two = "manyalloc-region zero-copy (1-level)", "manyalloc-region zero-copy (2-level)"
+    md.append("\nOpenSHMEM time / region time (> 1: the region version is faster), of the medians and of the "
+              "fastest runs (the least disturbed on a shared machine):\n")
+    md.append("| workers | initial points | region 1-level s | region 2-level s | OpenSHMEM s | "
+              "OpenSHMEM / region 1-level | OpenSHMEM / region 2-level | fastest: OpenSHMEM / region 1-level |")
+    md.append("|---|---|---|---|---|---|---|---|")
+
+    def secs(name, w, n):
+        return [r["seconds"] for r in groups.get((name, w, n), [])]
+
+    def f3(x):
+        return f"{x:.3f}" if x == x else "-"
+    for w, n in sorted({(k[1], k[2]) for k in groups}):
+        r1, r2, sh = med(secs(one, w, n)), med(secs(two, w, n)), med(secs("openshmem", w, n))
+        fast = ratio(spread(secs("openshmem", w, n))[0], spread(secs(one, w, n))[0])
+        md.append(f"| {w} | {n} | {f3(r1)} | {f3(r2)} | {f3(sh)} | {ratio(sh, r1)} | {ratio(sh, r2)} | {fast} |")
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for name in sorted({k[0] for k in groups}):
+        ks = sorted((k for k in groups if k[0] == name), key=lambda k: k[1])
+        line, = a1.plot([k[1] for k in ks], [med([r["seconds"] for r in groups[k]]) for k in ks], marker="o",
+                        label=f"{name} (median)")
+        a1.plot([k[1] for k in ks], [min(r["seconds"] for r in groups[k]) for k in ks], linestyle="--",
+                color=line.get_color(), alpha=0.6, label=f"{name} (fastest)")
+    a1.set_xscale("log", base=2)
+    a1.set_xlabel("workers")
+    a1.set_ylabel("seconds (max over workers, median)")
+    a1.set_title("Delaunay: time vs workers")
+    a1.legend(fontsize=6)
+    keys = sorted(groups, key=lambda k: (k[1], k[0]))
+    def short(name):
+        return (name.replace("manyalloc-region ", "").replace("zero-copy ", "zc ").replace("openshmem", "shmem")
+                .replace("(1-level)", "1L").replace("(2-level)", "2L"))
+    labels = [f"{k[1]}w\n{short(k[0])}" for k in keys]
+    bottom = [0.0] * len(keys)
+    for p in parts:
+        vals = [med([r[p] for r in groups[k]]) for k in keys]
+        a2.bar(range(len(keys)), vals, bottom=bottom, label=p.replace("_s", "").replace("_", " "))
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    a2.set_xticks(range(len(keys)))
+    a2.set_xticklabels(labels, fontsize=6)
+    a2.set_ylabel("seconds per worker (average)")
+    a2.set_title("time split")
+    a2.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "delaunay.png"), dpi=110)
+    plt.close(fig)
+    md.append("\n![delaunay](delaunay.png)\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("jsonl")
     ap.add_argument("outdir")
     ap.add_argument("--title", default="Region allocator benchmarks")
     ap.add_argument("--command", default="region/bench/run_bench.sh")
+    ap.add_argument("--md", default="README.md", help="name of the markdown file in OUTDIR")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     recs = load(a.jsonl)
@@ -305,9 +388,10 @@ def main():
     frag_plots(recs, a.outdir, md)
     list_plots(recs, a.outdir, md)
     bh_plots(recs, a.outdir, md)
-    with open(os.path.join(a.outdir, "README.md"), "w") as f:
+    delaunay_plots(recs, a.outdir, md)
+    with open(os.path.join(a.outdir, a.md), "w") as f:
         f.write("\n".join(md) + "\n")
-    print(f"wrote {a.outdir}/README.md")
+    print(f"wrote {a.outdir}/{a.md}")
 
 
 if __name__ == "__main__":

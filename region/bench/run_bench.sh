@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs the region benchmarks and writes JSON Lines into OUTDIR/region.jsonl.
-# Usage: region/bench/run_bench.sh OUTDIR [small|device16]
+# Usage: region/bench/run_bench.sh OUTDIR [small|device16|delaunay]
 #   BIN     folder with the benchmark binaries (default build-region/region/bench)
 #   MPIRUN  mpiexec command (default: mpiexec)   OSHRUN  oshrun command (default: oshrun)
 # small:    the 2-core run (2-4 workers, <= 60K nodes)
 # device16: the 16-core run (2-16 workers, 15K-240K nodes), < 5 minutes
+# delaunay: the Delaunay runs of the small profile (2, 4, 8 workers), 1 worker,
+#           and the copy mode at 4 workers
 set -uo pipefail
-out=${1:?usage: run_bench.sh OUTDIR [small|device16]}
+out=${1:?usage: run_bench.sh OUTDIR [small|device16|delaunay]}
 profile=${2:-small}
 here=$(cd "$(dirname "$0")" && pwd)
 BIN=${BIN:-$here/../../build-region-rel/region/bench}  # release build (prepare_carry.sh makes it)
@@ -60,7 +62,37 @@ bh() {
     run "barnes-hut L$levels W$workers" 240 $MPIRUN -n $((nsched + workers)) "$BIN/region_bench_barnes_hut" "$bodies" "$steps"
 }
 
-run "fragmentation" 60 "$BIN/region_bench_frag" 1
+# Delaunay triangulation with refinement, region version; layout: levels
+# fanout workers points (transfer mode from TRANSFER, default auto).
+delaunay() {
+  local levels=$1 fanout=$2 workers=$3 points=$4
+  [[ -x $BIN/region_bench_delaunay ]] || { echo "== delaunay W$workers: no $BIN/region_bench_delaunay, skipped" | tee -a "$log"; return 0; }
+  local nsched=1
+  [[ $levels == 2 ]] && nsched=$((1 + fanout))
+  MANYALLOC_REGION_LEVELS=$levels MANYALLOC_REGION_FANOUT=$fanout MANYALLOC_REGION_TRANSFER=${TRANSFER:-auto} \
+    run "delaunay L$levels W$workers ${TRANSFER:-auto}" 240 $MPIRUN -n $((nsched + workers)) "$BIN/region_bench_delaunay" "$points"
+}
+delaunay_shmem() {
+  local workers=$1 points=$2
+  [[ -x $BIN/region_bench_delaunay_shmem ]] || return 0
+  run "delaunay shmem W$workers" 240 $OSHRUN -n "$workers" "$BIN/region_bench_delaunay_shmem" "$points"
+}
+# reps points fanout workers...: per worker count and repetition the region
+# version (one scheduler), the OpenSHMEM version, and the region version
+# with two scheduler levels (fanout leaf schedulers), alternating.
+delaunay_set() {
+  local reps=$1 points=$2 fanout=$3; shift 3
+  local w r
+  for w in "$@"; do
+    for ((r = 0; r < reps; ++r)); do
+      delaunay 1 1 "$w" "$points"
+      delaunay_shmem "$w" "$points"
+      delaunay 2 "$fanout" "$w" "$points"
+    done
+  done
+}
+
+[[ $profile == delaunay ]] || run "fragmentation" 60 "$BIN/region_bench_frag" 1
 case $profile in
   small)
     list 1 1 4 15000 30000 60000 --reps 3
@@ -78,6 +110,11 @@ case $profile in
     bh 2 2 4 8192 3
     bh 1 1 4 8192 3
     bh 2 2 4 8192 3
+    delaunay_set 3 200000 2 2 4 8
+    ;;
+  delaunay)
+    delaunay_set 3 200000 2 1 2 4 8
+    TRANSFER=copy delaunay 1 1 4 200000
     ;;
   device16)
     list 1 1 16 15000 30000 60000 120000 240000 --reps 5
@@ -95,6 +132,7 @@ case $profile in
       bh 1 1 $w 32768 3
       bh 2 4 $w 32768 3
     done
+    delaunay_set 3 800000 4 4 8 16
     ;;
   *) echo "unknown profile $profile"; exit 2 ;;
 esac

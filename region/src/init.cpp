@@ -89,8 +89,10 @@ mr_status init(Runtime& rt, int* argc, char*** argv, const mr_config* cfg) {
   if (s.leaf_pages_hi > 0) tuning.leaf_pages_hi = s.leaf_pages_hi;
   if (s.region_slabs_hi > 0) tuning.regions.region_hi = s.region_slabs_hi;
   if (s.load_threshold > 0) tuning.load_threshold = s.load_threshold;
-  Scheduler sched(*rt.transport, rt.topo, rt.gas, tuning);
+  tuning.release_pages = &release_gas_slabs;
+  Scheduler<MpiTransport> sched(*rt.transport, rt.topo, rt.gas, tuning);
   sched.run();
+  rt.sched_received = sched.core().received();
   return MR_OK;
 }
 
@@ -138,7 +140,7 @@ mr_status mr_finalize(void) {
   if (!rt.on_owner_thread()) return finish("mr_finalize", rt.wrong_thread("mr_finalize"));
   if (rt.is_worker()) {
     drain_transfers();
-    rt.transport->send(rt.leaf, make_msg(op_done, static_cast<std::uint64_t>(rt.rank), 0));
+    rt.transport->send(rt.leaf, DoneNotice{static_cast<std::uint64_t>(rt.rank)}.encode());
   }
   rt.transport.reset();
   unmap_global_address_space(rt.gas);

@@ -59,7 +59,7 @@
 //       free slabs + slabs held by pools + slabs in op_mem_grant and
 //       op_mem_return messages in flight == GAS slabs.
 //
-// Flow-back of pages (scheduler.cpp, check_return / on_mem_return): the 5.2
+// Flow-back of pages (scheduler_memory.cpp, check_return / on_mem_return): the 5.2
 // watermarks read upward. Below the top, a scheduler whose free slabs (L3)
 // exceed its return watermark, twice its refill watermark, gives whole free
 // pages back to its parent until the refill watermark is left (refill: below

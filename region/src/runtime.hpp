@@ -11,7 +11,7 @@
 #include "manyalloc/region/region.h"
 #include "mpi_transport.hpp"
 #include "prefault.hpp"
-#include "protocol.hpp"
+#include "messages.hpp"
 #include "topology.hpp"
 #include "transfers.hpp"
 
@@ -50,8 +50,16 @@ struct Runtime {
   bool zero_copy_with(int peer) const {
     return gas.shared && gas.host_of[static_cast<std::size_t>(peer)] == gas.host_of[static_cast<std::size_t>(rank)];
   }
-  // One request to the leaf scheduler and its reply (blocking RPC).
-  Message rpc(Message req);
+  // Scheduler side: the messages this rank's scheduler received, by op,
+  // once the shutdown protocol ended it (diagnostics and the simulator's
+  // exact-match test, region/sim).
+  MessageCounts sched_received;
+  // Where the reply to the next request goes: this rank and a fresh
+  // sequence number.
+  ReplyTo next_reply_to() { return ReplyTo{static_cast<std::uint64_t>(rank), ++seq}; }
+  // One request to the leaf scheduler (encoded with next_reply_to()) and
+  // its reply (blocking RPC).
+  Message rpc(const Message& req);
   // MR_ERR_NOT_INITIALIZED for `call`, with the reason (before mr_init, after
   // a failed mr_init and why it failed, after mr_finalize).
   mr_status not_initialized(const char* call) const;

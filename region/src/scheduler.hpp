@@ -4,64 +4,104 @@
 // invariants.hpp). Operations that span schedulers (freeing or packing a
 // region whose sub-regions live further down) are reentrant events: a
 // Pending record with a token counts the outstanding sub-requests.
+//
+// Two parts:
+//   SchedulerCore  the event server as a state machine without a transport:
+//                  handle() takes one received message and appends what it
+//                  sends to an outbox, in order. Deterministic: the same
+//                  messages in the same order give the same outbox.
+//   Scheduler<T>   the core driven by a ControlTransport (transport.hpp):
+//                  MpiTransport in the library, InProcTransport in unit
+//                  tests and the simulator. step()/serve() let a driver move
+//                  a scheduler one message at a time; run() is the MPI loop.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gas.hpp"
+#include "inproc_transport.hpp"
 #include "local_regions.hpp"
 #include "mpi_transport.hpp"
-#include "protocol.hpp"
+#include "sched_messages.hpp"
 #include "topology.hpp"
 
 namespace manyalloc::region::detail {
+
+// Gives the memory of slabs [first, first + n) back to the operating system
+// (M4); false with errno when refused. release_gas_slabs in the library; none
+// (nothing released) in tests and the simulator, whose GAS is not mapped.
+using ReleasePages = bool (*)(const GasMapping& gas, std::uint64_t first, std::uint64_t n);
 
 struct SchedulerTuning {
   RegionWatermarks regions;
   std::uint64_t leaf_pages_hi = 64;  // 1-MiB pages; inner schedulers scale by subtree size
   std::uint64_t leaf_ids_hi = 1024;
   int load_threshold = 4;
+  ReleasePages release_pages = nullptr;
 };
 
-class Scheduler {
+class SchedulerCore {
  public:
-  Scheduler(MpiTransport& transport, const Topology& topo, const GasMapping& gas, const SchedulerTuning& tuning);
-  // Serves until the shutdown protocol completes (all workers finalized).
-  void run();
+  // self: this scheduler's world rank. The GAS is only read for its bounds
+  // (routing of addresses) unless gas.shared (poison in checked builds,
+  // release_pages), so a simulation passes an unmapped one.
+  SchedulerCore(int self, const Topology& topo, const GasMapping& gas, const SchedulerTuning& tuning);
+
+  // What the scheduler does before its first message: a leaf without
+  // workers is done at once, and the first refill is asked for.
+  void start();
+  // One message received from world rank `src`; malformed ones are dropped.
+  void handle(Message& m, int src);
+  // Messages to send, as (destination rank, message), in the order sent;
+  // the driver posts them and clears the vector.
+  std::vector<std::pair<int, Message>>& outbox() { return out_; }
+  // The shutdown protocol reached this scheduler (op_exit, or the top once
+  // everything is done).
+  bool exited() const { return exit_; }
+  const MessageCounts& received() const { return received_; }
+  int rank() const { return self_; }
+  const LocalRegions& regions() const { return regions_; }
+  // Requests waiting for memory or ids (5.2), and pending reentrant events.
+  std::size_t parked() const { return parked_.size(); }
+  std::size_t pending() const { return pending_.size(); }
+  // Last reported subtree load of each child scheduler (placement input).
+  const std::vector<std::uint64_t>& child_loads() const { return child_load_; }
 
  private:
   enum class Route { local, forward, error };
   Route route_region(std::uint64_t id, int* hop) const;
   Route route_addr(std::uint64_t addr, int* hop) const;
 
+  void post(int dest, Message m) { out_.emplace_back(dest, std::move(m)); }
   void dispatch(Message& m, int src);
-  void place_region(Message& m);
-  void do_rfree(Message& m, bool sub);
-  void do_alloc(Message& m);
-  void do_free(Message& m);
-  void do_info(Message& m);
-  void start_pack(Message& m, bool sub);
-  void info_sub(Message& m);
-  void on_created(Message& m);
-  void on_sub_done(Message& m);
-  void on_mem_req(Message& m, int src);
-  void on_mem_grant(Message& m);
-  void on_mem_return(Message& m, int src);
+  void route_request(Message& m, std::uint64_t op);
+  void place_region(const CreateDown& c, Message&& raw);
+  void do_rfree(const RfreeRequest& r, const RfreeSub* sub);
+  void do_alloc(const AllocRequest& a, Message& raw);
+  void start_pack(const ReplyTo& to, const std::vector<std::uint64_t>& ids, const std::vector<std::uint64_t>& objects,
+                  bool sub);
+  void info_sub(const InfoSub& s);
+  void child_gone(const ChildGone& g);
+  void on_created(const Created& c);
+  void on_sub_done(SubDone d);
+  void on_mem_req(const MemReq& r, Message& raw);
+  void on_mem_grant(const MemGrant& g);
+  void on_mem_return(const MemReturn& r, int src);
   void release_to_os(std::uint64_t first, std::uint64_t n);
   void on_done();
   void on_exit();
-  void reply_stats(Message& m);
+  void reply_stats(const StatsRequest& s, Message& raw);
 
-  // Replies to the worker (or scheduler) named in m's origin.
-  void reply(const Message& m, std::uint64_t status, std::initializer_list<std::uint64_t> args = {},
-             const std::uint64_t* payload = nullptr, std::size_t payload_words = 0);
-  void send_toward(int dest, Message m);
-  void send_to_origin(Message m);
+  // Sends a reply (encoded) toward its origin.
+  void reply(const ReplyTo& to, std::uint64_t status) { send_toward(to.origin, StatusReply{to, status}.encode()); }
+  void send_toward(std::uint64_t dest, Message m);
   // A request that needs more memory or ids waits here (5.2).
-  void park(Message& m, std::uint64_t need_slabs);
+  void park(Message&& m, std::uint64_t need_slabs);
   void fail_parked();
   void check_refill();
   // Flow-back: past the return watermark, whole free pages go to the parent.
@@ -71,17 +111,15 @@ class Scheduler {
   void report_load();
 
   struct Pending {
-    std::uint64_t origin = 0;
-    std::uint64_t req = 0;
+    ReplyTo to;
     bool sub = false;  // answer with op_sub_done instead of op_reply
     std::uint64_t status = 0;
     std::uint64_t outstanding = 0;
     std::vector<Extent> extents;
   };
-  std::uint64_t new_pending(const Message& m, bool sub);
+  std::uint64_t new_pending(const ReplyTo& to, bool sub);
   void finish_pending(std::uint64_t token);
 
-  MpiTransport& t_;
   Topology topo_;
   int self_;
   int depth_;
@@ -115,7 +153,37 @@ class Scheduler {
   std::uint64_t reported_load_ = 0;
   int done_count_ = 0;
   bool exit_ = false;
-  std::uint64_t messages_ = 0;
+  MessageCounts received_;
+  std::vector<std::pair<int, Message>> out_;
 };
+
+template <ControlTransport T>
+class Scheduler {
+ public:
+  Scheduler(T& transport, const Topology& topo, const GasMapping& gas, const SchedulerTuning& tuning)
+      : t_(transport), core_(transport.rank(), topo, gas, tuning) {}
+  // SchedulerCore::start, its messages posted.
+  void start();
+  // Takes one waiting message, handles it and posts what it sends; false
+  // when none was waiting.
+  bool step();
+  // Steps until no message is waiting; returns the messages handled.
+  std::size_t serve();
+  // start(), then serves until the shutdown protocol completes (all workers
+  // finalized), polling politely when idle; flushes before returning.
+  void run();
+  bool exited() const { return core_.exited(); }
+  const SchedulerCore& core() const { return core_; }
+
+ private:
+  void post_outbox();
+  T& t_;
+  SchedulerCore core_;
+  Message in_;
+};
+
+// Instantiated in scheduler.cpp (MpiTransport only where MPI is linked).
+extern template class Scheduler<InProcTransport>;
+extern template class Scheduler<MpiTransport>;
 
 }  // namespace manyalloc::region::detail

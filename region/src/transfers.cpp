@@ -28,8 +28,6 @@ namespace {
 constexpr std::uint64_t hdr_words_xfer = 5;
 constexpr std::uint64_t hdr_zero_copy = 1;
 
-mr_status status_of(const Message& m) { return static_cast<mr_status>(m[w_status]); }
-
 bool overlap(const std::vector<Extent>& a, const std::vector<Extent>& b) {
   for (const Extent& x : a)
     for (const Extent& y : b)
@@ -187,13 +185,11 @@ mr_status post_send(const char* call, int peer_worker, const mr_rid_t* regions, 
     // One request for everything: the schedulers pack the regions (4.3),
     // look up the objects' sizes, and return the extents sorted and
     // coalesced (objects inside the regions merge into them).
-    Message req = make_msg(op_pack, 0, 0, {static_cast<std::uint64_t>(num_regions)});
-    req.insert(req.end(), regions, regions + num_regions);
-    for (int i = 0; i < num_objects; ++i) req.push_back(reinterpret_cast<std::uint64_t>(objects[i]));
-    Message r = rt.rpc(std::move(req));
-    status = status_of(r);
-    if (status == MR_OK)
-      for (std::size_t i = hdr_words; i + 1 < r.size(); i += 2) extents.push_back({r[i], r[i + 1]});
+    PackRequest req{rt.next_reply_to(), {regions, regions + num_regions}, {}};
+    for (int i = 0; i < num_objects; ++i) req.objects.push_back(reinterpret_cast<std::uint64_t>(objects[i]));
+    PackReply r = PackReply::decode(rt.rpc(req.encode()));
+    status = static_cast<mr_status>(r.status);
+    if (status == MR_OK) extents = std::move(r.extents);
   }
   const double t0 = now_seconds();
   const bool zero_copy = rt.zero_copy_with(rt.topo.worker_rank(peer_worker));

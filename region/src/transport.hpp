@@ -1,9 +1,12 @@
 // The transport between ranks, as a C++20 concept so that the scheduler and
 // worker code never include mpi.h (ARCHITECTURE.md rule 4). MpiTransport
-// (mpi_transport.hpp) is the one model; the concept documents what the rest
-// of the library relies on.
+// (mpi_transport.hpp) models both; InProcTransport (inproc_transport.hpp,
+// every rank in one process) models ControlTransport for the scheduler's
+// unit tests and the simulator. The concepts document what the rest of the
+// library relies on.
 //
-// Control messages are vectors of 64-bit words (protocol.hpp). Every message
+// Control messages are vectors of 64-bit words (protocol.hpp; built and
+// read through the typed structs of messages.hpp). Every message
 // of the library (control, transfer headers and data, barriers) travels on
 // communicators of its own, never on the application's, so it never matches
 // application traffic whatever the tags.

@@ -17,10 +17,8 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Message Runtime::rpc(Message req) {
+Message Runtime::rpc(const Message& req) {
   const double t0 = now_seconds();
-  req[w_origin] = static_cast<std::uint64_t>(rank);
-  req[w_req] = ++seq;
   transport->send(leaf, req);
   Message rep;
   transport->recv_from(leaf, rep);
@@ -39,38 +37,46 @@ mr_status enter(const char* call) {
 }
 
 namespace {
-mr_status status_of(const Message& m) { return static_cast<mr_status>(m[w_status]); }
+// The status of any reply (every reply carries one, in the same place).
+mr_status status_of(const Message& m) { return static_cast<mr_status>(StatusReply::decode(m).status); }
 
 // Object size / owner for mr_realloc.
 mr_status object_info(void* p, std::uint64_t* size, std::uint64_t* region) {
-  Message r = runtime().rpc(make_msg(op_info, 0, 0, {reinterpret_cast<std::uint64_t>(p)}));
-  if (status_of(r) != MR_OK) return status_of(r);
-  *size = r[w_a0];
-  *region = r[w_a1];
+  Runtime& rt = runtime();
+  const InfoReply r = InfoReply::decode(rt.rpc(InfoRequest{rt.next_reply_to(), reinterpret_cast<std::uint64_t>(p)}.encode()));
+  if (r.status != MR_OK) return static_cast<mr_status>(r.status);
+  *size = r.slot_bytes;
+  *region = r.region;
   return MR_OK;
 }
 
 mr_status ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out) {
   if (mr_status s = enter("mr_ralloc"); s != MR_OK) return s;
   if (out == nullptr) return MR_ERR_BAD_ARGUMENT;
-  Message r = runtime().rpc(
-      make_msg(op_ralloc, 0, 0, {parent, static_cast<std::uint64_t>(static_cast<std::int64_t>(level_hint))}));
-  if (status_of(r) == MR_OK) *out = r[w_a0];
-  return status_of(r);
+  Runtime& rt = runtime();
+  const RallocReply r = RallocReply::decode(rt.rpc(RallocRequest{rt.next_reply_to(), parent, level_hint}.encode()));
+  if (r.status == MR_OK) *out = r.region;
+  return static_cast<mr_status>(r.status);
 }
 
 mr_status rfree(mr_rid_t region) {
   if (mr_status s = enter("mr_rfree"); s != MR_OK) return s;
   if (region == MR_ROOT_REGION) return MR_ERR_BAD_ARGUMENT;
-  return status_of(runtime().rpc(make_msg(op_rfree, 0, 0, {region})));
+  Runtime& rt = runtime();
+  return status_of(rt.rpc(RfreeRequest{rt.next_reply_to(), region}.encode()));
 }
 
 mr_status balloc(size_t size, mr_rid_t region, int n, void** objects) {
   if (mr_status s = enter("mr_balloc"); s != MR_OK) return s;
   if (n <= 0 || objects == nullptr || SlabPool::slot_size(size) == 0) return MR_ERR_BAD_ARGUMENT;
-  Message r = runtime().rpc(make_msg(op_alloc, 0, 0, {region, size, static_cast<std::uint64_t>(n)}));
-  if (status_of(r) != MR_OK) return status_of(r);
-  for (int i = 0; i < n; ++i) objects[i] = reinterpret_cast<void*>(r[hdr_words + static_cast<std::size_t>(i)]);
+  Runtime& rt = runtime();
+  const AllocReply r =
+      AllocReply::decode(rt.rpc(AllocRequest{rt.next_reply_to(), region, size, static_cast<std::uint64_t>(n)}.encode()));
+  if (r.status != MR_OK) return static_cast<mr_status>(r.status);
+  // A reply with fewer addresses than asked would be a scheduler bug: no
+  // object is handed out then, and the call fails.
+  if (r.addresses.size() != static_cast<std::size_t>(n)) return MR_ERR_NO_MEMORY;
+  for (int i = 0; i < n; ++i) objects[i] = reinterpret_cast<void*>(r.addresses[static_cast<std::size_t>(i)]);
   return MR_OK;
 }
 
@@ -83,7 +89,8 @@ mr_status alloc(size_t size, mr_rid_t region, void** out) {
 mr_status free_object(void* ptr) {
   if (mr_status s = enter("mr_free"); s != MR_OK) return s;
   if (ptr == nullptr) return MR_OK;
-  return status_of(runtime().rpc(make_msg(op_free, 0, 0, {reinterpret_cast<std::uint64_t>(ptr)})));
+  Runtime& rt = runtime();
+  return status_of(rt.rpc(FreeRequest{rt.next_reply_to(), reinterpret_cast<std::uint64_t>(ptr)}.encode()));
 }
 
 mr_status realloc_object(void* old_ptr, size_t new_size, mr_rid_t new_region, void** out) {
@@ -111,10 +118,10 @@ mr_status sched_stats_get(int scheduler, mr_sched_stats* out) {
   Runtime& rt = runtime();
   if (mr_status s = enter("mr_sched_stats_get"); s != MR_OK) return s;
   if (out == nullptr || scheduler < 0 || scheduler >= rt.topo.nsched) return MR_ERR_BAD_ARGUMENT;
-  Message r = rt.rpc(make_msg(op_stats, 0, 0, {static_cast<std::uint64_t>(scheduler)}));
-  if (status_of(r) != MR_OK) return status_of(r);
-  const std::uint64_t* p = r.data() + hdr_words;
-  *out = mr_sched_stats{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]};
+  const StatsReply r = StatsReply::decode(rt.rpc(StatsRequest{rt.next_reply_to(), scheduler}.encode()));
+  if (r.status != MR_OK) return static_cast<mr_status>(r.status);
+  *out = mr_sched_stats{r.regions,    r.free_slabs, r.pool_slabs,      r.used_slabs, r.live_objects,
+                        r.live_bytes, r.free_ids,   r.delegated_slabs, r.messages};
   return MR_OK;
 }
 

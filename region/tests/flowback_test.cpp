@@ -78,7 +78,7 @@ manyalloc::region::detail::Topology tree() {
 
 // Pages a scheduler below the top may keep free: under its return
 // watermark, twice its refill watermark (leaf_pages_hi scaled by its
-// subtree, as src/scheduler.cpp does).
+// subtree, as src/scheduler_core.cpp does).
 std::uint64_t keep_pages(const manyalloc::region::detail::Topology& t, int s) {
   return 2 * leaf_pages_hi * (static_cast<std::uint64_t>(t.descendants(s)) + 1);
 }

@@ -1,0 +1,339 @@
+// The scheduler event server ([Lyberis2012] section 5.2 / 5.3): routing, region
+// placement, objects, statistics, shutdown. Frees and packs that span
+// schedulers (reentrant events) are in scheduler_events.cpp; memory and id
+// traffic between schedulers (refill, flow-back, load) in
+// scheduler_memory.cpp. No transport here: everything sent goes to the
+// outbox (scheduler.hpp).
+#include <algorithm>
+#include <cstdio>
+
+#include "manyalloc/common/build_config.hpp"
+#include "manyalloc/common/math.hpp"
+#include "manyalloc/region/region.h"
+#include "scheduler.hpp"
+
+namespace manyalloc::region::detail {
+
+namespace {
+std::uint64_t to_status(LocalStatus s) {
+  switch (s) {
+    case LocalStatus::ok: return MR_OK;
+    case LocalStatus::no_region: return MR_ERR_NO_REGION;
+    case LocalStatus::bad_argument: return MR_ERR_BAD_ARGUMENT;
+    default: return MR_ERR_NO_MEMORY;
+  }
+}
+}  // namespace
+
+SchedulerCore::SchedulerCore(int self, const Topology& topo, const GasMapping& gas, const SchedulerTuning& tuning)
+    : topo_(topo), self_(self), depth_(topo.depth(self)), gas_(gas), tuning_(tuning), regions_(gas.base, tuning.regions) {
+  const std::uint64_t scale = static_cast<std::uint64_t>(topo_.descendants(self_)) + 1;
+  slabs_hi_ = tuning_.leaf_pages_hi * slabs_per_page * scale;
+  slabs_lo_ = slabs_hi_ / 4;
+  slabs_return_ = 2 * slabs_hi_;  // flow-back watermark (M1-M3 in invariants.hpp)
+  ids_hi_ = tuning_.leaf_ids_hi * scale;
+  ids_lo_ = ids_hi_ / 4;
+  if (!topo_.is_leaf(self_)) child_load_.assign(static_cast<std::size_t>(topo_.fanout), 0);
+  if (topo_.is_top(self_)) {
+    // 5.2: the top-level scheduler initially owns all memory and all ids.
+    const std::uint64_t slabs = gas.bytes >> slab_shift;
+    regions_.add_free_slabs(0, slabs);
+    granted_slabs_.insert(0, slabs, {});
+    regions_.add_free_ids(1, max_region_id - 1);
+    granted_ids_.insert(0, max_region_id, {});
+    regions_.create_root();
+  }
+  // Checked builds: freed regions' memory is poisoned and checked before
+  // reuse, where this scheduler sees the workers' bytes (shared GAS).
+  if constexpr (build::checked_build)
+    if (gas.shared) regions_.enable_poison(self_);
+}
+
+void SchedulerCore::start() {
+  on_done();  // a leaf without workers is done at once
+  check_refill();
+}
+
+void SchedulerCore::handle(Message& m, int src) {
+  if (!well_formed(m)) {
+    if constexpr (build::checked_build)
+      std::fprintf(stderr, "manyalloc region: scheduler %d: malformed message from rank %d dropped\n", self_, src);
+    return;
+  }
+  ++received_.total;
+  ++received_.by_op[envelope(m).op];
+  dispatch(m, src);
+  // Return first: after the answer to a refill, surplus pages go up
+  // before a refill of ids alone could hold them back again (M3).
+  check_return();
+  check_refill();
+}
+
+// S2: local, down to the child named in the delegation tables, up when the
+// key was never granted here, else a programmer error.
+SchedulerCore::Route SchedulerCore::route_region(std::uint64_t id, int* hop) const {
+  // S2 by the id's slot; a slot owned here under another generation (a
+  // stale id) is an error, answered with MR_ERR_NO_REGION.
+  if (regions_.owns_region(id)) return Route::local;
+  const std::uint64_t slot = id_slot(id);
+  if (!granted_ids_.find(slot)) {
+    if (topo_.is_top(self_)) return Route::error;
+    *hop = topo_.parent(self_);
+    return Route::forward;
+  }
+  if (auto d = delegated_ids_.find(slot)) {
+    *hop = static_cast<int>(*d.value);
+    return Route::forward;
+  }
+  return Route::error;
+}
+
+// As route_region; an address in a page this scheduler gave back to its
+// parent is no longer granted here and goes up again (M3).
+SchedulerCore::Route SchedulerCore::route_addr(std::uint64_t addr, int* hop) const {
+  const bool in_gas = addr >= gas_.base && addr - gas_.base < gas_.bytes;
+  const std::uint64_t slab = in_gas ? (addr - gas_.base) >> slab_shift : 0;
+  if (in_gas && regions_.region_of(addr) != nullptr) return Route::local;
+  if (!in_gas || !granted_slabs_.find(slab)) {
+    if (topo_.is_top(self_)) return Route::error;
+    *hop = topo_.parent(self_);
+    return Route::forward;
+  }
+  if (auto d = delegated_slabs_.find(slab)) {
+    *hop = static_cast<int>(*d.value);
+    return Route::forward;
+  }
+  return Route::error;
+}
+
+void SchedulerCore::send_toward(std::uint64_t dest, Message m) {
+  if (dest == static_cast<std::uint64_t>(self_)) {
+    dispatch(m, self_);
+    return;
+  }
+  if (dest >= static_cast<std::uint64_t>(topo_.world)) return;  // not a rank of this layout
+  const int hop = topo_.next_hop(self_, static_cast<int>(dest));
+  if (hop < 0) return;  // unreachable: dest is not a rank of this layout
+  post(hop, std::move(m));
+}
+
+void SchedulerCore::dispatch(Message& m, int src) {
+  const Envelope e = envelope(m);
+  switch (e.op) {
+    case op_ralloc:
+    case op_alloc:
+    case op_rfree:
+    case op_free:
+    case op_info:
+    case op_rfree_sub:
+    case op_pack_sub:
+    case op_info_sub:
+    case op_child_gone:
+    case op_created: return route_request(m, e.op);
+    case op_pack: {
+      PackRequest p = PackRequest::decode(m);
+      return start_pack(p.to, p.regions, p.objects, false);
+    }
+    case op_stats: return reply_stats(StatsRequest::decode(m), m);
+    case op_done: ++done_count_; return on_done();
+    case op_reply: return send_toward(e.origin, std::move(m));
+    case op_create_down: return place_region(CreateDown::decode(m), std::move(m));
+    case op_sub_done:
+      if (e.origin != static_cast<std::uint64_t>(self_)) return send_toward(e.origin, std::move(m));
+      return on_sub_done(SubDone::decode(m));
+    case op_mem_req: return on_mem_req(MemReq::decode(m), m);
+    case op_mem_grant: return on_mem_grant(MemGrant::decode(m));
+    case op_mem_return: return on_mem_return(MemReturn::decode(m), src);
+    case op_load: {
+      const int child = src - topo_.first_child(self_);
+      if (child < 0 || child >= static_cast<int>(child_load_.size())) return;  // not a child: ignored
+      child_load_[static_cast<std::size_t>(child)] = LoadReport::decode(m).load;
+      return report_load();
+    }
+    case op_exit: return on_exit();
+    default:
+      if constexpr (build::checked_build)
+        std::fprintf(stderr, "manyalloc region: scheduler %d: unknown op %llu\n", self_,
+                     static_cast<unsigned long long>(e.op));
+      return;
+  }
+}
+
+// The requests routed by a key (S2): forwarded unchanged toward the key's
+// owner, served here when local, answered with an error when nobody owns it.
+void SchedulerCore::route_request(Message& m, std::uint64_t op) {
+  int hop = -1;
+  switch (op) {
+    case op_ralloc: {
+      const RallocRequest r = RallocRequest::decode(m);
+      const Route route = route_region(r.parent, &hop);
+      if (route == Route::forward) return post(hop, std::move(m));
+      if (route == Route::error) return reply(r.to, MR_ERR_NO_REGION);
+      // Vertical placement (5.2): the level hint sets the depth, never above here.
+      const int target = r.level_hint < 0 ? topo_.levels - 1
+                                          : static_cast<int>(std::min<std::int64_t>(r.level_hint, topo_.levels - 1));
+      const CreateDown c{r.to, r.parent, std::max(target, depth_), r.level_hint};
+      return place_region(c, c.encode());
+    }
+    case op_alloc: {
+      const AllocRequest a = AllocRequest::decode(m);
+      const Route route = route_region(a.region, &hop);
+      if (route == Route::forward) return post(hop, std::move(m));
+      if (route == Route::error) return reply(a.to, MR_ERR_NO_REGION);
+      return do_alloc(a, m);
+    }
+    case op_rfree: {
+      const RfreeRequest r = RfreeRequest::decode(m);
+      const Route route = route_region(r.region, &hop);
+      if (route == Route::forward) return post(hop, std::move(m));
+      if (route == Route::error) return reply(r.to, MR_ERR_NO_REGION);
+      return do_rfree(r, nullptr);
+    }
+    case op_free: {
+      const FreeRequest f = FreeRequest::decode(m);
+      const Route route = route_addr(f.address, &hop);
+      if (route == Route::forward) return post(hop, std::move(m));
+      if (route == Route::error) return reply(f.to, MR_ERR_INVALID_POINTER);
+      return reply(f.to, regions_.free(f.address) == FreeStatus::ok ? MR_OK : MR_ERR_INVALID_POINTER);
+    }
+    case op_info: {
+      const InfoRequest q = InfoRequest::decode(m);
+      const Route route = route_addr(q.address, &hop);
+      if (route == Route::forward) return post(hop, std::move(m));
+      if (route == Route::error) return reply(q.to, MR_ERR_INVALID_POINTER);
+      Region* reg = regions_.region_of(q.address);
+      const std::uint64_t size = reg->pool.object_size(q.address);
+      if (size == 0) return reply(q.to, MR_ERR_INVALID_POINTER);
+      return send_toward(q.to.origin, InfoReply{q.to, MR_OK, size, reg->id}.encode());
+    }
+    case op_rfree_sub: {
+      const RfreeSub s = RfreeSub::decode(m);
+      const Route route = route_region(s.region, &hop);
+      if (route == Route::forward) return post(hop, std::move(m));
+      if (route == Route::local) return do_rfree(RfreeRequest{s.to, s.region}, &s);
+      // Already gone.
+      return send_toward(s.to.origin, SubDone{s.to, MR_OK, {}}.encode());
+    }
+    case op_pack_sub: {
+      const PackSub s = PackSub::decode(m);
+      const Route route = route_region(s.region, &hop);
+      if (route == Route::forward) return post(hop, std::move(m));
+      if (route == Route::local) return start_pack(s.to, {s.region}, {}, true);
+      // Never existed.
+      return send_toward(s.to.origin, SubDone{s.to, MR_ERR_NO_REGION, {}}.encode());
+    }
+    case op_info_sub: {
+      const InfoSub s = InfoSub::decode(m);
+      const Route route = route_addr(s.address, &hop);
+      if (route == Route::forward) return post(hop, std::move(m));
+      if (route == Route::local) return info_sub(s);
+      return send_toward(s.to.origin, SubDone{s.to, MR_ERR_INVALID_POINTER, {}}.encode());
+    }
+    case op_child_gone: {
+      const ChildGone g = ChildGone::decode(m);
+      const Route route = route_region(g.parent, &hop);
+      if (route == Route::forward) return post(hop, std::move(m));
+      if (route == Route::local) child_gone(g);
+      return;
+    }
+    case op_created: {
+      const Created c = Created::decode(m);
+      if (route_region(c.parent, &hop) == Route::forward) return post(hop, std::move(m));
+      return on_created(c);
+    }
+    default: return;
+  }
+}
+
+// 5.2: the level hint sets the scheduler depth ("vertical" placement), the
+// subtree loads pick the child ("horizontal" placement). Without a hint the
+// region goes to the leaf serving the requesting worker when the parent
+// region's scheduler is above it (locality), else to the least-loaded child.
+// raw: c encoded (forwarded as it is).
+void SchedulerCore::place_region(const CreateDown& c, Message&& raw) {
+  if (depth_ < c.target_depth) {
+    const int origin = static_cast<int>(c.to.origin);
+    int child = -1;
+    if (c.level_hint < 0 && !topo_.is_scheduler(origin) && topo_.in_subtree(self_, topo_.leaf_of(origin)))
+      child = topo_.next_hop(self_, origin);
+    if (child < 0) {
+      const auto it = std::min_element(child_load_.begin(), child_load_.end());
+      child = topo_.first_child(self_) + static_cast<int>(it - child_load_.begin());
+    }
+    ++child_load_[static_cast<std::size_t>(child - topo_.first_child(self_))];  // until the next report
+    return post(child, std::move(raw));
+  }
+  std::uint64_t id = 0;
+  const LocalStatus st = regions_.create(c.parent, &id);
+  if (st == LocalStatus::no_ids || st == LocalStatus::no_memory) return park(std::move(raw), 1);
+  report_load();
+  if (regions_.owns_region(c.parent)) return send_toward(c.to.origin, RallocReply{c.to, MR_OK, id}.encode());
+  // The parent lives above: tell its owner, which records the child and
+  // answers the worker (5.3, boundary regions).
+  post(topo_.parent(self_), Created{c.to, c.parent, id}.encode());
+}
+
+void SchedulerCore::on_created(const Created& c) {
+  if (Region* p = regions_.find(c.parent)) {
+    p->children.push_back(c.region);
+    return send_toward(c.to.origin, RallocReply{c.to, MR_OK, c.region}.encode());
+  }
+  // The parent was freed meanwhile: free the orphan, report the error.
+  int hop = -1;
+  if (route_region(c.region, &hop) == Route::forward)
+    post(hop, RfreeSub{{static_cast<std::uint64_t>(self_), 0}, c.region, c.parent}.encode());
+  reply(c.to, MR_ERR_NO_REGION);
+}
+
+void SchedulerCore::child_gone(const ChildGone& g) {
+  Region* p = regions_.find(g.parent);
+  auto it = std::find(p->children.begin(), p->children.end(), g.child);
+  if (it != p->children.end()) {
+    *it = p->children.back();
+    p->children.pop_back();
+  }
+}
+
+void SchedulerCore::do_alloc(const AllocRequest& a, Message& raw) {
+  Region* r = regions_.find(a.region);
+  if (SlabPool::slot_size(a.size) == 0 || a.count == 0 || a.count > (1u << 24)) return reply(a.to, MR_ERR_BAD_ARGUMENT);
+  AllocReply rep{a.to, MR_OK, {}};
+  rep.addresses.reserve(a.count);
+  const LocalStatus st = regions_.alloc(r, a.size, a.count, rep.addresses);
+  if (st == LocalStatus::no_memory) {
+    const std::uint64_t slot = SlabPool::slot_size(a.size);
+    return park(std::move(raw), ceil_div<std::uint64_t>(slot * a.count, slab_bytes) + SlabPool::slabs_for_slot(slot));
+  }
+  if (st != LocalStatus::ok) return reply(a.to, to_status(st));
+  send_toward(a.to.origin, rep.encode());
+}
+
+void SchedulerCore::reply_stats(const StatsRequest& s, Message& raw) {
+  if (s.scheduler < 0 || s.scheduler >= topo_.nsched) return reply(s.to, MR_ERR_BAD_ARGUMENT);
+  if (s.scheduler != self_) return send_toward(static_cast<std::uint64_t>(s.scheduler), std::move(raw));
+  const LocalStats st = regions_.stats();
+  if constexpr (build::checked_build) {
+    if (!regions_.check_invariants())
+      std::fprintf(stderr, "manyalloc region: scheduler %d: invariant violated\n", self_);
+  }
+  send_toward(s.to.origin, StatsReply{s.to, MR_OK, st.regions, st.free_slabs, st.pool_slabs, st.used_slabs,
+                                      st.live_objects, st.live_bytes, st.free_ids, delegated_slabs_.total(),
+                                      received_.total}
+                               .encode());
+}
+
+// Shutdown: workers report done to their leaf, schedulers to their parent
+// once their whole subtree is done; the top then sends exit downwards.
+void SchedulerCore::on_done() {
+  if (done_count_ != topo_.child_count(self_)) return;
+  if (topo_.is_top(self_)) return on_exit();
+  post(topo_.parent(self_), DoneNotice{static_cast<std::uint64_t>(self_)}.encode());
+}
+
+void SchedulerCore::on_exit() {
+  if (!topo_.is_leaf(self_))
+    for (int c = 0; c < topo_.fanout; ++c) post(topo_.first_child(self_) + c, ExitNotice{}.encode());
+  exit_ = true;
+}
+
+}  // namespace manyalloc::region::detail
