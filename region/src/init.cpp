@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <vector>
 
 #include "last_error.hpp"
 #include "manyalloc/region/mpi_interop.h"
@@ -77,6 +78,26 @@ mr_status init(Runtime& rt, int* argc, char*** argv, const mr_config* cfg) {
   rt.owner_tid = static_cast<long>(syscall(SYS_gettid));
   rt.initialized = true;
   rt.init_failed = false;
+  // Failures (region.h): every rank is alive here (the GAS check above was
+  // a collective), so the pidfds opened now name the right processes (W1).
+  {
+    std::vector<int> watched;
+    if (worker) {
+      watched.push_back(rt.topo.leaf_of(rt.rank));
+      for (int w = 0; w < rt.topo.nworkers; ++w) watched.push_back(rt.topo.worker_rank(w));
+    } else {
+      if (!rt.topo.is_top(rt.rank)) watched.push_back(rt.topo.parent(rt.rank));
+      if (rt.topo.is_leaf(rt.rank)) {
+        int first = 0, last = 0;
+        rt.topo.workers_of(rt.rank, first, last);
+        for (int r = first; r < last; ++r) watched.push_back(r);
+      } else {
+        for (int c = 0; c < rt.topo.child_count(rt.rank); ++c) watched.push_back(rt.topo.first_child(rt.rank) + c);
+      }
+    }
+    rt.watch.watch(rt.transport->exchange_identities(), rt.rank, watched);
+    rt.transport->report_errors_to(&rt.watch);
+  }
   if (worker) {
     rt.leaf = rt.topo.leaf_of(rt.rank);
     rt.prefault = Prefaulter(rt.gas.base, rt.gas.shared && s.prefault == MR_PREFAULT_ON);
@@ -91,8 +112,9 @@ mr_status init(Runtime& rt, int* argc, char*** argv, const mr_config* cfg) {
   if (s.load_threshold > 0) tuning.load_threshold = s.load_threshold;
   tuning.release_pages = &release_gas_slabs;
   Scheduler<MpiTransport> sched(*rt.transport, rt.topo, rt.gas, tuning);
-  sched.run();
+  sched.run(&rt.watch);
   rt.sched_received = sched.core().received();
+  rt.sched_failure = sched.core().first_failure();
   return MR_OK;
 }
 
@@ -138,17 +160,32 @@ mr_status mr_finalize(void) {
     return MR_OK;
   }
   if (!rt.on_owner_thread()) return finish("mr_finalize", rt.wrong_thread("mr_finalize"));
+  // After a failure (region.h, "Failures") the steps that need a failed
+  // rank are skipped, and mr_finalize says which rank it was.
+  mr_status status = MR_OK;
+  rt.call = "mr_finalize";
   if (rt.is_worker()) {
-    drain_transfers();
-    rt.transport->send(rt.leaf, DoneNotice{static_cast<std::uint64_t>(rt.rank)}.encode());
+    status = drain_transfers();
+    rt.watch.poll();
+    if (!rt.watch.failed(rt.leaf))
+      rt.transport->send(rt.leaf, DoneNotice{static_cast<std::uint64_t>(rt.rank)}.encode());
+    else if (status == MR_OK)
+      status = rt.peer_failure(rt.leaf);
+  } else if (rt.sched_failure >= 0) {
+    // A scheduler that served on after a failure.
+    status = rt.peer_failure(rt.sched_failure);
   }
+  rt.transport->report_errors_to(nullptr);
   rt.transport.reset();
+  rt.watch = PeerWatch{};
   unmap_global_address_space(rt.gas);
   rt.initialized = false;
   rt.finalized = true;
-  if (rt.we_initialized_mpi) MPI_Finalize();
+  // After a failure MPI is left initialised: MPI_Finalize may wait for the
+  // dead rank forever (OpenMPI 4.1's closing fence does, at random).
+  if (rt.we_initialized_mpi && status == MR_OK) MPI_Finalize();
   rt.we_initialized_mpi = false;
-  return MR_OK;
+  return finish("mr_finalize", status);
 }
 
 int mr_is_worker(void) { return runtime().is_worker() ? 1 : 0; }

@@ -22,7 +22,7 @@ class InProcCluster {
   static constexpr std::uint64_t fake_gas_base = std::uint64_t{1} << 44;
 
   InProcCluster(int levels, int fanout, int workers, std::uint64_t gas_bytes, const SchedulerTuning& tuning)
-      : topo_(layout(levels, fanout, workers)), net_(topo_.world) {
+      : topo_(layout(levels, fanout, workers)), net_(topo_.world), failed_(static_cast<std::size_t>(topo_.world), 0) {
     gas_.base = fake_gas_base;
     gas_.bytes = gas_bytes;
     gas_.shared = false;
@@ -56,14 +56,36 @@ class InProcCluster {
   void start() {
     for (auto& s : sched_) s->start();
   }
+  // Rank `rank` dies (region.h, "Failures"): what waits for it and what is
+  // sent to it later is dropped, and its live neighbour schedulers (its
+  // parent or leaf, its child schedulers) learn of it as their PeerWatch
+  // would tell them (Scheduler::peer_failed); the others hear of it through
+  // their notices (F5) as the cluster is pumped.
+  void fail(int rank) {
+    failed_[static_cast<std::size_t>(rank)] = 1;
+    drop_mail(rank);
+    for (int s = 0; s < topo_.nsched; ++s) {
+      if (failed_[static_cast<std::size_t>(s)] != 0) continue;
+      const bool above = topo_.is_scheduler(rank) ? !topo_.is_top(rank) && topo_.parent(rank) == s
+                                                  : topo_.leaf_of(rank) == s;
+      const bool below = !topo_.is_top(s) && topo_.parent(s) == rank;
+      if (above || below) sched_[static_cast<std::size_t>(s)]->peer_failed(rank);
+    }
+  }
+  bool failed(int rank) const { return failed_[static_cast<std::size_t>(rank)] != 0; }
+
   // Serves scheduler messages in ready order, one message per turn, until
-  // none waits at any scheduler. Messages to workers stay in their inboxes;
+  // none waits at any scheduler (mail of failed ranks is dropped). Messages to workers stay in their inboxes;
   // their ranks are handed to on_worker(rank) when given (the simulator),
   // else left for the caller to take. Returns the messages handled.
   template <class OnWorker>
   std::size_t pump(OnWorker&& on_worker) {
     std::size_t n = 0;
     for (int r = net_.next_ready(); r >= 0; r = net_.next_ready()) {
+      if (failed_[static_cast<std::size_t>(r)] != 0) {
+        drop_mail(r);
+        continue;
+      }
       if (!topo_.is_scheduler(r)) {
         on_worker(r);
         continue;
@@ -78,8 +100,14 @@ class InProcCluster {
   }
 
  private:
+  void drop_mail(int rank) {
+    Message m;
+    while (endpoints_[static_cast<std::size_t>(rank)].try_recv_any(m) >= 0) {
+    }
+  }
   Topology topo_;
   InProcNetwork net_;
+  std::vector<char> failed_;
   GasMapping gas_;
   std::vector<InProcTransport> endpoints_;
   std::vector<std::unique_ptr<Scheduler<InProcTransport>>> sched_;

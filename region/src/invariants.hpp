@@ -125,6 +125,28 @@
 //       one is taken and every send is complete; unclaimed ones are dropped.
 //   X6  MANYALLOC_REGION_FORCE_REMOTE=1: every rank is its own host (private
 //       GAS, host_of[r] == r), so one machine runs the multi-host path.
+//
+// Failures (region.h, "Failures"; scheduler_core.cpp, peer_failed and
+// bounce; a rank is failed when its PeerWatch, peer_watch.hpp W1-W3, or a
+// notice says so):
+//   F1  no scheduler sends to a neighbour it knows failed: a request that
+//       would go there is answered toward its origin with
+//       MR_ERR_PEER_FAILED (a FailedReply naming the rank; a SubDone for a
+//       pending event's sub-request), anything else is dropped.
+//   F2  a failed child (worker or scheduler) counts as done once, whether or
+//       not its done arrived before; a failed child scheduler stands for its
+//       whole subtree. A child that said done and then exited ended
+//       normally: no notice goes out for it.
+//   F3  a scheduler whose parent failed answers its parked requests with
+//       MR_ERR_PEER_FAILED and exits once its own subtree is done.
+//   F4  when a scheduler hears of a failed scheduler anywhere, its pending
+//       events end with MR_ERR_PEER_FAILED (their answers may have been
+//       lost with it); answers that still come find no token and are dropped.
+//   F5  each scheduler acts on a failure once and tells every live
+//       neighbour but the one it heard it from (op_failed): over the tree
+//       every rank hears of it once. A worker notes notices from its leaf; an
+//       RPC in flight then gets Runtime::rpc_grace_s for its answer, and
+//       answers are matched to their call by sequence number.
 // ---------------------------------------------------------------------------
 #pragma once
 

@@ -48,6 +48,7 @@ const char* mr_strerror(mr_status s) {
     case MR_ERR_NOT_INITIALIZED: return "library not initialised (before mr_init, after a failed mr_init or after mr_finalize)";
     case MR_ERR_THREAD: return "call from a thread other than the one that called mr_init";
     case MR_ERR_BAD_REQUEST: return "not a pending request (MR_REQUEST_NULL, never issued, or already completed)";
+    case MR_ERR_PEER_FAILED: return "a rank this call needs has died or exited";
   }
   return "unknown status";
 }

@@ -130,6 +130,17 @@ struct DoneNotice {
   static DoneNotice decode(const Message& m) { return {m[wire::origin]}; }
 };
 
+// A rank has failed (region.h, "Failures"; F5 in invariants.hpp): sent by a
+// scheduler to every live neighbour but the one it heard it from, so that
+// every rank of the tree hears of it once.
+struct FailedNotice {
+  static constexpr Op op = op_failed;
+  std::uint64_t failed_rank = 0;
+  std::uint64_t found_by = 0;  // the rank whose watch found it
+  Message encode() const { return wire::frame(op, found_by, 0, 0, {failed_rank}); }
+  static FailedNotice decode(const Message& m) { return {wire::arg(m, 0), m[wire::origin]}; }
+};
+
 // ---- replies (op_reply, routed back to `to.origin`) -----------------------
 // The requester knows which reply it waits for; a failed request is a
 // StatusReply whatever the op (status != MR_OK, no arguments).
@@ -140,6 +151,22 @@ struct StatusReply {
   std::uint64_t status = 0;
   Message encode() const { return wire::frame(op, to.origin, to.req, status); }
   static StatusReply decode(const Message& m) { return {wire::reply_to(m), m[wire::status]}; }
+};
+
+// A request answered for a rank that failed on its way (SchedulerCore::
+// bounce, region.h "Failures"): a StatusReply that also names the rank
+// (stored plus one: 0 in any other reply reads as -1, unknown).
+struct FailedReply {
+  static constexpr Op op = op_reply;
+  ReplyTo to;
+  std::uint64_t status = 0;
+  std::int64_t failed_rank = -1;
+  Message encode() const {
+    return wire::frame(op, to.origin, to.req, status, {static_cast<std::uint64_t>(failed_rank + 1)});
+  }
+  static FailedReply decode(const Message& m) {
+    return {wire::reply_to(m), m[wire::status], static_cast<std::int64_t>(wire::arg(m, 0)) - 1};
+  }
 };
 
 struct RallocReply {

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <climits>
-#include <vector>
 #include <deque>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace manyalloc::region::detail {
 
@@ -15,23 +16,55 @@ constexpr int tag_ctl = 1;
 constexpr int tag_hdr = 2;
 constexpr int tag_data = 3;
 
+// Where MPI errors go (MpiTransport::report_errors_to); nullptr: nowhere
+// (the communicators still return them, and the operation is dropped).
+thread_local PeerWatch* t_watch = nullptr;
+
+// MPI_SUCCESS, or the error handed to the watch as a failure of `peer`
+// (a world rank of `comm`'s group, or -1 for none). True when it succeeded.
+bool ok(int rc, const char* what, int peer, MPI_Comm comm) {
+  if (rc == MPI_SUCCESS) return true;
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  std::string why = std::string("MPI reported an error in ") + what + ": " + text;
+  if (t_watch == nullptr) return false;
+  if (peer < 0) {
+    t_watch->note_broken(why);
+    return false;
+  }
+  // The peer's rank in the control communicator (= world rank) names it.
+  int world_peer = peer;
+  MPI_Group g = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  if (MPI_Comm_group(comm, &g) == MPI_SUCCESS && MPI_Comm_group(MPI_COMM_WORLD, &world) == MPI_SUCCESS)
+    MPI_Group_translate_ranks(g, 1, &peer, world, &world_peer);
+  if (g != MPI_GROUP_NULL) MPI_Group_free(&g);
+  if (world != MPI_GROUP_NULL) MPI_Group_free(&world);
+  if (world_peer == MPI_UNDEFINED) world_peer = peer;
+  t_watch->note_failed(world_peer, why);
+  return false;
+}
+
 // Receives the message of uint64 words that `st` (from a probe of `tag` on
-// `comm`) announced into `out`, sized to it.
-void recv_probed(const MPI_Status& st, int tag, MPI_Comm comm, std::vector<std::uint64_t>& out) {
+// `comm`) announced into `out`, sized to it; false on an MPI error.
+bool recv_probed(const MPI_Status& st, int tag, MPI_Comm comm, std::vector<std::uint64_t>& out) {
   int count = 0;
   MPI_Get_count(&st, MPI_UINT64_T, &count);
   out.resize(static_cast<std::size_t>(count));
-  MPI_Recv(out.data(), count, MPI_UINT64_T, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
+  return ok(MPI_Recv(out.data(), count, MPI_UINT64_T, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv",
+            st.MPI_SOURCE, comm);
 }
 
-// A message of `tag` on `comm` from any rank, if one has arrived: received
-// into `out`; returns its source, or -1 when none is there.
-int try_recv_tagged(int tag, MPI_Comm comm, std::vector<std::uint64_t>& out) {
+// A message of `tag` on `comm` from `source` (or any rank), if one has
+// arrived: received into `out`; returns its source, or -1 when none is
+// there (or MPI failed: the watch has it).
+int try_recv_tagged(int tag, int source, MPI_Comm comm, std::vector<std::uint64_t>& out) {
   int flag = 0;
   MPI_Status st;
-  MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &st);
+  if (!ok(MPI_Iprobe(source, tag, comm, &flag, &st), "MPI_Iprobe", source == MPI_ANY_SOURCE ? -1 : source, comm))
+    return -1;
   if (!flag) return -1;
-  recv_probed(st, tag, comm, out);
+  if (!recv_probed(st, tag, comm, out)) return -1;
   return st.MPI_SOURCE;
 }
 }  // namespace
@@ -51,6 +84,7 @@ struct MpiTransport::Impl {
   struct Pending {
     Message msg;
     MPI_Request req;
+    int peer;
   };
   std::deque<Pending> sends;
   // Non-blocking transfer operations (start_send, start_recv).
@@ -58,6 +92,7 @@ struct MpiTransport::Impl {
     std::vector<MPI_Request> reqs;
     std::vector<std::uint64_t> header;  // a send's header, alive until sent
     std::vector<char> scratch;          // a discarding receive's buffer
+    int peer = -1;                      // the other worker (workers communicator)
   };
   std::unordered_map<std::uint64_t, Op> ops;
   std::uint64_t next_op = 0;
@@ -70,6 +105,10 @@ MpiTransport::MpiTransport(bool is_worker) : impl_(std::make_unique<Impl>()) {
   MPI_Comm_size(impl_->ctl, &impl_->size);
   MPI_Comm_split(impl_->ctl, is_worker ? 1 : MPI_UNDEFINED, impl_->rank, &impl_->workers);
   if (impl_->workers != MPI_COMM_NULL) MPI_Comm_dup(impl_->workers, &impl_->user_workers);
+  // Errors come back as codes on the library's own communicators (region.h,
+  // "Failures"); the application's keeps whatever handler it is given.
+  MPI_Comm_set_errhandler(impl_->ctl, MPI_ERRORS_RETURN);
+  if (impl_->workers != MPI_COMM_NULL) MPI_Comm_set_errhandler(impl_->workers, MPI_ERRORS_RETURN);
 }
 
 MpiTransport::~MpiTransport() {
@@ -82,37 +121,64 @@ MpiTransport::~MpiTransport() {
 int MpiTransport::rank() const { return impl_->rank; }
 int MpiTransport::size() const { return impl_->size; }
 
+std::vector<PeerIdentity> MpiTransport::exchange_identities() {
+  const PeerIdentity me = own_identity();
+  const std::uint64_t mine[2] = {me.host_key, me.pid};
+  std::vector<std::uint64_t> words(2 * static_cast<std::size_t>(impl_->size));
+  MPI_Allgather(mine, 2, MPI_UINT64_T, words.data(), 2, MPI_UINT64_T, impl_->ctl);
+  std::vector<PeerIdentity> all(static_cast<std::size_t>(impl_->size));
+  for (std::size_t r = 0; r < all.size(); ++r) all[r] = {words[2 * r], words[2 * r + 1]};
+  return all;
+}
+
+void MpiTransport::report_errors_to(PeerWatch* watch) { t_watch = watch; }
+
 void MpiTransport::post(int peer, Message msg) {
-  impl_->sends.push_back({std::move(msg), MPI_REQUEST_NULL});
+  impl_->sends.push_back({std::move(msg), MPI_REQUEST_NULL, peer});
   auto& p = impl_->sends.back();
-  MPI_Isend(p.msg.data(), static_cast<int>(p.msg.size()), MPI_UINT64_T, peer, tag_ctl, impl_->ctl, &p.req);
+  if (!ok(MPI_Isend(p.msg.data(), static_cast<int>(p.msg.size()), MPI_UINT64_T, peer, tag_ctl, impl_->ctl, &p.req),
+          "MPI_Isend", peer, impl_->ctl))
+    impl_->sends.pop_back();
 }
 
 void MpiTransport::send(int peer, const Message& msg) {
-  MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_UINT64_T, peer, tag_ctl, impl_->ctl);
+  ok(MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_UINT64_T, peer, tag_ctl, impl_->ctl), "MPI_Send", peer,
+     impl_->ctl);
 }
 
-int MpiTransport::try_recv_any(Message& out) { return try_recv_tagged(tag_ctl, impl_->ctl, out); }
+int MpiTransport::try_recv_any(Message& out) { return try_recv_tagged(tag_ctl, MPI_ANY_SOURCE, impl_->ctl, out); }
+
+bool MpiTransport::try_recv_from(int peer, Message& out) {
+  return try_recv_tagged(tag_ctl, peer, impl_->ctl, out) >= 0;
+}
 
 void MpiTransport::recv_from(int peer, Message& out) {
   MPI_Status st;
-  MPI_Probe(peer, tag_ctl, impl_->ctl, &st);
-  recv_probed(st, tag_ctl, impl_->ctl, out);
+  if (ok(MPI_Probe(peer, tag_ctl, impl_->ctl, &st), "MPI_Probe", peer, impl_->ctl))
+    recv_probed(st, tag_ctl, impl_->ctl, out);
 }
 
 void MpiTransport::poll() {
   // Sends complete in order often enough; test from the front.
   while (!impl_->sends.empty()) {
     int done = 0;
-    MPI_Test(&impl_->sends.front().req, &done, MPI_STATUS_IGNORE);
-    if (!done) break;
+    auto& p = impl_->sends.front();
+    if (ok(MPI_Test(&p.req, &done, MPI_STATUS_IGNORE), "MPI_Test", p.peer, impl_->ctl) && !done) break;
     impl_->sends.pop_front();
   }
 }
 
 void MpiTransport::flush() {
-  for (auto& p : impl_->sends) MPI_Wait(&p.req, MPI_STATUS_IGNORE);
+  for (auto& p : impl_->sends) ok(MPI_Wait(&p.req, MPI_STATUS_IGNORE), "MPI_Wait", p.peer, impl_->ctl);
   impl_->sends.clear();
+}
+
+void MpiTransport::forget_sends_to(int peer) {
+  std::erase_if(impl_->sends, [&](Impl::Pending& p) {
+    if (p.peer != peer) return false;
+    if (p.req != MPI_REQUEST_NULL) MPI_Request_free(&p.req);
+    return true;
+  });
 }
 
 namespace {
@@ -196,6 +262,7 @@ void post_plan(const Plan& p, int mode, int peer, int tag, MPI_Comm comm, std::v
 std::uint64_t MpiTransport::start_send(int peer, std::vector<std::uint64_t> header, std::span<const Extent> extents) {
   const std::uint64_t id = ++impl_->next_op;
   Impl::Op& op = impl_->ops[id];
+  op.peer = peer;
   op.header = std::move(header);
   op.reqs.reserve(extents.size() + 2);
   op.reqs.emplace_back();
@@ -206,12 +273,13 @@ std::uint64_t MpiTransport::start_send(int peer, std::vector<std::uint64_t> head
 }
 
 int MpiTransport::try_recv_header(std::vector<std::uint64_t>& out) {
-  return try_recv_tagged(tag_hdr, impl_->workers, out);
+  return try_recv_tagged(tag_hdr, MPI_ANY_SOURCE, impl_->workers, out);
 }
 
 std::uint64_t MpiTransport::start_recv(int peer, std::span<const Extent> extents, bool discard) {
   const std::uint64_t id = ++impl_->next_op;
   Impl::Op& op = impl_->ops[id];
+  op.peer = peer;
   if (!extents.empty())
     post_plan(make_plan(extents), discard ? 2 : 1, peer, tag_data, impl_->workers, op.reqs, op.scratch);
   return id;
@@ -221,8 +289,12 @@ bool MpiTransport::test_op(std::uint64_t id) {
   auto it = impl_->ops.find(id);
   if (it == impl_->ops.end()) return true;
   int done = 1;
-  if (!it->second.reqs.empty())
-    MPI_Testall(static_cast<int>(it->second.reqs.size()), it->second.reqs.data(), &done, MPI_STATUSES_IGNORE);
+  // An operation MPI failed never completes: the wait on it fails through
+  // the watch (its peer is failed), not through a transfer that looks done.
+  if (!it->second.reqs.empty() &&
+      !ok(MPI_Testall(static_cast<int>(it->second.reqs.size()), it->second.reqs.data(), &done, MPI_STATUSES_IGNORE),
+          "MPI_Testall", it->second.peer, impl_->workers))
+    return false;
   if (!done) return false;
   impl_->ops.erase(it);
   return true;
@@ -232,7 +304,7 @@ void MpiTransport::start_worker_barrier() { MPI_Ibarrier(impl_->workers, &impl_-
 
 bool MpiTransport::test_worker_barrier() {
   int done = 0;
-  MPI_Test(&impl_->barrier, &done, MPI_STATUS_IGNORE);
+  if (!ok(MPI_Test(&impl_->barrier, &done, MPI_STATUS_IGNORE), "MPI_Test (barrier)", -1, impl_->workers)) return false;
   return done != 0;
 }
 

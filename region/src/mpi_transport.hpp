@@ -3,7 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
+#include "peer_watch.hpp"
 #include "transport.hpp"
 
 namespace manyalloc::region::detail {
@@ -22,6 +24,19 @@ class MpiTransport {
 
   int rank() const;
   int size() const;
+  // Collective over all ranks (mr_init): every rank's identity, by rank.
+  std::vector<PeerIdentity> exchange_identities();
+  // The library's communicators return MPI errors instead of aborting
+  // (MPI_ERRORS_RETURN); an error is handed to `watch` as a failure of the
+  // peer the call named (or as broken, for a wildcard receive). The
+  // operation that failed is dropped: nothing waits on it.
+  void report_errors_to(PeerWatch* watch);
+  // A control message from `peer`, if one has arrived (the worker's RPC
+  // polls with it so that it can notice a dead leaf); true when received.
+  bool try_recv_from(int peer, Message& out);
+  // Pending sends to `peer` are released without waiting (the peer has
+  // failed: they may never complete, and flush() must not wait for them).
+  void forget_sends_to(int peer);
   void post(int peer, Message msg);
   void send(int peer, const Message& msg);
   int try_recv_any(Message& out);

@@ -36,6 +36,7 @@ enum Op : std::uint64_t {
   op_pack = 6,     // regions and objects -> extents, sorted and coalesced; handled at the leaf
   op_stats = 7,    // routed to the named scheduler
   op_done = 8,     // worker / child scheduler finished (shutdown, 5.2)
+  op_failed = 9,   // a rank has failed: spread along the tree to every rank (F5)
   op_reply = 16,   // status, arguments, payload
   // Scheduler <-> scheduler.
   op_create_down = 20,  // place a new region below (ralloc on its way down)
@@ -71,6 +72,7 @@ constexpr const char* op_name(std::uint64_t op) {
     case op_pack: return "pack";
     case op_stats: return "stats";
     case op_done: return "done";
+    case op_failed: return "failed";
     case op_reply: return "reply";
     case op_create_down: return "create_down";
     case op_created: return "created";

@@ -12,6 +12,7 @@
 #include "mpi_transport.hpp"
 #include "prefault.hpp"
 #include "messages.hpp"
+#include "peer_watch.hpp"
 #include "topology.hpp"
 #include "transfers.hpp"
 
@@ -31,7 +32,14 @@ struct Runtime {
   int rank = -1;
   Topology topo;
   GasMapping gas;
+  // Failed ranks (region.h, "Failures"): workers watch their leaf and the
+  // other workers, schedulers their parent and children (W1-W3,
+  // peer_watch.hpp). Declared before the transport, which reports to it,
+  // so that it outlives it.
+  PeerWatch watch;
   std::unique_ptr<MpiTransport> transport;
+  // The worker call in progress (set by enter()), for failure reasons.
+  const char* call = "";
   // Worker side.
   int leaf = -1;
   std::uint64_t seq = 0;
@@ -54,12 +62,30 @@ struct Runtime {
   // once the shutdown protocol ended it (diagnostics and the simulator's
   // exact-match test, region/sim).
   MessageCounts sched_received;
+  // Scheduler side: the first failed rank its scheduler found or heard of
+  // (mr_finalize reports it), -1 for none.
+  int sched_failure = -1;
   // Where the reply to the next request goes: this rank and a fresh
   // sequence number.
   ReplyTo next_reply_to() { return ReplyTo{static_cast<std::uint64_t>(rank), ++seq}; }
   // One request to the leaf scheduler (encoded with next_reply_to()) and
-  // its reply (blocking RPC).
+  // its reply (blocking RPC). When the leaf has failed, or a scheduler on
+  // the way answered for a failed rank, the reply is a StatusReply of
+  // MR_ERR_PEER_FAILED and the reason is recorded (mr_last_error).
   Message rpc(const Message& req);
+  // MR_ERR_PEER_FAILED for the failed world rank `rank`, with its role and
+  // how it was found failed.
+  mr_status peer_failure(int rank) const;
+  // A failure notice from the leaf (F5) is noted in the watch; false for
+  // any other message.
+  bool take_notice(const Message& m);
+  // Outside an RPC: takes the notices waiting from the leaf (late replies
+  // of calls that failed are dropped).
+  void take_notices();
+  int heard_failed = -1;  // the last rank a notice named
+  // How long an RPC still waits for its reply after a failure elsewhere
+  // was heard of (rpc()).
+  static constexpr double rpc_grace_s = 0.25;
   // MR_ERR_NOT_INITIALIZED for `call`, with the reason (before mr_init, after
   // a failed mr_init and why it failed, after mr_finalize).
   mr_status not_initialized(const char* call) const;

@@ -8,6 +8,8 @@
 
 #include <time.h>
 
+#include <vector>
+
 namespace manyalloc::region::detail {
 
 template <ControlTransport T>
@@ -41,17 +43,38 @@ std::size_t Scheduler<T>::serve() {
 }
 
 template <ControlTransport T>
-void Scheduler<T>::run() {
+void Scheduler<T>::peer_failed(int rank) {
+  core_.peer_failed(rank, -1);
+  if constexpr (requires { t_.forget_sends_to(rank); })
+    if (core_.failed(rank)) t_.forget_sends_to(rank);
+  post_outbox();
+}
+
+template <ControlTransport T>
+void Scheduler<T>::run(PeerWatch* watch) {
   start();
-  unsigned idle = 0;
+  unsigned idle = 0, busy = 0;
+  auto check = [&] {
+    if (watch == nullptr) return;
+    const std::vector<int> gone = watch->poll();
+    if (gone.empty()) return;
+    // A rank that ended normally (a worker after mr_finalize, a scheduler
+    // after the exit) sent its last message before it exited: take what
+    // has arrived first, so that its done is seen before its exit.
+    serve();
+    for (int r : gone)
+      if (!core_.exited()) peer_failed(r);
+  };
   while (!core_.exited()) {
     if (step()) {
       idle = 0;
+      if ((++busy & 4095) == 0) check();  // W3: a poll per 4096 messages
       continue;
     }
     // Polite polling: spin a little, then sleep so that oversubscribed
-    // workers get the CPU.
+    // workers get the CPU; the watch is checked at every sleep.
     if (++idle > 256) {
+      check();
       timespec ts{0, idle > 4096 ? 50000 : 5000};
       nanosleep(&ts, nullptr);
     }

@@ -27,6 +27,7 @@
 #include "inproc_transport.hpp"
 #include "local_regions.hpp"
 #include "mpi_transport.hpp"
+#include "peer_watch.hpp"
 #include "sched_messages.hpp"
 #include "topology.hpp"
 
@@ -71,13 +72,31 @@ class SchedulerCore {
   std::size_t pending() const { return pending_.size(); }
   // Last reported subtree load of each child scheduler (placement input).
   const std::vector<std::uint64_t>& child_loads() const { return child_load_; }
+  // Rank `rank` has died or exited (region.h, "Failures"; rules F1-F5 in
+  // invariants.hpp), found by this scheduler's watch (src < 0) or told by
+  // neighbour `src` (op_failed). Acts on it where it is a neighbour (F1-F3),
+  // ends pending events (F4), and tells the other neighbours (F5).
+  // Idempotent.
+  void peer_failed(int rank, int src = -1, std::uint64_t found_by = ~std::uint64_t{0});
+  bool failed(int rank) const { return rank >= 0 && rank < topo_.world && dead_[static_cast<std::size_t>(rank)] != 0; }
+  // The first failed rank this scheduler found or heard of, -1 for none.
+  int first_failure() const { return first_failure_; }
+  // Requests answered with MR_ERR_PEER_FAILED because their next hop had failed.
+  std::uint64_t bounced() const { return bounced_; }
 
  private:
   enum class Route { local, forward, error };
   Route route_region(std::uint64_t id, int* hop) const;
   Route route_addr(std::uint64_t addr, int* hop) const;
 
-  void post(int dest, Message m) { out_.emplace_back(dest, std::move(m)); }
+  // Every message this scheduler sends goes through post (F1: none to a
+  // failed rank; a request is answered for it instead).
+  void post(int dest, Message m) {
+    if (dead_[static_cast<std::size_t>(dest)] != 0) return bounce(dest, std::move(m));
+    out_.emplace_back(dest, std::move(m));
+  }
+  void bounce(int dest, Message m);
+  bool neighbour(int rank) const;
   void dispatch(Message& m, int src);
   void route_request(Message& m, std::uint64_t op);
   void place_region(const CreateDown& c, Message&& raw);
@@ -102,7 +121,8 @@ class SchedulerCore {
   void send_toward(std::uint64_t dest, Message m);
   // A request that needs more memory or ids waits here (5.2).
   void park(Message&& m, std::uint64_t need_slabs);
-  void fail_parked();
+  // Answers every parked request with `status` (an mr_status).
+  void fail_parked(std::uint64_t status);
   void check_refill();
   // Flow-back: past the return watermark, whole free pages go to the parent.
   void check_return();
@@ -152,6 +172,13 @@ class SchedulerCore {
   std::vector<std::uint64_t> child_load_;  // last reported subtree loads
   std::uint64_t reported_load_ = 0;
   int done_count_ = 0;
+  std::vector<char> done_;  // by world rank: the child reported done (or failed, F2)
+  std::vector<char> dead_;   // by world rank: failed neighbours (F1)
+  std::vector<char> known_;  // by world rank: failures heard of (F5)
+  bool parent_failed_ = false;
+  std::uint64_t bounced_ = 0;
+  int failed_hop_ = -1;  // the failed rank a bounce answers for
+  int first_failure_ = -1;
   bool exit_ = false;
   MessageCounts received_;
   std::vector<std::pair<int, Message>> out_;
@@ -169,9 +196,14 @@ class Scheduler {
   bool step();
   // Steps until no message is waiting; returns the messages handled.
   std::size_t serve();
+  // The watch found `rank` failed (SchedulerCore::peer_failed); the answers
+  // and notices posted, and sends still pending to it forgotten where the
+  // transport can.
+  void peer_failed(int rank);
   // start(), then serves until the shutdown protocol completes (all workers
-  // finalized), polling politely when idle; flushes before returning.
-  void run();
+  // finalized), polling politely when idle; flushes before returning. With
+  // a watch, checks it every few milliseconds and hands its failures in.
+  void run(PeerWatch* watch = nullptr);
   bool exited() const { return core_.exited(); }
   const SchedulerCore& core() const { return core_; }
 

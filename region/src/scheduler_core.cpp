@@ -34,6 +34,9 @@ SchedulerCore::SchedulerCore(int self, const Topology& topo, const GasMapping& g
   ids_hi_ = tuning_.leaf_ids_hi * scale;
   ids_lo_ = ids_hi_ / 4;
   if (!topo_.is_leaf(self_)) child_load_.assign(static_cast<std::size_t>(topo_.fanout), 0);
+  done_.assign(static_cast<std::size_t>(topo_.world), 0);
+  dead_.assign(static_cast<std::size_t>(topo_.world), 0);
+  known_.assign(static_cast<std::size_t>(topo_.world), 0);
   if (topo_.is_top(self_)) {
     // 5.2: the top-level scheduler initially owns all memory and all ids.
     const std::uint64_t slabs = gas.bytes >> slab_shift;
@@ -135,7 +138,17 @@ void SchedulerCore::dispatch(Message& m, int src) {
       return start_pack(p.to, p.regions, p.objects, false);
     }
     case op_stats: return reply_stats(StatsRequest::decode(m), m);
-    case op_done: ++done_count_; return on_done();
+    case op_done: {
+      // Once per child (F2: a child that failed may still have said done).
+      const std::uint64_t who = DoneNotice::decode(m).from;
+      if (who < done_.size() && done_[who] == 0) {
+        done_[who] = 1;
+        ++done_count_;
+      } else if (who >= done_.size()) {
+        ++done_count_;
+      }
+      return on_done();
+    }
     case op_reply: return send_toward(e.origin, std::move(m));
     case op_create_down: return place_region(CreateDown::decode(m), std::move(m));
     case op_sub_done:
@@ -151,6 +164,12 @@ void SchedulerCore::dispatch(Message& m, int src) {
       return report_load();
     }
     case op_exit: return on_exit();
+    case op_failed: {
+      const FailedNotice f = FailedNotice::decode(m);
+      if (f.failed_rank < static_cast<std::uint64_t>(topo_.world))
+        peer_failed(static_cast<int>(f.failed_rank), src, f.found_by);
+      return;
+    }
     default:
       if constexpr (build::checked_build)
         std::fprintf(stderr, "manyalloc region: scheduler %d: unknown op %llu\n", self_,
@@ -323,11 +342,110 @@ void SchedulerCore::reply_stats(const StatsRequest& s, Message& raw) {
 }
 
 // Shutdown: workers report done to their leaf, schedulers to their parent
-// once their whole subtree is done; the top then sends exit downwards.
+// once their whole subtree is done; the top then sends exit downwards. A
+// scheduler whose parent failed exits on its own once its subtree is done
+// (F3).
 void SchedulerCore::on_done() {
   if (done_count_ != topo_.child_count(self_)) return;
-  if (topo_.is_top(self_)) return on_exit();
+  if (topo_.is_top(self_) || parent_failed_) return on_exit();
   post(topo_.parent(self_), DoneNotice{static_cast<std::uint64_t>(self_)}.encode());
+}
+
+bool SchedulerCore::neighbour(int rank) const {
+  if (!topo_.is_top(self_) && rank == topo_.parent(self_)) return true;
+  if (topo_.is_scheduler(rank)) return !topo_.is_top(rank) && topo_.parent(rank) == self_;
+  return topo_.is_leaf(self_) && topo_.leaf_of(rank) == self_;
+}
+
+// F1-F5 (invariants.hpp).
+void SchedulerCore::peer_failed(int rank, int src, std::uint64_t found_by) {
+  if (rank < 0 || rank >= topo_.world || rank == self_ || known_[static_cast<std::size_t>(rank)] != 0) return;
+  if (src < 0 && neighbour(rank) && done_[static_cast<std::size_t>(rank)] != 0 &&
+      (topo_.is_scheduler(rank) ? topo_.parent(rank) == self_ : topo_.leaf_of(rank) == self_)) {
+    // A child that said done and then exited ended normally: nothing is
+    // sent to it any more, and nobody needs to hear of it.
+    dead_[static_cast<std::size_t>(rank)] = 1;
+    return;
+  }
+  known_[static_cast<std::size_t>(rank)] = 1;
+  if (first_failure_ < 0) first_failure_ = rank;
+  if (src < 0) found_by = static_cast<std::uint64_t>(self_);
+  if (neighbour(rank)) {
+    dead_[static_cast<std::size_t>(rank)] = 1;
+    if (!topo_.is_top(self_) && rank == topo_.parent(self_)) {
+      // F3: no refill, grant or exit will come from above.
+      parent_failed_ = true;
+      fail_parked(MR_ERR_PEER_FAILED);
+    } else {
+      // F2: a failed child counts as done, once; a failed child scheduler
+      // stands for its whole subtree. Placement avoids it from now on.
+      if (topo_.is_scheduler(rank)) {
+        const auto c = static_cast<std::size_t>(rank - topo_.first_child(self_));
+        if (c < child_load_.size()) child_load_[c] = ~std::uint64_t{0} >> 1;
+      }
+      if (done_[static_cast<std::size_t>(rank)] == 0) {
+        done_[static_cast<std::size_t>(rank)] = 1;
+        ++done_count_;
+      }
+    }
+  }
+  // F4: events waiting for answers that passed through a failed scheduler
+  // may never get them: every pending event ends now with
+  // MR_ERR_PEER_FAILED, and answers that still come find no token.
+  if (topo_.is_scheduler(rank)) {
+    std::vector<std::uint64_t> tokens;
+    for (auto& [token, p] : pending_) tokens.push_back(token);
+    for (std::uint64_t token : tokens) {
+      Pending& p = pending_[token];
+      p.status = MR_ERR_PEER_FAILED;
+      p.outstanding = 1;
+      finish_pending(token);
+    }
+  }
+  // F5: every other live neighbour hears of it, once.
+  const FailedNotice notice{static_cast<std::uint64_t>(rank), found_by};
+  auto tell = [&](int n) {
+    if (n != src && n != rank && dead_[static_cast<std::size_t>(n)] == 0) post(n, notice.encode());
+  };
+  if (!topo_.is_top(self_)) tell(topo_.parent(self_));
+  if (topo_.is_leaf(self_)) {
+    int first = 0, last = 0;
+    topo_.workers_of(self_, first, last);
+    for (int w = first; w < last; ++w)
+      if (done_[static_cast<std::size_t>(w)] == 0) tell(w);
+  } else {
+    for (int c = 0; c < topo_.child_count(self_); ++c) tell(topo_.first_child(self_) + c);
+  }
+  on_done();
+}
+
+// F1: a message for a failed rank. A request that waits for an answer is
+// answered with MR_ERR_PEER_FAILED toward its origin (a SubDone for a
+// pending event's sub-request); everything else is dropped.
+void SchedulerCore::bounce(int dest, Message m) {
+  failed_hop_ = dest;
+  const Envelope e = envelope(m);
+  const ReplyTo to{e.origin, e.req};
+  switch (e.op) {
+    case op_ralloc:
+    case op_rfree:
+    case op_alloc:
+    case op_free:
+    case op_info:
+    case op_pack:
+    case op_stats:
+    case op_create_down:
+    case op_created:
+      ++bounced_;
+      if (e.origin >= dead_.size() || dead_[static_cast<std::size_t>(e.origin)] != 0) return;  // nobody to answer
+      return send_toward(e.origin, FailedReply{to, MR_ERR_PEER_FAILED, failed_hop_}.encode());
+    case op_rfree_sub:
+    case op_pack_sub:
+    case op_info_sub:
+      ++bounced_;
+      return send_toward(e.origin, SubDone{to, MR_ERR_PEER_FAILED, {}}.encode());
+    default: return;
+  }
 }
 
 void SchedulerCore::on_exit() {

@@ -41,7 +41,7 @@ void SchedulerCore::park(Message&& m, std::uint64_t need_slabs) {
   check_refill();
 }
 
-void SchedulerCore::fail_parked() {
+void SchedulerCore::fail_parked(std::uint64_t status) {
   std::deque<Message> q;
   q.swap(parked_);
   parked_need_ = 0;
@@ -50,7 +50,7 @@ void SchedulerCore::fail_parked() {
       // A child waiting on us: give it an empty grant.
       post(static_cast<int>(MemReq::decode(m).from), MemGrant{}.encode());
     } else {
-      reply(reply_to_of(m), MR_ERR_NO_MEMORY);
+      reply(reply_to_of(m), status);
     }
   }
 }
@@ -101,7 +101,7 @@ void SchedulerCore::on_mem_grant(const MemGrant& g) {
     regions_.add_free_ids(a, n);
     granted_ids_.insert(a, n, {});
   }
-  if (g.slabs.empty() && g.ids.empty()) return fail_parked();
+  if (g.slabs.empty() && g.ids.empty()) return fail_parked(MR_ERR_NO_MEMORY);
   retry_parked();
 }
 

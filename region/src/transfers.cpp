@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "last_error.hpp"
@@ -153,12 +154,48 @@ bool progress() {
   return moved;
 }
 
+// The failed world rank a wait on `peer` (a worker index, or MR_ANY_WORKER:
+// any worker may be needed) depends on, or -1 (region.h, "Failures").
+int failed_needed(const Runtime& rt, int peer) {
+  if (peer != MR_ANY_WORKER) {
+    const int r = rt.topo.worker_rank(peer);
+    return rt.watch.failed(r) ? r : -1;
+  }
+  if (!rt.watch.any_failed()) return -1;
+  for (int w = 0; w < rt.topo.nworkers; ++w)
+    if (rt.watch.failed(rt.topo.worker_rank(w))) return rt.topo.worker_rank(w);
+  return -1;
+}
+
+// MR_ERR_PEER_FAILED with its reason when a wait on `peer` cannot end, else MR_OK.
+mr_status check_needed(Runtime& rt, int peer) {
+  if (const int r = failed_needed(rt, peer); r >= 0) return rt.peer_failure(r);
+  if (!rt.watch.broken().empty()) return fail(MR_ERR_PEER_FAILED, "%s: %s", rt.call, rt.watch.broken().c_str());
+  return MR_OK;
+}
+
 // Spins on progress() until `ready`; yields the core when nothing moved
-// (ranks share cores when oversubscribed).
-template <class F>
-void progress_until(F ready) {
-  while (!ready())
-    if (!progress()) sched_yield();
+// (ranks share cores when oversubscribed). Every 256 idle rounds the watch
+// is checked (W3): a wait that depends on a failed worker (`peer`, as in
+// failed_needed) ends with MR_ERR_PEER_FAILED instead of spinning forever.
+// `peer` may also be a callable that names it as the wait goes on.
+template <class F, class P>
+mr_status progress_until(F ready, P peer) {
+  Runtime& rt = runtime();
+  for (unsigned idle = 0; !ready();) {
+    if (progress()) continue;
+    sched_yield();
+    if ((++idle & 255) != 0) continue;
+    rt.watch.poll();
+    rt.take_notices();
+    int p = 0;
+    if constexpr (std::is_invocable_v<P>)
+      p = peer();
+    else
+      p = peer;
+    if (mr_status s = check_needed(rt, p); s != MR_OK) return s;
+  }
+  return MR_OK;
 }
 
 mr_status check_peer(const char* call, int peer_worker, bool any_ok) {
@@ -209,6 +246,7 @@ mr_status post_send(const char* call, int peer_worker, const mr_rid_t* regions, 
   const bool bytes = status == MR_OK && !zero_copy;
   TransferState& ts = rt.xfers;
   TransferState::Out out;
+  out.peer = peer_worker;
   out.op = rt.transport->start_send(peer_worker, std::move(hdr), bytes ? std::span<const Extent>(extents)
                                                                        : std::span<const Extent>());
   if (bytes) out.extents = std::move(extents);
@@ -221,6 +259,7 @@ mr_status post_send(const char* call, int peer_worker, const mr_rid_t* regions, 
     out.req = ++ts.next_req;
     TransferState::Req q;
     q.send = true;
+    q.source = peer_worker;  // the peer the wait depends on
     ts.reqs.emplace(out.req, q);
     *request = out.req;
   }
@@ -278,8 +317,9 @@ mr_status wait_request(mr_request_t* request) {
   std::map<std::uint64_t, TransferState::Req>::iterator it;
   if (mr_status s = find_request("mr_wait", request, &it); s != MR_OK) return s;
   const double t0 = now_seconds();
-  progress_until([&] { return it->second.done; });
+  const mr_status s = progress_until([&] { return it->second.done; }, it->second.source);
   runtime().worker_s += now_seconds() - t0;
+  if (s != MR_OK) it->second.result = s;  // retired: the peer it waits on has failed
   return retire(request, it);
 }
 
@@ -305,42 +345,62 @@ mr_status recv_blocking(const char* call, int peer_worker, mr_rid_t* regions, in
   Runtime& rt = runtime();
   auto it = rt.xfers.reqs.find(req);
   const double t0 = now_seconds();
-  progress_until([&] { return it->second.done; });
+  const mr_status s = progress_until([&] { return it->second.done; }, peer_worker);
   rt.worker_s += now_seconds() - t0;
+  if (s != MR_OK) it->second.result = s;
   return retire(&req, it);
 }
 
 mr_status barrier() {
   Runtime& rt = runtime();
   if (mr_status s = enter("mr_barrier"); s != MR_OK) return s;
+  // Every worker takes part: none may have failed (a barrier started
+  // without them would never end, and its request could not be taken back).
+  if (mr_status s = check_needed(rt, MR_ANY_WORKER); s != MR_OK) return s;
   const double t0 = now_seconds();
   rt.transport->start_worker_barrier();
-  progress_until([&] { return rt.transport->test_worker_barrier(); });
+  const mr_status s = progress_until([&] { return rt.transport->test_worker_barrier(); }, MR_ANY_WORKER);
   rt.barrier_s += now_seconds() - t0;
-  return MR_OK;
+  return s;
 }
 
 }  // namespace
 
-void drain_transfers() {
+mr_status drain_transfers() {
   Runtime& rt = runtime();
   TransferState& ts = rt.xfers;
   // Every worker is here once the barrier completes; then the counts say
-  // how many transfers each must still take from each other worker.
-  rt.transport->start_worker_barrier();
-  progress_until([&] { return rt.transport->test_worker_barrier(); });
-  std::vector<std::uint64_t> expect(ts.sent_to.size(), 0);
-  rt.transport->exchange_counts(ts.sent_to, expect);
-  progress_until([&] {
-    if (!ts.outs.empty()) return false;
-    for (std::size_t i = 0; i < expect.size(); ++i)
-      if (ts.taken_from[i] != expect[i]) return false;
-    for (const TransferState::In& in : ts.ins)
-      if (!in.done) return false;
-    return true;
-  });
+  // how many transfers each must still take from each other worker. With a
+  // failed worker neither collective can end: nothing is drained.
+  rt.watch.poll();
+  rt.take_notices();
+  mr_status s = check_needed(rt, MR_ANY_WORKER);
+  if (s == MR_OK) {
+    rt.transport->start_worker_barrier();
+    s = progress_until([&] { return rt.transport->test_worker_barrier(); }, MR_ANY_WORKER);
+  }
+  if (s == MR_OK) {
+    std::vector<std::uint64_t> expect(ts.sent_to.size(), 0);
+    rt.transport->exchange_counts(ts.sent_to, expect);
+    // After the barrier a worker that is done may exit at any time: only a
+    // failed worker whose transfers have not all arrived ends the drain.
+    int waiting_on = MR_ANY_WORKER;  // a worker the drain still needs
+    s = progress_until(
+        [&] {
+          waiting_on = MR_ANY_WORKER;
+          for (std::size_t i = 0; i < expect.size() && waiting_on == MR_ANY_WORKER; ++i)
+            if (ts.taken_from[i] != expect[i]) waiting_on = static_cast<int>(i);
+          for (const TransferState::In& in : ts.ins)
+            if (!in.done && waiting_on == MR_ANY_WORKER) waiting_on = in.peer;
+          for (const TransferState::Out& out : ts.outs)
+            if (waiting_on == MR_ANY_WORKER && !rt.watch.failed(rt.topo.worker_rank(out.peer))) waiting_on = out.peer;
+          return waiting_on == MR_ANY_WORKER;
+        },
+        [&] { return waiting_on; });
+  }
   // Transfers no receive asked for, and requests never waited for, are dropped.
   ts = TransferState{};
+  return s;
 }
 
 }  // namespace manyalloc::region::detail

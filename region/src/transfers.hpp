@@ -19,6 +19,7 @@ struct TransferState {
     std::uint64_t op = 0;         // transport operation
     std::vector<Extent> extents;  // what it reads (copying sends only)
     std::uint64_t req = 0;        // the mr_isend request, 0 for mr_send
+    int peer = -1;                // the receiving worker (index)
   };
   // A transfer whose header arrived: its bytes are being received into the
   // GAS (copy) or are already there (zero copy).
@@ -57,6 +58,8 @@ struct TransferState {
 
 // Finalize's drain (transfers.cpp): every transfer posted by any worker is
 // taken and its bytes moved; those no mr_recv asked for are dropped.
-void drain_transfers();
+// MR_ERR_PEER_FAILED (reason recorded) when a failed worker keeps it from
+// ending (region.h, "Failures"): then the rest is dropped as well.
+mr_status drain_transfers();
 
 }  // namespace manyalloc::region::detail

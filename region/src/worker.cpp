@@ -3,7 +3,9 @@
 // (send/recv, their non-blocking forms, barrier) are in transfers.cpp.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "last_error.hpp"
@@ -17,19 +19,85 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+mr_status Runtime::peer_failure(int failed) const {
+  if (failed < 0 || failed >= topo.world)
+    return fail(MR_ERR_PEER_FAILED, "%s: a scheduler on the request's way found a rank it needed failed", call);
+  char role[96];
+  if (failed == leaf)
+    std::snprintf(role, sizeof role, "scheduler rank %d (this worker's leaf)", failed);
+  else if (topo.is_scheduler(failed))
+    std::snprintf(role, sizeof role, "scheduler rank %d", failed);
+  else
+    std::snprintf(role, sizeof role, "worker %d (rank %d)", topo.worker_index(failed), failed);
+  const std::string& why = watch.why(failed);
+  return fail(MR_ERR_PEER_FAILED, "%s: %s has failed: %s", call, role,
+              why.empty() ? "reported by another rank" : why.c_str());
+}
+
+bool Runtime::take_notice(const Message& m) {
+  if (!well_formed(m) || envelope(m).op != op_failed) return false;
+  const FailedNotice f = FailedNotice::decode(m);
+  if (f.failed_rank < static_cast<std::uint64_t>(topo.world)) {
+    char why[160];
+    std::snprintf(why, sizeof why, "found by rank %llu and reported to this worker by its leaf scheduler",
+                  static_cast<unsigned long long>(f.found_by));
+    watch.note_failed(static_cast<int>(f.failed_rank), why);
+    heard_failed = static_cast<int>(f.failed_rank);
+  }
+  return true;
+}
+
+void Runtime::take_notices() {
+  Message m;
+  while (transport->try_recv_from(leaf, m)) take_notice(m);  // anything else: a late reply, dropped
+}
+
+// The RPC waits by polling, so that it notices a failed leaf (W3: the
+// watch is checked every 1024 empty polls). A failure heard of while it
+// waits (F5) may have taken the request with it: the reply then gets
+// rpc_grace_s to come (it does within microseconds when its path is alive)
+// before the call fails. Replies to earlier calls that failed so are
+// recognised by their sequence number and dropped.
 Message Runtime::rpc(const Message& req) {
   const double t0 = now_seconds();
-  transport->send(leaf, req);
+  const std::uint64_t want = envelope(req).req;
   Message rep;
-  transport->recv_from(leaf, rep);
+  int heard = -1;  // a failure heard of during this call
+  if (!watch.failed(leaf)) {
+    transport->send(leaf, req);
+    double give_up = 0;
+    for (unsigned spin = 1;; ++spin) {
+      if (transport->try_recv_from(leaf, rep)) {
+        if (take_notice(rep)) {
+          heard = heard_failed;
+          if (give_up == 0) give_up = now_seconds() + rpc_grace_s;
+        } else if (well_formed(rep) && envelope(rep).req == want) {
+          break;
+        }
+        rep.clear();
+        continue;
+      }
+      if ((spin & 1023) != 0) continue;
+      watch.poll();
+      if (watch.failed(leaf)) break;
+      if (give_up != 0 && now_seconds() > give_up) break;
+    }
+  }
   sched_s += now_seconds() - t0;
+  if (rep.empty()) {
+    peer_failure(watch.failed(leaf) ? leaf : heard);
+    return StatusReply{ReplyTo{}, MR_ERR_PEER_FAILED}.encode();
+  }
+  if (StatusReply::decode(rep).status == MR_ERR_PEER_FAILED)
+    peer_failure(static_cast<int>(FailedReply::decode(rep).failed_rank));
   return rep;
 }
 
 mr_status enter(const char* call) {
-  const Runtime& rt = runtime();
+  Runtime& rt = runtime();
   if (!rt.initialized) return rt.not_initialized(call);
   if (!rt.on_owner_thread()) return rt.wrong_thread(call);
+  rt.call = call;
   if (rt.topo.is_scheduler(rt.rank))
     return fail(MR_ERR_NOT_WORKER, "%s: rank %d is a scheduler (ranks 0 to %d are; only workers make this call)",
                 call, rt.rank, rt.topo.nsched - 1);

@@ -22,10 +22,15 @@ class Sim {
     req.to = ReplyTo{static_cast<std::uint64_t>(w), ++seq};
     c.endpoint(w).post(c.topo().leaf_of(w), req.encode());
   }
-  // The one reply waiting at worker rank w.
+  // The one reply waiting at worker rank w (failure notices, F5, are
+  // counted in notices[w] and skipped).
   Message take(int w) {
     Message m;
-    EXPECT_EQ(c.endpoint(w).try_recv_any(m), c.topo().leaf_of(w)) << "no reply waiting at worker rank " << w;
+    do {
+      m.clear();
+      EXPECT_EQ(c.endpoint(w).try_recv_any(m), c.topo().leaf_of(w)) << "no reply waiting at worker rank " << w;
+      if (!m.empty() && m[0] == op_failed) ++notices[static_cast<std::size_t>(w)];
+    } while (!m.empty() && m[0] == op_failed);
     return m;
   }
   template <class Req>
@@ -43,6 +48,7 @@ class Sim {
 
   InProcCluster c;
   std::uint64_t seq = 0;
+  std::vector<int> notices = std::vector<int>(64, 0);
 };
 
 TEST(SchedulerMessages, EncodeDecodeRoundTrip) {
@@ -194,6 +200,96 @@ TEST(SchedulerShutdown, ExitFollowsTheLastDone) {
   EXPECT_EQ(s.c.net().counters().by_op[op_done], 4u + 6u);  // workers, then every non-top scheduler
   EXPECT_EQ(s.c.net().counters().by_op[op_exit], 6u);
   EXPECT_TRUE(s.c.net().idle());
+}
+
+// Failures (region.h, "Failures"; F1-F4 in invariants.hpp). Before them a
+// request for a failed rank got no answer at all: the worker waited forever.
+
+// F2: a worker that dies counts as done, once (also when it had said done
+// before dying), so the shutdown protocol still ends.
+TEST(SchedulerFailure, AFailedWorkerCountsAsDoneOnceAndShutdownEnds) {
+  Sim s(2, 2, 4);  // top 0, leaves 1 and 2, workers 3-6
+  s.c.start();
+  s.c.pump();
+  s.c.endpoint(3).post(1, DoneNotice{3}.encode());
+  s.c.pump();
+  s.c.fail(3);  // done, then gone: still one of leaf 1's two
+  s.c.pump();
+  EXPECT_FALSE(s.c.scheduler(1).exited()) << "worker 4 has neither said done nor failed";
+  s.c.fail(4);
+  s.c.endpoint(5).post(2, DoneNotice{5}.encode());
+  s.c.endpoint(6).post(2, DoneNotice{6}.encode());
+  s.c.pump();
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(s.c.scheduler(k).exited()) << "scheduler " << k;
+}
+
+// F1: a request whose next hop has failed is answered with
+// MR_ERR_PEER_FAILED, naming the failed rank, instead of never.
+TEST(SchedulerFailure, ARequestForAFailedLeafIsAnsweredWithPeerFailed) {
+  Sim s(2, 2, 4);
+  s.c.start();
+  s.c.pump();
+  const std::uint64_t b = s.ralloc(5, 0);  // on leaf 2 (worker 5's)
+  ASSERT_TRUE(s.c.core(2).regions().owns_region(b));
+  s.c.fail(2);
+  s.post(3, AllocRequest{{}, b, 64, 1});  // worker 3 on leaf 1: via the top
+  s.c.pump();
+  const Message m = s.take(3);
+  ASSERT_FALSE(m.empty()) << "no answer: the request was lost with the failed leaf";
+  const FailedReply r = FailedReply::decode(m);
+  EXPECT_EQ(r.status, MR_ERR_PEER_FAILED);
+  EXPECT_EQ(r.failed_rank, 2);
+  EXPECT_EQ(s.c.core(0).bounced(), 1u);
+  // F5: the top found it and told leaf 1, which told its workers, once.
+  EXPECT_EQ(s.notices[3], 1);
+  EXPECT_EQ(s.c.net().counters().by_op[op_failed], 3u);
+  // A region on a live leaf still works.
+  const std::uint64_t a = s.ralloc(3, 0);
+  EXPECT_EQ(AllocReply::decode(s.call(3, AllocRequest{{}, a, 64, 1})).status, MR_OK);
+  // Placement avoids the failed leaf: hinted regions go to leaf 1 now.
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(s.c.core(1).regions().owns_region(s.ralloc(3, 0, 1)));
+}
+
+// F3: a leaf whose parent failed answers its parked requests (no refill
+// will come) and exits once its own workers are done.
+TEST(SchedulerFailure, ALeafWhoseParentFailedFailsParkedRequestsAndStillShutsDown) {
+  SchedulerTuning t;
+  t.leaf_pages_hi = 2;
+  Sim s(2, 1, 1, t);  // top 0, leaf 1, worker 2
+  s.c.start();
+  s.c.pump();
+  const std::uint64_t r = s.ralloc(2, 0);
+  s.post(2, AllocRequest{{}, r, 4096, 600});  // more than the leaf holds: parked
+  ASSERT_TRUE(s.c.scheduler(1).step());
+  ASSERT_EQ(s.c.core(1).parked(), 1u);
+  s.c.fail(0);
+  EXPECT_EQ(s.c.core(1).parked(), 0u);
+  s.c.pump();
+  EXPECT_EQ(StatusReply::decode(s.take(2)).status, MR_ERR_PEER_FAILED);
+  s.c.endpoint(2).post(1, DoneNotice{2}.encode());
+  s.c.pump();
+  EXPECT_TRUE(s.c.scheduler(1).exited());
+}
+
+// F4: an event waiting for a sub-answer from a scheduler that then fails
+// ends with MR_ERR_PEER_FAILED.
+TEST(SchedulerFailure, APendingFreeWaitingOnAFailedLeafEnds) {
+  Sim s(2, 2, 4);
+  s.c.start();
+  s.c.pump();
+  const std::uint64_t a = s.ralloc(5, 0, 0);  // on the top
+  const std::uint64_t b = s.ralloc(3, a);     // its child on leaf 1
+  ASSERT_TRUE(s.c.core(1).regions().owns_region(b));
+  s.post(5, RfreeRequest{{}, a});
+  ASSERT_TRUE(s.c.scheduler(2).step());  // leaf 2 forwards
+  ASSERT_TRUE(s.c.scheduler(0).step());  // the top frees a, waits for leaf 1
+  ASSERT_EQ(s.c.core(0).pending(), 1u);
+  s.c.fail(1);
+  EXPECT_EQ(s.c.core(0).pending(), 0u);
+  s.c.pump();
+  const Message m = s.take(5);
+  ASSERT_FALSE(m.empty()) << "the free waits forever for the failed leaf";
+  EXPECT_EQ(StatusReply::decode(m).status, MR_ERR_PEER_FAILED);
 }
 
 // The same requests in the same order give the same messages, scheduler by

@@ -52,9 +52,12 @@ typedef enum mr_status {
   MR_ERR_THREAD = 9,           /* call from a thread other than the one that
                                   called mr_init (the library is funnelled:
                                   mr_last_error() names the thread) */
-  MR_ERR_BAD_REQUEST = 10      /* mr_wait/mr_test: not a pending request (never
+  MR_ERR_BAD_REQUEST = 10,     /* mr_wait/mr_test: not a pending request (never
                                   issued, MR_REQUEST_NULL, or already completed
                                   by mr_wait/mr_test) */
+  MR_ERR_PEER_FAILED = 11      /* a rank the call needs has died or exited
+                                  (see "Failures" below; mr_last_error() names
+                                  the rank and how it was detected) */
 } mr_status;
 
 /* How mr_send moves data (mr_config.transfer, MANYALLOC_REGION_TRANSFER):
@@ -116,7 +119,23 @@ typedef struct mr_config {
 mr_status mr_init(int* argc, char*** argv, const mr_config* config);
 /* Collective over all ranks. After a failed mr_init it only finalises MPI
  * (when mr_init had initialised it) and returns MR_OK; before mr_init and
- * after mr_finalize it returns MR_ERR_NOT_INITIALIZED. */
+ * after mr_finalize it returns MR_ERR_NOT_INITIALIZED. After a peer failed
+ * (below) it skips what needs the dead ranks, releases the library, and
+ * returns MR_ERR_PEER_FAILED without finalising MPI (MPI_Finalize may wait
+ * for the dead rank forever): the program should then exit without
+ * MPI_Finalize, as failure_test.cpp does.
+ *
+ * Failures: a rank that dies (killed, crashed) or exits without mr_finalize
+ * is detected where its process is visible, on the same host (a pidfd per
+ * watched rank, checked while the library waits), and where the MPI library
+ * reports an error on the library's communicators (MPI_ERRORS_RETURN). A
+ * call that needs a failed rank returns MR_ERR_PEER_FAILED instead of
+ * waiting forever: a worker's requests when its leaf scheduler is gone, or a
+ * scheduler on their way; receives and waits on a failed worker; mr_barrier
+ * and mr_recv_any once any worker failed. Whether the job survives a dead
+ * rank at all is the MPI launcher's choice (OpenMPI: mpiexec
+ * --enable-recovery; MPICH: -disable-auto-cleanup); region/README.md,
+ * "Failures", says exactly what is and is not detected. */
 mr_status mr_finalize(void);
 
 int mr_is_worker(void);
