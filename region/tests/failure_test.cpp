@@ -5,6 +5,9 @@
 //
 //   region_failure_test worker-exit   worker 0 exits without mr_finalize
 //   region_failure_test leaf-killed   leaf scheduler 2 is killed (SIGKILL)
+//   region_failure_test leaf-exit     leaf scheduler 2 exits mid-run (_exit
+//                                     on SIGUSR1; MPICH 4.0's launcher does
+//                                     not outlive a SIGKILLed rank)
 //
 // 7 ranks, MANYALLOC_REGION_LEVELS=2, FANOUT=2: schedulers 0 (top), 1 and
 // 2 (leaves); workers 0, 1 (ranks 3, 4) on leaf 1, workers 2, 3 (ranks 5,
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -73,7 +77,7 @@ void worker_exit(int me) {
   expect_status(mr_finalize(), MR_ERR_PEER_FAILED, "mr_finalize");
 }
 
-void leaf_killed(int me, const std::vector<long>& pids) {
+void leaf_gone(int me, const std::vector<long>& pids, int sig) {
   MPI_Comm users = mr_worker_comm();
   mr_rid_t own = 0, x = 0;
   void* p = nullptr;
@@ -81,7 +85,7 @@ void leaf_killed(int me, const std::vector<long>& pids) {
   if (me == 2) x = own;
   MPI_Bcast(&x, 1, MPI_UINT64_T, 2, users);  // a region on leaf 2
   expect_status(mr_barrier(), MR_OK, "mr_barrier before the kill");
-  if (me == 0) kill(static_cast<pid_t>(pids[2]), SIGKILL);
+  if (me == 0) kill(static_cast<pid_t>(pids[2]), sig);
   MPI_Barrier(users);
   if (me < 2) {
     expect_status(mr_alloc(64, x, &p), MR_ERR_PEER_FAILED, "mr_alloc in a region of the killed leaf");
@@ -108,17 +112,20 @@ int main(int argc, char** argv) {
   std::vector<long> pids(static_cast<std::size_t>(world));
   const long mine = static_cast<long>(getpid());
   MPI_Allgather(&mine, 1, MPI_LONG, pids.data(), 1, MPI_LONG, MPI_COMM_WORLD);
-  if (world != 7 || (mode != "worker-exit" && mode != "leaf-killed")) {
-    if (rank == 0) std::fprintf(stderr, "usage: 7 ranks, levels 2, fanout 2; region_failure_test worker-exit|leaf-killed\n");
+  if (world != 7 || (mode != "worker-exit" && mode != "leaf-killed" && mode != "leaf-exit")) {
+    if (rank == 0)
+      std::fprintf(stderr, "usage: 7 ranks, levels 2, fanout 2; region_failure_test worker-exit|leaf-killed|leaf-exit\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  // leaf-exit: a scheduler ends its process where it is (inside mr_init).
+  signal(SIGUSR1, [](int) { _exit(0); });
   expect_status(mr_init(&argc, &argv, nullptr), MR_OK, "mr_init");
   if (mr_is_worker()) {
     const int me = mr_worker_id();
     if (mode == "worker-exit")
       worker_exit(me);
     else
-      leaf_killed(me, pids);
+      leaf_gone(me, pids, mode == "leaf-killed" ? SIGKILL : SIGUSR1);
   } else {
     // A scheduler serves inside mr_init; it learns of the failure there.
     const mr_status s = mr_finalize();
@@ -130,6 +137,15 @@ int main(int argc, char** argv) {
   }
   std::printf("CHECK rank %d: %s%s\n", rank, problems.empty() ? "ok" : "FAIL", problems.c_str());
   std::fflush(stdout);
+  // Also into CHECK_DIR/rank.R (expect_lines.sh reads them): a launcher
+  // that tears the job down may lose the forwarded output.
+  if (const char* dir = std::getenv("CHECK_DIR")) {
+    const std::string path = std::string(dir) + "/rank." + std::to_string(rank);
+    if (FILE* f = std::fopen(path.c_str(), "w")) {
+      std::fprintf(f, "CHECK rank %d: %s%s\n", rank, problems.empty() ? "ok" : "FAIL", problems.c_str());
+      std::fclose(f);
+    }
+  }
   // No MPI_Finalize: a rank of the job is dead, and OpenMPI 4.1's
   // MPI_Finalize may wait for it forever (region.h, mr_finalize).
   return 0;
