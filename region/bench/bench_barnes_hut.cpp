@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench_json.hpp"
+#include "bench_session.hpp"
 #include "manyalloc/region/mpi_interop.h"
 #include "manyalloc/region/region.hpp"
 
@@ -228,12 +229,8 @@ void accumulate(const Cell* c, const double p[3], int cutoff, double acc[3]) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  mr::Session session(&argc, &argv);
-  if (session.status() != mr::Status::ok) {
-    std::fprintf(stderr, "%s\n", mr::last_error());
-    return 1;
-  }
-  if (!session.is_worker()) return 0;
+  region_bench::Session session(&argc, &argv);
+  if (!session.runs()) return session.exit_status();
   const int me = session.worker_id(), nw = session.num_workers();
   const long nbodies = argc > 1 ? std::atol(argv[1]) : 8192;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 4;

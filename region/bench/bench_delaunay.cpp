@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "bench_json.hpp"
+#include "bench_session.hpp"
 #include "delaunay_mesh.hpp"
 #include "manyalloc/region/mpi_interop.h"
 #include "manyalloc/region/region.hpp"
@@ -168,12 +169,8 @@ std::vector<dl::PointGrid::P> all_points(const dl::Mesh& mesh, int nw, MPI_Comm 
 }  // namespace
 
 int main(int argc, char** argv) {
-  mr::Session session(&argc, &argv);
-  if (session.status() != mr::Status::ok) {
-    std::fprintf(stderr, "%s\n", mr::last_error());
-    return 1;
-  }
-  if (!session.is_worker()) return 0;
+  region_bench::Session session(&argc, &argv);
+  if (!session.runs()) return session.exit_status();
   const int me = session.worker_id(), nw = session.num_workers();
   const dl::Args args = dl::parse_args(argc, argv);
   MPI_Comm comm = mr_worker_comm();

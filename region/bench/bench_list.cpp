@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench_list_common.hpp"
+#include "bench_session.hpp"
 #include "manyalloc/region/mpi_interop.h"
 #include "manyalloc/region/region.hpp"
 
@@ -192,12 +193,8 @@ void report(const char* alloc, int nw, std::uint64_t n, int rep, Result r, MPI_C
 }  // namespace
 
 int main(int argc, char** argv) {
-  mr::Session session(&argc, &argv);
-  if (session.status() != mr::Status::ok) {
-    std::fprintf(stderr, "%s\n", mr::last_error());
-    return 1;
-  }
-  if (!session.is_worker()) return 0;
+  region_bench::Session session(&argc, &argv);
+  if (!session.runs()) return session.exit_status();
   const region_bench::ListArgs args = region_bench::parse_list_args(argc, argv, "--no-mpi-get");
   const bool skip_get = args.flag;
   const int me = session.worker_id(), nw = session.num_workers();

@@ -50,6 +50,14 @@ def commit():
         return os.environ.get("REGION_COMMIT", "unknown")
 
 
+def save_figure(fig, out, name, alt, md):
+    """OUTDIR/NAME.png, linked from the report."""
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, f"{name}.png"), dpi=110)
+    plt.close(fig)
+    md.append(f"\n![{alt}]({name}.png)\n")
+
+
 def frag_plots(recs, out, md):
     frag = [r for r in recs if r["experiment"].startswith("frag_")]
     if not frag:
@@ -74,10 +82,7 @@ def frag_plots(recs, out, md):
         ax2.legend(fontsize=7, loc="upper left")
         md.append(f"| {r['experiment']} | {int(r['ops'])} | {r['bytes'] / 1024:.1f} | {int(r['final_full_slabs'])} | "
                   f"{int(r['final_partial_slabs'])} | {r['final_used_bytes'] / 1024:.0f} | {r['verified']} |")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "fragmentation.png"), dpi=110)
-    plt.close(fig)
-    md.append("\n![fragmentation](fragmentation.png)\n")
+    save_figure(fig, out, "fragmentation", "fragmentation", md)
     md.append("Packed extents: how many (address, size) pairs a region send of this pool would need.\n")
 
 
@@ -237,19 +242,22 @@ def list_plots(recs, out, md):
     a2.set_ylabel("exchange time (s)")
     a2.set_title(f"{nfix} nodes per worker")
     a2.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "list_exchange.png"), dpi=110)
-    plt.close(fig)
-    md.append("\n![list exchange](list_exchange.png)\n")
+    save_figure(fig, out, "list_exchange", "list exchange", md)
+
+
+def grouped(recs, experiment, by):
+    """The records of `experiment`, grouped by by(r); empty when it did not run."""
+    groups = collections.defaultdict(list)
+    for r in recs:
+        if r["experiment"] == experiment:
+            groups[by(r)].append(r)
+    return groups
 
 
 def bh_plots(recs, out, md):
-    bh = [r for r in recs if r["experiment"] == "barnes_hut"]
-    if not bh:
+    groups = grouped(recs, "barnes_hut", lambda r: (int(r["workers"]), r["allocator"]))
+    if not groups:
         return
-    groups = collections.defaultdict(list)
-    for r in bh:
-        groups[(int(r["workers"]), r["allocator"])].append(r)
     md.append("## Barnes-Hut step (paper Fig. 4e-f)\n")
     md.append("Per-worker average over the timed steps (step 0 is warm-up and verification); median over runs.\n")
     md.append("| workers | layout | schedulers | bodies | compute s | worker comm s | sched comm s | barrier s | "
@@ -281,10 +289,7 @@ def bh_plots(recs, out, md):
         bottom = [b + v for b, v in zip(bottom, stacks[p])]
     ax.set_ylabel("seconds per worker")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "barnes_hut.png"), dpi=110)
-    plt.close(fig)
-    md.append("\n![barnes-hut](barnes_hut.png)\n")
+    save_figure(fig, out, "barnes_hut", "barnes-hut", md)
 
 
 def dl_variant(r):
@@ -296,12 +301,9 @@ def dl_variant(r):
 
 
 def delaunay_plots(recs, out, md):
-    dl = [r for r in recs if r["experiment"] == "delaunay"]
-    if not dl:
+    groups = grouped(recs, "delaunay", lambda r: (dl_variant(r), int(r["workers"]), int(r["points_initial"])))
+    if not groups:
         return
-    groups = collections.defaultdict(list)
-    for r in dl:
-        groups[(dl_variant(r), int(r["workers"]), int(r["points_initial"]))].append(r)
     parts = ["compute_s", "worker_comm_s", "sched_comm_s", "barrier_s"]
     md.append("## Delaunay triangulation with refinement (paper Fig. 4d)\n")
     md.append("Whole run (local triangulation and refinement, then seam rounds until no worker inserts a point), "
@@ -362,10 +364,7 @@ def delaunay_plots(recs, out, md):
     a2.set_ylabel("seconds per worker (average)")
     a2.set_title("time split")
     a2.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "delaunay.png"), dpi=110)
-    plt.close(fig)
-    md.append("\n![delaunay](delaunay.png)\n")
+    save_figure(fig, out, "delaunay", "delaunay", md)
 
 
 def main():

@@ -51,7 +51,7 @@ def layout(r):
     return f"{r['schedulers']} sched ({r['levels']} lvl, fanout {r['fanout']})"
 
 
-def plot_messages(runs, path):
+def plot_by_layout(runs, field, ylabel, path, log_y=False):
     patterns = sorted({r["experiment"] for r in runs})
     fig, axes = plt.subplots(1, len(patterns), figsize=(5 * len(patterns), 4), squeeze=False)
     for ax, pat in zip(axes[0], patterns):
@@ -61,33 +61,12 @@ def plot_messages(runs, path):
                 by_layout.setdefault(layout(r), []).append(r)
         for name, rs in sorted(by_layout.items(), key=lambda kv: kv[1][0]["schedulers"]):
             rs.sort(key=lambda r: r["threads"])
-            ax.plot([r["threads"] for r in rs], [r["messages_per_alloc"] for r in rs], marker="o", label=name)
+            ax.plot([r["threads"] for r in rs], [r[field] for r in rs], marker="o", label=name)
         ax.set_xscale("log", base=2)
+        if log_y:
+            ax.set_yscale("log")
         ax.set_xlabel("workers")
-        ax.set_ylabel("messages per allocation request")
-        ax.set_title(pat)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_hot_spots(runs, path):
-    patterns = sorted({r["experiment"] for r in runs})
-    fig, axes = plt.subplots(1, len(patterns), figsize=(5 * len(patterns), 4), squeeze=False)
-    for ax, pat in zip(axes[0], patterns):
-        by_layout = {}
-        for r in runs:
-            if r["experiment"] == pat:
-                by_layout.setdefault(layout(r), []).append(r)
-        for name, rs in sorted(by_layout.items(), key=lambda kv: kv[1][0]["schedulers"]):
-            rs.sort(key=lambda r: r["threads"])
-            ax.plot([r["threads"] for r in rs], [r["hot_spot_ratio"] for r in rs], marker="o", label=name)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("workers")
-        ax.set_ylabel("busiest scheduler / mean (messages taken)")
+        ax.set_ylabel(ylabel)
         ax.set_title(pat)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
@@ -109,8 +88,10 @@ def main():
     with open(os.path.join(a.out, "runs.jsonl"), "w") as f:
         for r in runs + checks:
             f.write(json.dumps(r) + "\n")
-    plot_messages(runs, os.path.join(a.out, "messages_per_alloc.png"))
-    plot_hot_spots(runs, os.path.join(a.out, "hot_spots.png"))
+    plot_by_layout(runs, "messages_per_alloc", "messages per allocation request",
+                   os.path.join(a.out, "messages_per_alloc.png"))
+    plot_by_layout(runs, "hot_spot_ratio", "busiest scheduler / mean (messages taken)",
+                   os.path.join(a.out, "hot_spots.png"), log_y=True)
 
     runs.sort(key=lambda r: (r["experiment"], r["schedulers"], r["threads"]))
     out = []

@@ -35,6 +35,26 @@ inline std::vector<Extent> get_extents(std::span<const std::uint64_t> words) {
   for (std::size_t i = 0; i + 1 < words.size(); i += 2) out.push_back({words[i], words[i + 1]});
   return out;
 }
+
+// A status and (address, bytes) extents, to `to`: the answer to a worker's
+// pack (PackReply) and to every *_sub request of a pending event (SubDone,
+// sched_messages.hpp). The op is a template argument so that each stays a
+// type of its own.
+template <Op O>
+struct ExtentsReply {
+  static constexpr Op op = O;
+  ReplyTo to;
+  std::uint64_t status = 0;
+  std::vector<Extent> extents;
+  Message encode() const {
+    Message m = frame(op, to.origin, to.req, status, {}, 2 * extents.size());
+    put_extents(m, extents);
+    return m;
+  }
+  static ExtentsReply decode(const Message& m) {
+    return {reply_to(m), m[wire::status], get_extents(payload(m))};
+  }
+};
 }  // namespace wire
 
 // Where the answer to any request goes, whatever its op (a parked request
@@ -207,20 +227,7 @@ struct InfoReply {
 };
 
 // Answer to a PackRequest: (address, bytes) extents, sorted and coalesced.
-struct PackReply {
-  static constexpr Op op = op_reply;
-  ReplyTo to;
-  std::uint64_t status = 0;
-  std::vector<Extent> extents;
-  Message encode() const {
-    Message m = wire::frame(op, to.origin, to.req, status, {}, 2 * extents.size());
-    wire::put_extents(m, extents);
-    return m;
-  }
-  static PackReply decode(const Message& m) {
-    return {wire::reply_to(m), m[wire::status], wire::get_extents(wire::payload(m))};
-  }
-};
+using PackReply = wire::ExtentsReply<op_reply>;
 
 // mr_sched_stats of one scheduler, field by field.
 struct StatsReply {

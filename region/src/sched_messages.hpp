@@ -93,20 +93,7 @@ struct InfoSub {
 };
 
 // Answer to RfreeSub / PackSub / InfoSub, to the pending event's token.
-struct SubDone {
-  static constexpr Op op = op_sub_done;
-  ReplyTo to;
-  std::uint64_t status = 0;
-  std::vector<Extent> extents;
-  Message encode() const {
-    Message m = wire::frame(op, to.origin, to.req, status, {}, 2 * extents.size());
-    wire::put_extents(m, extents);
-    return m;
-  }
-  static SubDone decode(const Message& m) {
-    return {wire::reply_to(m), m[wire::status], wire::get_extents(wire::payload(m))};
-  }
-};
+using SubDone = wire::ExtentsReply<op_sub_done>;
 
 // 5.2 refill: slabs and ids a child wants (from: the child's rank).
 struct MemReq {
