@@ -167,18 +167,29 @@ mr_status mr_finalize(void) {
   if (rt.is_worker()) {
     status = drain_transfers();
     rt.watch.poll();
+    rt.take_notices();
     if (!rt.watch.failed(rt.leaf))
       rt.transport->send(rt.leaf, DoneNotice{static_cast<std::uint64_t>(rt.rank)}.encode());
     else if (status == MR_OK)
       status = rt.peer_failure(rt.leaf);
+    // Any failure this worker knows of, even one its own calls never needed.
+    for (int r = 0; r < rt.topo.world && status == MR_OK; ++r)
+      if (rt.watch.failed(r)) status = rt.peer_failure(r);
   } else if (rt.sched_failure >= 0) {
     // A scheduler that served on after a failure.
     status = rt.peer_failure(rt.sched_failure);
   }
   rt.transport->report_errors_to(nullptr);
-  rt.transport.reset();
-  rt.watch = PeerWatch{};
-  unmap_global_address_space(rt.gas);
+  if (status == MR_OK) {
+    rt.transport.reset();
+    rt.watch = PeerWatch{};
+    unmap_global_address_space(rt.gas);
+  } else {
+    // After a failure, receives and sends of transfers that never ended may
+    // still be posted into the GAS and the transport's buffers: both stay
+    // (a leak, once per process) rather than be written after they are gone.
+    (void)rt.transport.release();
+  }
   rt.initialized = false;
   rt.finalized = true;
   // After a failure MPI is left initialised: MPI_Finalize may wait for the

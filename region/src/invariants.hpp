@@ -135,18 +135,23 @@
 //       pending event's sub-request), anything else is dropped.
 //   F2  a failed child (worker or scheduler) counts as done once, whether or
 //       not its done arrived before; a failed child scheduler stands for its
-//       whole subtree. A child that said done and then exited ended
+//       whole subtree, and placement and load sums skip it (its late load
+//       reports are ignored). A worker that said done and then exited ended
 //       normally: no notice goes out for it.
 //   F3  a scheduler whose parent failed answers its parked requests with
-//       MR_ERR_PEER_FAILED and exits once its own subtree is done.
+//       MR_ERR_PEER_FAILED, answers every later one that would park at
+//       once, asks for no refill, and exits once its own subtree is done.
 //   F4  when a scheduler hears of a failed scheduler anywhere, its pending
 //       events end with MR_ERR_PEER_FAILED (their answers may have been
 //       lost with it); answers that still come find no token and are dropped.
 //   F5  each scheduler acts on a failure once and tells every live
-//       neighbour but the one it heard it from (op_failed): over the tree
-//       every rank hears of it once. A worker notes notices from its leaf; an
-//       RPC in flight then gets Runtime::rpc_grace_s for its answer, and
-//       answers are matched to their call by sequence number.
+//       neighbour but the one it heard it from (op_failed): every rank it
+//       can reach over live schedulers hears of it once (a dead inner
+//       scheduler splits the tree; each side hears from the neighbours that
+//       found it). A worker notes notices from its leaf; an RPC in flight
+//       when a scheduler's failure is heard of gets Runtime::rpc_grace_s for
+//       its answer, and answers are matched to their call by sequence
+//       number.
 // ---------------------------------------------------------------------------
 #pragma once
 

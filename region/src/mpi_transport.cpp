@@ -51,8 +51,11 @@ bool recv_probed(const MPI_Status& st, int tag, MPI_Comm comm, std::vector<std::
   int count = 0;
   MPI_Get_count(&st, MPI_UINT64_T, &count);
   out.resize(static_cast<std::size_t>(count));
-  return ok(MPI_Recv(out.data(), count, MPI_UINT64_T, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv",
-            st.MPI_SOURCE, comm);
+  if (ok(MPI_Recv(out.data(), count, MPI_UINT64_T, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv",
+         st.MPI_SOURCE, comm))
+    return true;
+  out.clear();  // never mistaken for a message
+  return false;
 }
 
 // A message of `tag` on `comm` from `source` (or any rank), if one has
@@ -87,6 +90,9 @@ struct MpiTransport::Impl {
     int peer;
   };
   std::deque<Pending> sends;
+  // Sends to a failed peer released with MPI_Request_free: MPI may still
+  // read their buffers, so the messages stay here until the transport goes.
+  std::vector<Message> released;
   // Non-blocking transfer operations (start_send, start_recv).
   struct Op {
     std::vector<MPI_Request> reqs;
@@ -177,6 +183,7 @@ void MpiTransport::forget_sends_to(int peer) {
   std::erase_if(impl_->sends, [&](Impl::Pending& p) {
     if (p.peer != peer) return false;
     if (p.req != MPI_REQUEST_NULL) MPI_Request_free(&p.req);
+    impl_->released.push_back(std::move(p.msg));
     return true;
   });
 }
@@ -232,11 +239,11 @@ void post_plan(const Plan& p, int mode, int peer, int tag, MPI_Comm comm, std::v
   if (mode == 2) scratch.resize(small_total + big_total);
   std::uint64_t off = 0;
   auto post = [&](void* buf, int count, MPI_Datatype t) {
-    reqs.emplace_back();
+    reqs.push_back(MPI_REQUEST_NULL);
     if (mode == 0)
-      MPI_Isend(buf, count, t, peer, tag, comm, &reqs.back());
+      ok(MPI_Isend(buf, count, t, peer, tag, comm, &reqs.back()), "MPI_Isend", peer, comm);
     else
-      MPI_Irecv(buf, count, t, peer, tag, comm, &reqs.back());
+      ok(MPI_Irecv(buf, count, t, peer, tag, comm, &reqs.back()), "MPI_Irecv", peer, comm);
   };
   if (!p.small_lens.empty()) {
     if (mode == 2) {
@@ -265,9 +272,10 @@ std::uint64_t MpiTransport::start_send(int peer, std::vector<std::uint64_t> head
   op.peer = peer;
   op.header = std::move(header);
   op.reqs.reserve(extents.size() + 2);
-  op.reqs.emplace_back();
-  MPI_Isend(op.header.data(), static_cast<int>(op.header.size()), MPI_UINT64_T, peer, tag_hdr, impl_->workers,
-            &op.reqs.back());
+  op.reqs.push_back(MPI_REQUEST_NULL);
+  ok(MPI_Isend(op.header.data(), static_cast<int>(op.header.size()), MPI_UINT64_T, peer, tag_hdr, impl_->workers,
+               &op.reqs.back()),
+     "MPI_Isend", peer, impl_->workers);
   if (!extents.empty()) post_plan(make_plan(extents), 0, peer, tag_data, impl_->workers, op.reqs, op.scratch);
   return id;
 }
@@ -300,7 +308,9 @@ bool MpiTransport::test_op(std::uint64_t id) {
   return true;
 }
 
-void MpiTransport::start_worker_barrier() { MPI_Ibarrier(impl_->workers, &impl_->barrier); }
+void MpiTransport::start_worker_barrier() {
+  ok(MPI_Ibarrier(impl_->workers, &impl_->barrier), "MPI_Ibarrier", -1, impl_->workers);
+}
 
 bool MpiTransport::test_worker_barrier() {
   int done = 0;
@@ -309,7 +319,8 @@ bool MpiTransport::test_worker_barrier() {
 }
 
 void MpiTransport::exchange_counts(std::span<const std::uint64_t> to_each, std::span<std::uint64_t> from_each) {
-  MPI_Alltoall(to_each.data(), 1, MPI_UINT64_T, from_each.data(), 1, MPI_UINT64_T, impl_->workers);
+  ok(MPI_Alltoall(to_each.data(), 1, MPI_UINT64_T, from_each.data(), 1, MPI_UINT64_T, impl_->workers),
+     "MPI_Alltoall", -1, impl_->workers);
 }
 
 void MpiTransport::worker_barrier() { MPI_Barrier(impl_->workers); }

@@ -28,8 +28,10 @@ class MpiTransport {
   std::vector<PeerIdentity> exchange_identities();
   // The library's communicators return MPI errors instead of aborting
   // (MPI_ERRORS_RETURN); an error is handed to `watch` as a failure of the
-  // peer the call named (or as broken, for a wildcard receive). The
-  // operation that failed is dropped: nothing waits on it.
+  // peer the call named (or as broken, for a wildcard receive). A control
+  // message that failed is dropped; a transfer operation that failed never
+  // completes (test_op stays false), and the waits on it end through the
+  // watch.
   void report_errors_to(PeerWatch* watch);
   // A control message from `peer`, if one has arrived (the worker's RPC
   // polls with it so that it can notice a dead leaf); true when received.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -71,6 +72,7 @@ PeerWatch& PeerWatch::operator=(PeerWatch&& o) noexcept {
     close_all();
     peers_ = std::move(o.peers_);
     unreported_ = std::move(o.unreported_);
+    last_check_ns_ = o.last_check_ns_;
     broken_ = std::move(o.broken_);
     watched_ = std::exchange(o.watched_, 0);
     failures_ = std::exchange(o.failures_, 0);
@@ -112,7 +114,10 @@ void PeerWatch::watch(const std::vector<PeerIdentity>& all, int self, const std:
 }
 
 std::vector<int> PeerWatch::poll() {
-  if (watched_ != 0) {
+  const auto now = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  if (watched_ != 0 && now - last_check_ns_ >= check_interval_ns) {
+    last_check_ns_ = now;
     std::vector<pollfd> fds;
     std::vector<int> who;
     for (std::size_t r = 0; r < peers_.size(); ++r) {

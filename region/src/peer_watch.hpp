@@ -11,9 +11,11 @@
 //   W2  A rank is failed once: poll() reports each newly failed rank exactly
 //       once (found by its process or handed in by note_failed), and
 //       failed() stays true for good.
-//   W3  Only poll() and note_failed() change the state; poll() makes one
-//       poll(2) call with a zero timeout, so the library's waits call it
-//       every few milliseconds, never per message.
+//   W3  Only poll() and note_failed() change the state. poll() looks at the
+//       processes at most once per check_interval_ns (one poll(2) with a
+//       zero timeout; without pidfds a kill and a /proc read per rank), so
+//       the library's waits may call it as often as they like; in between
+//       it only hands out failures noted meanwhile.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +63,7 @@ class PeerWatch {
   const std::string& why(int rank) const;
   // Ranks watched by process (tests and diagnostics).
   int watched() const { return watched_; }
+  static constexpr std::uint64_t check_interval_ns = 2'000'000;
 
  private:
   struct Peer {
@@ -76,6 +79,7 @@ class PeerWatch {
   std::string broken_;
   int watched_ = 0;
   int failures_ = 0;
+  std::uint64_t last_check_ns_ = 0;  // steady clock (W3)
 };
 
 }  // namespace manyalloc::region::detail

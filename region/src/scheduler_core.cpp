@@ -159,7 +159,8 @@ void SchedulerCore::dispatch(Message& m, int src) {
     case op_mem_return: return on_mem_return(MemReturn::decode(m), src);
     case op_load: {
       const int child = src - topo_.first_child(self_);
-      if (child < 0 || child >= static_cast<int>(child_load_.size())) return;  // not a child: ignored
+      if (child < 0 || child >= static_cast<int>(child_load_.size()) || dead_[static_cast<std::size_t>(src)] != 0)
+        return;  // not a (live) child: ignored
       child_load_[static_cast<std::size_t>(child)] = LoadReport::decode(m).load;
       return report_load();
     }
@@ -276,8 +277,12 @@ void SchedulerCore::place_region(const CreateDown& c, Message&& raw) {
     if (c.level_hint < 0 && !topo_.is_scheduler(origin) && topo_.in_subtree(self_, topo_.leaf_of(origin)))
       child = topo_.next_hop(self_, origin);
     if (child < 0) {
-      const auto it = std::min_element(child_load_.begin(), child_load_.end());
-      child = topo_.first_child(self_) + static_cast<int>(it - child_load_.begin());
+      // The least-loaded live child (F2: a failed one takes nothing).
+      for (std::size_t k = 0; k < child_load_.size(); ++k)
+        if (dead_[static_cast<std::size_t>(topo_.first_child(self_)) + k] == 0 &&
+            (child < 0 || child_load_[k] < child_load_[static_cast<std::size_t>(child - topo_.first_child(self_))]))
+          child = topo_.first_child(self_) + static_cast<int>(k);
+      if (child < 0) return reply(c.to, MR_ERR_PEER_FAILED);  // every child failed
     }
     ++child_load_[static_cast<std::size_t>(child - topo_.first_child(self_))];  // until the next report
     return post(child, std::move(raw));
@@ -360,10 +365,12 @@ bool SchedulerCore::neighbour(int rank) const {
 // F1-F5 (invariants.hpp).
 void SchedulerCore::peer_failed(int rank, int src, std::uint64_t found_by) {
   if (rank < 0 || rank >= topo_.world || rank == self_ || known_[static_cast<std::size_t>(rank)] != 0) return;
-  if (src < 0 && neighbour(rank) && done_[static_cast<std::size_t>(rank)] != 0 &&
-      (topo_.is_scheduler(rank) ? topo_.parent(rank) == self_ : topo_.leaf_of(rank) == self_)) {
-    // A child that said done and then exited ended normally: nothing is
-    // sent to it any more, and nobody needs to hear of it.
+  if (src < 0 && !topo_.is_scheduler(rank) && topo_.leaf_of(rank) == self_ &&
+      done_[static_cast<std::size_t>(rank)] != 0) {
+    // A worker that said done and then exited ended normally: nothing is
+    // sent to it any more, and nobody needs to hear of it. (A child
+    // scheduler that said done still serves until op_exit: its death is a
+    // failure.)
     dead_[static_cast<std::size_t>(rank)] = 1;
     return;
   }
@@ -378,11 +385,7 @@ void SchedulerCore::peer_failed(int rank, int src, std::uint64_t found_by) {
       fail_parked(MR_ERR_PEER_FAILED);
     } else {
       // F2: a failed child counts as done, once; a failed child scheduler
-      // stands for its whole subtree. Placement avoids it from now on.
-      if (topo_.is_scheduler(rank)) {
-        const auto c = static_cast<std::size_t>(rank - topo_.first_child(self_));
-        if (c < child_load_.size()) child_load_[c] = ~std::uint64_t{0} >> 1;
-      }
+      // stands for its whole subtree. Placement skips it from now on (dead_).
       if (done_[static_cast<std::size_t>(rank)] == 0) {
         done_[static_cast<std::size_t>(rank)] = 1;
         ++done_count_;

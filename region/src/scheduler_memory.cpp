@@ -32,8 +32,13 @@ constexpr std::size_t max_return_ranges = 256;
 // 5.2: a request that cannot be served for lack of memory or ids waits for
 // the parent's refill; the top scheduler owns everything, so there it fails.
 void SchedulerCore::park(Message&& m, std::uint64_t need_slabs) {
-  if (topo_.is_top(self_)) {
+  if (topo_.is_top(self_) || parent_failed_) {
+    // Nothing will come from above (F3 when the parent failed): an empty
+    // grant to a child, the error to a worker.
     if (envelope(m).op == op_mem_req) return post(static_cast<int>(MemReq::decode(m).from), MemGrant{}.encode());
+    if (parent_failed_)
+      return send_toward(envelope(m).origin,
+                         FailedReply{reply_to_of(m), MR_ERR_PEER_FAILED, topo_.parent(self_)}.encode());
     return reply(reply_to_of(m), MR_ERR_NO_MEMORY);
   }
   parked_.push_back(std::move(m));
@@ -59,7 +64,7 @@ void SchedulerCore::fail_parked(std::uint64_t status) {
 // parent for enough pages and ids to get back to the high watermark, both in
 // one message (piggy-backed refill).
 void SchedulerCore::check_refill() {
-  if (topo_.is_top(self_) || mem_outstanding_) return;
+  if (topo_.is_top(self_) || mem_outstanding_ || parent_failed_) return;
   const std::uint64_t slabs = regions_.free_slab_count(), ids = regions_.free_id_count();
   if (slabs >= slabs_lo_ && ids >= ids_lo_ && parked_.empty()) return;
   std::uint64_t want_slabs = slabs < slabs_hi_ ? slabs_hi_ - slabs : 0;
@@ -176,7 +181,8 @@ void SchedulerCore::release_to_os(std::uint64_t first, std::uint64_t n) {
 void SchedulerCore::report_load() {
   if (topo_.is_top(self_)) return;
   std::uint64_t load = regions_.region_count();
-  for (std::uint64_t l : child_load_) load += l;
+  for (std::size_t c = 0; c < child_load_.size(); ++c)
+    if (dead_[static_cast<std::size_t>(topo_.first_child(self_)) + c] == 0) load += child_load_[c];
   const std::uint64_t diff = load > reported_load_ ? load - reported_load_ : reported_load_ - load;
   if (diff < static_cast<std::uint64_t>(tuning_.load_threshold)) return;
   reported_load_ = load;

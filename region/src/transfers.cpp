@@ -77,9 +77,18 @@ void accept(Runtime& rt, TransferState& ts, int peer, std::vector<std::uint64_t>
     for (auto it = ts.outs.begin(); it != ts.outs.end();) {
       auto cur = it++;
       if (!overlap(cur->extents, in.extents)) continue;
-      while (!rt.transport->test_op(cur->op)) {
+      // The send completes unless its peer fails (its operation then never
+      // does): the bytes stay where they are, taken as they come.
+      bool sent = true;
+      for (unsigned spin = 1; !rt.transport->test_op(cur->op); ++spin) {
+        if ((spin & 1023) != 0) continue;
+        rt.watch.poll();
+        if (rt.watch.failed(rt.topo.worker_rank(cur->peer))) {
+          sent = false;
+          break;
+        }
       }
-      complete_out(ts, cur);
+      if (sent) complete_out(ts, cur);
     }
     in.op = rt.transport->start_recv(peer, in.extents, !in.in_gas);
   } else {
@@ -330,7 +339,15 @@ mr_status test_request(mr_request_t* request, int* done) {
   std::map<std::uint64_t, TransferState::Req>::iterator it;
   if (mr_status s = find_request("mr_test", request, &it); s != MR_OK) return s;
   progress();
-  if (!it->second.done) return MR_OK;
+  if (!it->second.done) {
+    // A request whose peer failed ends with the error (region.h, "Failures").
+    Runtime& rt = runtime();
+    rt.watch.poll();
+    rt.take_notices();
+    const mr_status s = check_needed(rt, it->second.source);
+    if (s == MR_OK) return MR_OK;
+    it->second.result = s;
+  }
   *done = 1;
   return retire(request, it);
 }

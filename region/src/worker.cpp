@@ -62,19 +62,27 @@ Message Runtime::rpc(const Message& req) {
   const double t0 = now_seconds();
   const std::uint64_t want = envelope(req).req;
   Message rep;
-  int heard = -1;  // a failure heard of during this call
+  bool answered = false;
+  int heard = -1;  // a scheduler failure heard of during this call
   if (!watch.failed(leaf)) {
-    transport->send(leaf, req);
+    // Non-blocking, so that a request above MPI's eager size cannot wait
+    // forever on a dead leaf.
+    transport->post(leaf, req);
     double give_up = 0;
     for (unsigned spin = 1;; ++spin) {
+      transport->poll();
       if (transport->try_recv_from(leaf, rep)) {
         if (take_notice(rep)) {
-          heard = heard_failed;
-          if (give_up == 0) give_up = now_seconds() + rpc_grace_s;
+          // Only a scheduler can have taken the request with it (workers
+          // forward nothing): then the answer gets the grace period.
+          if (topo.is_scheduler(heard_failed)) {
+            heard = heard_failed;
+            if (give_up == 0) give_up = now_seconds() + rpc_grace_s;
+          }
         } else if (well_formed(rep) && envelope(rep).req == want) {
+          answered = true;
           break;
         }
-        rep.clear();
         continue;
       }
       if ((spin & 1023) != 0) continue;
@@ -82,9 +90,10 @@ Message Runtime::rpc(const Message& req) {
       if (watch.failed(leaf)) break;
       if (give_up != 0 && now_seconds() > give_up) break;
     }
+    if (watch.failed(leaf)) transport->forget_sends_to(leaf);
   }
   sched_s += now_seconds() - t0;
-  if (rep.empty()) {
+  if (!answered) {
     peer_failure(watch.failed(leaf) ? leaf : heard);
     return StatusReply{ReplyTo{}, MR_ERR_PEER_FAILED}.encode();
   }

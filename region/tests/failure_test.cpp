@@ -93,7 +93,9 @@ void leaf_gone(int me, const std::vector<long>& pids, int sig) {
     expect_status(mr_alloc(64, own, &p), MR_OK, "mr_alloc through the live leaf");
     mr_rid_t fresh = 0;
     expect_status(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &fresh), MR_OK, "mr_ralloc after the kill");
-    expect_status(mr_finalize(), MR_OK, "mr_finalize (live leaf)");
+    // Its own leaf is alive, but it heard of the failure: mr_finalize says so.
+    expect_status(mr_finalize(), MR_ERR_PEER_FAILED, "mr_finalize (live leaf)");
+    expect_reason("scheduler rank 2 has failed", "mr_finalize (live leaf)");
   } else {
     expect_status(mr_alloc(64, own, &p), MR_ERR_PEER_FAILED, "mr_alloc with the leaf killed");
     expect_reason("scheduler rank 2 (this worker's leaf) has failed", "mr_alloc with the leaf killed");

@@ -246,7 +246,10 @@ TEST(SchedulerFailure, ARequestForAFailedLeafIsAnsweredWithPeerFailed) {
   // A region on a live leaf still works.
   const std::uint64_t a = s.ralloc(3, 0);
   EXPECT_EQ(AllocReply::decode(s.call(3, AllocRequest{{}, a, 64, 1})).status, MR_OK);
-  // Placement avoids the failed leaf: hinted regions go to leaf 1 now.
+  // Placement skips the failed leaf, even when a load report of it, sent
+  // before it failed, arrives after: hinted regions go to leaf 1 now.
+  s.c.endpoint(2).post(0, LoadReport{0}.encode());
+  s.c.pump();
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(s.c.core(1).regions().owns_region(s.ralloc(3, 0, 1)));
 }
 
@@ -266,6 +269,13 @@ TEST(SchedulerFailure, ALeafWhoseParentFailedFailsParkedRequestsAndStillShutsDow
   EXPECT_EQ(s.c.core(1).parked(), 0u);
   s.c.pump();
   EXPECT_EQ(StatusReply::decode(s.take(2)).status, MR_ERR_PEER_FAILED);
+  // A request that would park after the failure is answered at once too.
+  s.post(2, AllocRequest{{}, r, 4096, 600});
+  s.c.pump();
+  const FailedReply late = FailedReply::decode(s.take(2));
+  EXPECT_EQ(late.status, MR_ERR_PEER_FAILED);
+  EXPECT_EQ(late.failed_rank, 0);
+  EXPECT_EQ(s.c.core(1).parked(), 0u);
   s.c.endpoint(2).post(1, DoneNotice{2}.encode());
   s.c.pump();
   EXPECT_TRUE(s.c.scheduler(1).exited());
