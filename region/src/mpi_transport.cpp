@@ -103,6 +103,9 @@ struct MpiTransport::Impl {
   std::unordered_map<std::uint64_t, Op> ops;
   std::uint64_t next_op = 0;
   MPI_Request barrier = MPI_REQUEST_NULL;
+  // The count exchange of mr_finalize's drain, with its buffers.
+  MPI_Request counts = MPI_REQUEST_NULL;
+  std::vector<std::uint64_t> counts_out, counts_in;
 };
 
 MpiTransport::MpiTransport(bool is_worker) : impl_(std::make_unique<Impl>()) {
@@ -318,9 +321,21 @@ bool MpiTransport::test_worker_barrier() {
   return done != 0;
 }
 
-void MpiTransport::exchange_counts(std::span<const std::uint64_t> to_each, std::span<std::uint64_t> from_each) {
-  ok(MPI_Alltoall(to_each.data(), 1, MPI_UINT64_T, from_each.data(), 1, MPI_UINT64_T, impl_->workers),
-     "MPI_Alltoall", -1, impl_->workers);
+void MpiTransport::start_exchange_counts(std::span<const std::uint64_t> to_each) {
+  impl_->counts_out.assign(to_each.begin(), to_each.end());
+  impl_->counts_in.assign(to_each.size(), 0);
+  ok(MPI_Ialltoall(impl_->counts_out.data(), 1, MPI_UINT64_T, impl_->counts_in.data(), 1, MPI_UINT64_T,
+                   impl_->workers, &impl_->counts),
+     "MPI_Ialltoall", -1, impl_->workers);
+}
+
+bool MpiTransport::test_exchange_counts(std::span<std::uint64_t> from_each) {
+  int done = 0;
+  if (!ok(MPI_Test(&impl_->counts, &done, MPI_STATUS_IGNORE), "MPI_Test (count exchange)", -1, impl_->workers) ||
+      !done)
+    return false;
+  std::copy(impl_->counts_in.begin(), impl_->counts_in.end(), from_each.begin());
+  return true;
 }
 
 void MpiTransport::worker_barrier() { MPI_Barrier(impl_->workers); }

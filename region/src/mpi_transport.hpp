@@ -54,7 +54,8 @@ class MpiTransport {
   bool test_op(std::uint64_t op);
   void start_worker_barrier();
   bool test_worker_barrier();
-  void exchange_counts(std::span<const std::uint64_t> to_each, std::span<std::uint64_t> from_each);
+  void start_exchange_counts(std::span<const std::uint64_t> to_each);
+  bool test_exchange_counts(std::span<std::uint64_t> from_each);
   void worker_barrier();
   // The library's duplicate of MPI_COMM_WORLD as an opaque handle
   // (MPI_Comm*), for the collectives of mr_init (gas.cpp).

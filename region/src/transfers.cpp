@@ -388,7 +388,9 @@ mr_status drain_transfers() {
   TransferState& ts = rt.xfers;
   // Every worker is here once the barrier completes; then the counts say
   // how many transfers each must still take from each other worker. With a
-  // failed worker neither collective can end: nothing is drained.
+  // failed worker neither collective can end: nothing is drained. (No
+  // worker can have ended normally before both complete everywhere: they
+  // are the first steps of its own mr_finalize.)
   rt.watch.poll();
   rt.take_notices();
   mr_status s = check_needed(rt, MR_ANY_WORKER);
@@ -396,9 +398,12 @@ mr_status drain_transfers() {
     rt.transport->start_worker_barrier();
     s = progress_until([&] { return rt.transport->test_worker_barrier(); }, MR_ANY_WORKER);
   }
+  std::vector<std::uint64_t> expect(ts.sent_to.size(), 0);
   if (s == MR_OK) {
-    std::vector<std::uint64_t> expect(ts.sent_to.size(), 0);
-    rt.transport->exchange_counts(ts.sent_to, expect);
+    rt.transport->start_exchange_counts(ts.sent_to);
+    s = progress_until([&] { return rt.transport->test_exchange_counts(expect); }, MR_ANY_WORKER);
+  }
+  if (s == MR_OK) {
     // After the barrier a worker that is done may exit at any time: only a
     // failed worker whose transfers have not all arrived ends the drain.
     int waiting_on = MR_ANY_WORKER;  // a worker the drain still needs

@@ -77,8 +77,12 @@ concept DataTransport = requires(T& t, int peer, std::vector<std::uint64_t> head
   t.worker_barrier();
   t.start_worker_barrier();
   { t.test_worker_barrier() } -> std::same_as<bool>;
-  // Collective among workers: counts[i] to worker i, counts_out[i] from it.
-  t.exchange_counts(counts, counts_out);
+  // Collective among workers, non-blocking: counts[i] to worker i; once
+  // test_exchange_counts() is true, counts_out[i] from it (the transport
+  // keeps its own buffers until then, so an exchange abandoned because a
+  // worker failed never writes into the caller's memory).
+  t.start_exchange_counts(counts);
+  { t.test_exchange_counts(counts_out) } -> std::same_as<bool>;
 };
 
 }  // namespace manyalloc::region::detail
