@@ -86,14 +86,7 @@ mr_status init(Runtime& rt, int* argc, char*** argv, const mr_config* cfg) {
       watched.push_back(rt.topo.leaf_of(rt.rank));
       for (int w = 0; w < rt.topo.nworkers; ++w) watched.push_back(rt.topo.worker_rank(w));
     } else {
-      if (!rt.topo.is_top(rt.rank)) watched.push_back(rt.topo.parent(rt.rank));
-      if (rt.topo.is_leaf(rt.rank)) {
-        int first = 0, last = 0;
-        rt.topo.workers_of(rt.rank, first, last);
-        for (int r = first; r < last; ++r) watched.push_back(r);
-      } else {
-        for (int c = 0; c < rt.topo.child_count(rt.rank); ++c) watched.push_back(rt.topo.first_child(rt.rank) + c);
-      }
+      watched = rt.topo.neighbours(rt.rank);
     }
     rt.watch.watch(rt.transport->exchange_identities(), rt.rank, watched);
     rt.transport->report_errors_to(&rt.watch);

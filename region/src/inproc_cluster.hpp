@@ -66,10 +66,7 @@ class InProcCluster {
     drop_mail(rank);
     for (int s = 0; s < topo_.nsched; ++s) {
       if (failed_[static_cast<std::size_t>(s)] != 0) continue;
-      const bool above = topo_.is_scheduler(rank) ? !topo_.is_top(rank) && topo_.parent(rank) == s
-                                                  : topo_.leaf_of(rank) == s;
-      const bool below = !topo_.is_top(s) && topo_.parent(s) == rank;
-      if (above || below) sched_[static_cast<std::size_t>(s)]->peer_failed(rank);
+      if (topo_.is_neighbour(s, rank)) sched_[static_cast<std::size_t>(s)]->peer_failed(rank);
     }
   }
   bool failed(int rank) const { return failed_[static_cast<std::size_t>(rank)] != 0; }

@@ -7,15 +7,14 @@
 //
 // Guarantees, as for MPI: messages between one (sender, receiver) pair
 // arrive in the order sent (one FIFO per receiver keeps that for every pair);
-// post never blocks. Unlike MPI, a receive cannot wait: recv_from on a rank
-// that holds no message from the peer throws std::logic_error (in one
-// process, on one thread, it would wait forever).
+// post never blocks. Receives never wait (in one process, on one thread,
+// a waiting receive would wait forever): try_recv_any and try_recv_from say
+// when nothing is there.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -145,11 +144,7 @@ class InProcTransport {
   void post(int peer, Message msg) { net_->deliver(rank_, peer, std::move(msg)); }
   void send(int peer, const Message& msg) { net_->deliver(rank_, peer, msg); }
   int try_recv_any(Message& out) { return net_->take(rank_, out); }
-  void recv_from(int peer, Message& out) {
-    if (!net_->take_from(rank_, peer, out))
-      throw std::logic_error("InProcTransport::recv_from: no message from the peer is waiting (a blocking receive "
-                             "in one process would wait forever)");
-  }
+  bool try_recv_from(int peer, Message& out) { return net_->take_from(rank_, peer, out); }
   // Delivery is immediate: nothing to progress or complete.
   void poll() {}
   void flush() {}

@@ -161,11 +161,6 @@ bool MpiTransport::try_recv_from(int peer, Message& out) {
   return try_recv_tagged(tag_ctl, peer, impl_->ctl, out) >= 0;
 }
 
-void MpiTransport::recv_from(int peer, Message& out) {
-  MPI_Status st;
-  if (ok(MPI_Probe(peer, tag_ctl, impl_->ctl, &st), "MPI_Probe", peer, impl_->ctl))
-    recv_probed(st, tag_ctl, impl_->ctl, out);
-}
 
 void MpiTransport::poll() {
   // Sends complete in order often enough; test from the front.

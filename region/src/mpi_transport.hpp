@@ -42,7 +42,6 @@ class MpiTransport {
   void post(int peer, Message msg);
   void send(int peer, const Message& msg);
   int try_recv_any(Message& out);
-  void recv_from(int peer, Message& out);
   void poll();
   void flush();
 

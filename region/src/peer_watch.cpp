@@ -47,6 +47,8 @@ bool process_gone(std::uint64_t pid) {
   return close != std::string::npos && close + 2 < stat.size() && (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
 }
 
+std::string exited(std::uint64_t pid) { return "process " + std::to_string(pid) + " on this host has exited"; }
+
 }  // namespace
 
 PeerIdentity own_identity() {
@@ -127,14 +129,13 @@ std::vector<int> PeerWatch::poll() {
         fds.push_back(pollfd{p.fd, POLLIN, 0});
         who.push_back(static_cast<int>(r));
       } else if (p.by_kill && process_gone(p.pid)) {
-        note_failed(static_cast<int>(r), "process " + std::to_string(p.pid) + " on this host has exited");
+        note_failed(static_cast<int>(r), exited(p.pid));
       }
     }
     if (!fds.empty() && ::poll(fds.data(), fds.size(), 0) > 0)
       for (std::size_t i = 0; i < fds.size(); ++i)
         if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
-          note_failed(who[i], "process " + std::to_string(peers_[static_cast<std::size_t>(who[i])].pid) +
-                                  " on this host has exited");
+          note_failed(who[i], exited(peers_[static_cast<std::size_t>(who[i])].pid));
   }
   return std::exchange(unreported_, {});
 }

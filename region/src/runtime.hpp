@@ -76,13 +76,13 @@ struct Runtime {
   // MR_ERR_PEER_FAILED for the failed world rank `rank`, with its role and
   // how it was found failed.
   mr_status peer_failure(int rank) const;
-  // A failure notice from the leaf (F5) is noted in the watch; false for
-  // any other message.
-  bool take_notice(const Message& m);
+  // A failure notice from the leaf (F5) is noted in the watch, and the
+  // rank it names stored in *failed (-1 when out of range); false for any
+  // other message.
+  bool take_notice(const Message& m, int* failed = nullptr);
   // Outside an RPC: takes the notices waiting from the leaf (late replies
   // of calls that failed are dropped).
   void take_notices();
-  int heard_failed = -1;  // the last rank a notice named
   // How long an RPC still waits for its reply after a failure elsewhere
   // was heard of (rpc()).
   static constexpr double rpc_grace_s = 0.25;

@@ -96,7 +96,6 @@ class SchedulerCore {
     out_.emplace_back(dest, std::move(m));
   }
   void bounce(int dest, Message m);
-  bool neighbour(int rank) const;
   void dispatch(Message& m, int src);
   void route_request(Message& m, std::uint64_t op);
   void place_region(const CreateDown& c, Message&& raw);
@@ -177,7 +176,6 @@ class SchedulerCore {
   std::vector<char> known_;  // by world rank: failures heard of (F5)
   bool parent_failed_ = false;
   std::uint64_t bounced_ = 0;
-  int failed_hop_ = -1;  // the failed rank a bounce answers for
   int first_failure_ = -1;
   bool exit_ = false;
   MessageCounts received_;

@@ -356,12 +356,6 @@ void SchedulerCore::on_done() {
   post(topo_.parent(self_), DoneNotice{static_cast<std::uint64_t>(self_)}.encode());
 }
 
-bool SchedulerCore::neighbour(int rank) const {
-  if (!topo_.is_top(self_) && rank == topo_.parent(self_)) return true;
-  if (topo_.is_scheduler(rank)) return !topo_.is_top(rank) && topo_.parent(rank) == self_;
-  return topo_.is_leaf(self_) && topo_.leaf_of(rank) == self_;
-}
-
 // F1-F5 (invariants.hpp).
 void SchedulerCore::peer_failed(int rank, int src, std::uint64_t found_by) {
   if (rank < 0 || rank >= topo_.world || rank == self_ || known_[static_cast<std::size_t>(rank)] != 0) return;
@@ -377,7 +371,7 @@ void SchedulerCore::peer_failed(int rank, int src, std::uint64_t found_by) {
   known_[static_cast<std::size_t>(rank)] = 1;
   if (first_failure_ < 0) first_failure_ = rank;
   if (src < 0) found_by = static_cast<std::uint64_t>(self_);
-  if (neighbour(rank)) {
+  if (topo_.is_neighbour(self_, rank)) {
     dead_[static_cast<std::size_t>(rank)] = 1;
     if (!topo_.is_top(self_) && rank == topo_.parent(self_)) {
       // F3: no refill, grant or exit will come from above.
@@ -407,18 +401,10 @@ void SchedulerCore::peer_failed(int rank, int src, std::uint64_t found_by) {
   }
   // F5: every other live neighbour hears of it, once.
   const FailedNotice notice{static_cast<std::uint64_t>(rank), found_by};
-  auto tell = [&](int n) {
-    if (n != src && n != rank && dead_[static_cast<std::size_t>(n)] == 0) post(n, notice.encode());
-  };
-  if (!topo_.is_top(self_)) tell(topo_.parent(self_));
-  if (topo_.is_leaf(self_)) {
-    int first = 0, last = 0;
-    topo_.workers_of(self_, first, last);
-    for (int w = first; w < last; ++w)
-      if (done_[static_cast<std::size_t>(w)] == 0) tell(w);
-  } else {
-    for (int c = 0; c < topo_.child_count(self_); ++c) tell(topo_.first_child(self_) + c);
-  }
+  for (int n : topo_.neighbours(self_))
+    if (n != src && n != rank && dead_[static_cast<std::size_t>(n)] == 0 &&
+        (topo_.is_scheduler(n) || done_[static_cast<std::size_t>(n)] == 0))  // no notice to a finished worker
+      post(n, notice.encode());
   on_done();
 }
 
@@ -426,7 +412,6 @@ void SchedulerCore::peer_failed(int rank, int src, std::uint64_t found_by) {
 // answered with MR_ERR_PEER_FAILED toward its origin (a SubDone for a
 // pending event's sub-request); everything else is dropped.
 void SchedulerCore::bounce(int dest, Message m) {
-  failed_hop_ = dest;
   const Envelope e = envelope(m);
   const ReplyTo to{e.origin, e.req};
   switch (e.op) {
@@ -441,7 +426,7 @@ void SchedulerCore::bounce(int dest, Message m) {
     case op_created:
       ++bounced_;
       if (e.origin >= dead_.size() || dead_[static_cast<std::size_t>(e.origin)] != 0) return;  // nobody to answer
-      return send_toward(e.origin, FailedReply{to, MR_ERR_PEER_FAILED, failed_hop_}.encode());
+      return send_toward(e.origin, FailedReply{to, MR_ERR_PEER_FAILED, dest}.encode());
     case op_rfree_sub:
     case op_pack_sub:
     case op_info_sub:

@@ -72,4 +72,17 @@ int Topology::child_count(int s) const {
   return b - a;
 }
 
+std::vector<int> Topology::neighbours(int s) const {
+  std::vector<int> out;
+  if (!is_top(s)) out.push_back(parent(s));
+  if (is_leaf(s)) {
+    int first = 0, last = 0;
+    workers_of(s, first, last);
+    for (int w = first; w < last; ++w) out.push_back(w);
+  } else {
+    for (int c = 0; c < child_count(s); ++c) out.push_back(first_child(s) + c);
+  }
+  return out;
+}
+
 }  // namespace manyalloc::region::detail

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 namespace manyalloc::region::detail {
 
@@ -44,6 +45,15 @@ struct Topology {
   int next_hop(int s, int dest) const;
   // Number of direct children (schedulers or, for leaves, workers).
   int child_count(int s) const;
+  // The ranks scheduler s talks to: its parent (none for the top), then its
+  // children (schedulers, or a leaf's workers).
+  std::vector<int> neighbours(int s) const;
+  // Whether `rank` is one of neighbours(s).
+  bool is_neighbour(int s, int rank) const {
+    if (!is_top(s) && rank == parent(s)) return true;
+    if (is_scheduler(rank)) return !is_top(rank) && parent(rank) == s;
+    return is_leaf(s) && leaf_of(rank) == s;
+  }
 };
 
 }  // namespace manyalloc::region::detail

@@ -39,8 +39,9 @@ concept ControlTransport = requires(T& t, const T& ct, int peer, Message msg, Me
   // Receives one message from any rank into `out`; returns the source rank
   // or -1 when none is waiting (non-blocking).
   { t.try_recv_any(out) } -> std::same_as<int>;
-  // Blocking receive of the next message from `peer`.
-  t.recv_from(peer, out);
+  // The next message from `peer`, if one is waiting (non-blocking; the
+  // worker's RPC polls with it so that it can notice a failed leaf).
+  { t.try_recv_from(peer, out) } -> std::same_as<bool>;
   // Progress / complete posted sends.
   t.poll();
   t.flush();

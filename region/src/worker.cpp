@@ -34,15 +34,16 @@ mr_status Runtime::peer_failure(int failed) const {
               why.empty() ? "reported by another rank" : why.c_str());
 }
 
-bool Runtime::take_notice(const Message& m) {
+bool Runtime::take_notice(const Message& m, int* failed) {
   if (!well_formed(m) || envelope(m).op != op_failed) return false;
   const FailedNotice f = FailedNotice::decode(m);
+  if (failed != nullptr) *failed = -1;
   if (f.failed_rank < static_cast<std::uint64_t>(topo.world)) {
     char why[160];
     std::snprintf(why, sizeof why, "found by rank %llu and reported to this worker by its leaf scheduler",
                   static_cast<unsigned long long>(f.found_by));
     watch.note_failed(static_cast<int>(f.failed_rank), why);
-    heard_failed = static_cast<int>(f.failed_rank);
+    if (failed != nullptr) *failed = static_cast<int>(f.failed_rank);
   }
   return true;
 }
@@ -72,11 +73,12 @@ Message Runtime::rpc(const Message& req) {
     for (unsigned spin = 1;; ++spin) {
       transport->poll();
       if (transport->try_recv_from(leaf, rep)) {
-        if (take_notice(rep)) {
+        int named = -1;
+        if (take_notice(rep, &named)) {
           // Only a scheduler can have taken the request with it (workers
           // forward nothing): then the answer gets the grace period.
-          if (topo.is_scheduler(heard_failed)) {
-            heard = heard_failed;
+          if (named >= 0 && topo.is_scheduler(named)) {
+            heard = named;
             if (give_up == 0) give_up = now_seconds() + rpc_grace_s;
           }
         } else if (well_formed(rep) && envelope(rep).req == want) {
