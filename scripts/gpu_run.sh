@@ -25,6 +25,14 @@
 #                 run scripts/prepare_gpu_carry.sh first (.carry/coalesce holds
 #                 the rewritten file) (~1-2 min)
 #     repeat      the distribution GPU tests 20 times (intermittent failures)
+#     soak-ab     the soak probe (docs/results/heap/peers/soak_probe: the
+#                 soak's churn launch by launch, failed requests counted)
+#                 built against this tree's heap headers and, when
+#                 .carry/base holds a `git archive` of a commit's heap/include
+#                 and common/include (scripts/prepare_gpu_carry.sh --base REV),
+#                 against those; run alternately, SOAK_AB_ROUNDS (2) rounds
+#                 of SOAK_AB_CONFIGS (default,never_reuse,reuse_all): log
+#                 soak_ab.log (~3 min)
 #     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
 #                 then checks that no memory was lost (test CudaSoak)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
@@ -202,6 +210,29 @@ for stage in "${stages[@]}"; do
       rc=$?
       say "soak: exit $rc, $(grep -E '^soak:' "$OUT/soak.log")"
       [[ $rc -eq 0 ]] || status=1 ;;
+    soak-ab)
+      say "== soak probe: base (.carry/base) and this tree, alternately"
+      probe=docs/results/heap/peers/soak_probe/soak_probe.cu
+      variants=(new); [[ -d .carry/base/heap/include ]] && variants=(base new)
+      for v in "${variants[@]}"; do
+        root=.; [[ $v == base ]] && root=.carry/base
+        nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I$root/heap/include -I$root/common/include \
+          -Iheap/support -Ibuild-gpu/common/generated -o build-gpu/soak_probe_$v "$probe" \
+          > "$OUT/soak_probe_build_$v.log" 2>&1 &
+      done
+      wait
+      : > "$OUT/soak_ab.log"
+      for ((round = 1; round <= ${SOAK_AB_ROUNDS:-2}; ++round)); do
+        for v in "${variants[@]}"; do
+          if [[ ! -x build-gpu/soak_probe_$v ]]; then
+            say "soak probe $v: BUILD FAILED"; tail -20 "$OUT/soak_probe_build_$v.log" | tee -a "$LOG"; status=1; continue
+          fi
+          echo "== $v, round $round" >> "$OUT/soak_ab.log"
+          timeout 200 build-gpu/soak_probe_$v 1 "${SOAK_AB_CONFIGS:-default,never_reuse,reuse_all}" \
+            >> "$OUT/soak_ab.log" 2>&1 || { say "soak probe $v: exit $?"; status=1; }
+        done
+      done
+      grep -E "^== |median" "$OUT/soak_ab.log" | tee -a "$LOG" ;;
     repeat)
       say "== distribution GPU tests, 20 repetitions"
       timeout 150 "$dist_tests" --gtest_repeat=20 --gtest_brief=1 > "$OUT/dist_tests_repeat.log" 2>&1

@@ -5,9 +5,22 @@
 # Ouroboros patch (.carry/peers, from MANYALLOC_PEERS_SRC, default
 # /work/shared/peers) and the Boost headers mallocMC needs (.carry/boost,
 # from Debian's libboost-dev: predef, config, core, version.hpp).
+#   scripts/prepare_gpu_carry.sh [--base REV]
+# --base REV: also the heap and common headers of commit REV in .carry/base
+# (the base side of gpu_run.sh's soak-ab stage).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+base_rev=
+if [[ ${1:-} == --base ]]; then
+  base_rev=${2:?prepare_gpu_carry: --base needs a revision}
+fi
 mkdir -p .carry
+if [[ -n $base_rev ]]; then
+  rm -rf .carry/base
+  mkdir -p .carry/base
+  git archive "$base_rev" heap/include common/include | tar -x -C .carry/base
+  git rev-parse --short "$base_rev" > .carry/base/COMMIT
+fi
 if [[ ! -d .carry/googletest ]]; then
   cp -r /usr/src/googletest .carry/googletest
 fi

@@ -484,6 +484,88 @@ TEST(SlabUsableShare, ARequestTakesALargerClassWhenThePoolRunsOut) {
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
 }
 
+// C6's last resort: before a request of a class without C6 fails, it takes
+// a freed chunk of a partly used slab of a larger class that has C6. The
+// pool is full of 8 KiB chunks (C6 by default), every other one freed, so no
+// page empties: a 48-byte request used to fail here.
+TEST(SlabUsableShare, ARequestTakesAFreedChunkOfALargerClassBeforeItFails) {
+  EmulatedHeap heap(std::size_t{8} << 20);
+  const auto handle = heap.handle();
+  const acc::HostThread a;
+  std::vector<void*> live, freed;
+  for (std::size_t i = 0;; ++i) {
+    void* p = handle.alloc(a, 8192);
+    if (p == nullptr) break;
+    (i % 2 == 0 ? live : freed).push_back(p);
+  }
+  ASSERT_GT(freed.size(), 100u);
+  for (std::size_t i = 0; i < live.size(); ++i) std::memset(live[i], static_cast<int>(i % 251), 8192);
+  for (void* p : freed) handle.dealloc(a, p);
+  void* small = handle.alloc(a, 48);
+  ASSERT_NE(small, nullptr) << "a 48-byte request failed while freed 8 KiB chunks were left";
+  const auto* s = static_cast<const std::byte*>(small);
+  EXPECT_TRUE(std::any_of(freed.begin(), freed.end(), [&](void* f) {
+    return s >= static_cast<const std::byte*>(f) && s < static_cast<const std::byte*>(f) + 8192;
+  })) << "the request is served from a freed 8 KiB chunk";
+  std::memset(small, 0xee, 48);
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    const auto* b = static_cast<const unsigned char*>(live[i]);
+    ASSERT_TRUE(b[0] == i % 251 && b[8191] == i % 251) << "live chunk " << i << " overwritten";
+  }
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().reused_chunks, 1u);
+  handle.dealloc(a, small);
+  for (void* p : live) handle.dealloc(a, p);
+  heap.creation().release_open_segments<acc::HostThreads>();
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.pages_in_use, 0u) << "memory lost";
+  EXPECT_EQ(st.misuse_reports, 0u);
+}
+
+// Counts the loads of the class slots' words.
+struct SlotReadCounter : acc::HostThread {
+  const std::uint64_t* slots_begin = nullptr;
+  const std::uint64_t* slots_end = nullptr;
+  mutable std::size_t reads = 0;
+  using acc::HostThread::load64;
+  std::uint64_t load64(const std::uint64_t* p) const {
+    if (p >= slots_begin && p < slots_end) ++reads;
+    return acc::HostThread::load64(p);
+  }
+  unsigned processor_id() const { return 0; }  // shard 0
+};
+
+// C7: in a pool that stays full, a request that fails reads few slot words.
+// It used to read every slot of every larger class (C5's search) and, in its
+// refill that found no page, every slot of every class (C5's shrink): here
+// (22 classes, 16 shards) 351 words for one failed request.
+TEST(SlabFullPool, AFailingRequestReadsFewSlotWords) {
+  EmulatedHeap heap(std::size_t{256} << 20);
+  const auto handle = heap.handle();
+  const auto& h = heap.creation().layout();
+  using Slots = slabs::ClassSlots<CreationPolicies::SizeClassSlabsConfig>;
+  ASSERT_GE(h.shards, 4u);
+  const acc::HostThread a;
+  // A segment opened in every class (one chunk each, freed again), then the
+  // pool filled with chunks of the largest class.
+  for (std::uint32_t c = 0; c < Slots::class_count; ++c) handle.dealloc(a, handle.alloc(a, Slots::class_bytes(c)));
+  std::vector<void*> big;
+  while (void* p = handle.alloc(a, Slots::largest_class_bytes())) big.push_back(p);
+  ASSERT_EQ(handle.alloc(a, 16), nullptr);
+  // The counted request's refill must not be one that shrinks every class (C7).
+  if (heap.creation().statistics<acc::HostThreads>().dry_refills % Slots::full_shrink_every == 0u)
+    ASSERT_EQ(handle.alloc(a, 16), nullptr);
+  SlotReadCounter counter;
+  counter.slots_begin = h.slots;
+  counter.slots_end = h.slots + std::size_t{Slots::class_count} * h.shards;
+  EXPECT_EQ(handle.alloc(counter, 16), nullptr);
+  EXPECT_LE(counter.reads, h.shards) << "slot words read by one request that fails in a full pool";
+  for (void* p : big) handle.dealloc(a, p);
+  heap.creation().release_open_segments<acc::HostThreads>();
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.pages_in_use, 0u) << "memory lost";
+  EXPECT_EQ(st.misuse_reports, 0u);
+}
+
 // C6 (issue 18: a particle-in-cell code's frames outlive their neighbours
 // on a page): once the pool has no free page, a request of a class of at
 // least Config::reuse_freed_chunks_from_bytes (every class with

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 #include "manyalloc/heap/heap.hpp"
 #include "manyalloc/heap/creation/size_class_slabs.hpp"
@@ -36,10 +38,15 @@ template <class Config> void run(const char* name, int launches) {
   std::sort(ms.begin(), ms.end()); std::sort(failed.begin(), failed.end());
   std::printf("%-14s median %.1f ms per launch, median %u failed of about 33.5 M requests\n", name, ms[ms.size() / 2], failed[failed.size() / 2]);
 }
-int main() {
-  for (int rep = 0; rep < 2; ++rep) {
-    run<cp::SizeClassSlabsConfig>("default", 5);
-    run<NoReuse>("never_reuse", 5);
-    run<cp::ReuseFreedChunksConfig>("reuse_all", 5);
+// soak_probe [ROUNDS [CONFIGS]]: ROUNDS (default 2) rounds of the
+// configurations named in CONFIGS (default "default,never_reuse,reuse_all").
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 2;
+  const std::string configs = argc > 2 ? argv[2] : "default,never_reuse,reuse_all";
+  auto wanted = [&](const char* name) { return ("," + configs + ",").find(std::string(",") + name + ",") != std::string::npos; };
+  for (int rep = 0; rep < rounds; ++rep) {
+    if (wanted("default")) run<cp::SizeClassSlabsConfig>("default", 5);
+    if (wanted("never_reuse")) run<NoReuse>("never_reuse", 5);
+    if (wanted("reuse_all")) run<cp::ReuseFreedChunksConfig>("reuse_all", 5);
   }
 }

@@ -335,6 +335,12 @@ class SizeClassSlabs {
       std::uint32_t from = cls;
       if (mine == nullptr) mine = Slots::from_larger_class(acc, layout_, from);
       if (mine == nullptr && reuse && !dry) mine = Slots::from_freed_chunks(acc, layout_, cls, start);
+      // Last: a freed chunk of a larger class with C6, in a bounded search.
+      if (mine == nullptr && (!reuse || cls + 1u < class_count)) {
+        mine = Slots::from_freed_chunks(acc, layout_, reuse ? cls + 1u : cls, start,
+                                        Slots::FreedOf::same_or_larger_class, Slots::larger_freed_search_words,
+                                        Slots::larger_freed_search_pages);
+      }
     }
     return mine;
   }
@@ -538,6 +544,7 @@ class SizeClassSlabs {
       l.busy = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * hint_words, 128));
       l.full = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * hint_words, 128));
       l.partial = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * l.words, 128));
+      l.class_flags = reinterpret_cast<std::uint32_t*>(carve(sizeof(std::uint32_t) * class_count, 128));
       l.metadata_bytes = at - base;
       l.data = reinterpret_cast<std::byte*>(carve(slab * n, slab));
       return l;

@@ -13,8 +13,11 @@
 //   4. (each lane still without a chunk, from_freed_chunks, for classes of
 //      at least Config::reuse_freed_chunks_from_bytes, when its group's
 //      refill found no free page) a freed chunk of a slab of its class (C6);
-//   5. (from_larger_class) a chunk of a larger class;
-//   6. (lanes of those classes that skipped 4) from_freed_chunks.
+//   5. (from_larger_class) a chunk of a larger class whose flag (C7) says
+//      a slot of it may have room;
+//   6. (lanes of those classes that skipped 4) from_freed_chunks;
+//   7. (every lane still without a chunk) a freed chunk of a slab of a
+//      larger class with C6, in a bounded part of the pool.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +52,15 @@ struct ClassSlots {
   // Hint words (32 words of the page bitmap each) a refill reads looking
   // for an empty word before it settles for a shorter segment.
   static constexpr std::uint32_t refill_hint_words = 8;
+  // `partial` hint words (32 pages each) a request reads, and hinted pages
+  // it visits, looking for a freed chunk of a larger class before it fails
+  // (C6's last resort): the search is bounded, as every failing request of a
+  // full pool makes it.
+  static constexpr std::uint32_t larger_freed_search_words = 64;
+  static constexpr std::uint32_t larger_freed_search_pages = 128;
+  // A refill that finds no page shrinks the segments of every class, not only
+  // of the classes whose shrink_flag is set, once in this many (C7).
+  static constexpr std::uint32_t full_shrink_every = 64;
   using Classes = SizeClasses<Config::classes_per_doubling>;
   static constexpr std::uint32_t class_count = Classes::count(slab_bytes);
   // Chunks of the longest segment (the smallest class's): an extent's start
@@ -60,6 +72,7 @@ struct ClassSlots {
                 "(lower segment_chunks or slab_bytes)");
 
   MANYALLOC_FN static std::uint32_t class_bytes(std::uint32_t cls) { return Classes::bytes(cls); }
+  MANYALLOC_FN static constexpr std::uint32_t largest_class_bytes() { return Classes::bytes(class_count - 1u); }
 
   // C6 serves the classes from this one on (Config::reuse_freed_chunks_from_bytes).
   static constexpr std::uint32_t reuse_from = Config::reuse_freed_chunks_from_bytes;
@@ -225,14 +238,17 @@ struct ClassSlots {
     // Keep only the reservation of the pages claimed.
     const std::uint32_t kept = page != no_page ? 1u << log : 0u;
     if (kept != reserved) acc.atomic_sub(&h.shared->open_pages.value, reserved - kept);
-    // No page left: the open segments of every class give back the pages
-    // they have not started (end_segment's shrink), then one more try.
-    if (page == no_page) acc.atomic_add(&h.shared->dry_refills, 1u);
-    if (page == no_page && acc.load(&h.shared->open_pages.value) != 0u) {
-      shrink_all_segments(acc, h);
-      page = PagePool::claim_in_word(acc, h, 1u, start);
-      log = 0;
-      if (page != no_page) acc.atomic_add(&h.shared->open_pages.value, 1u);
+    // No page left: the open segments give back the pages they have not
+    // started (end_segment's shrink; C7 says which classes), then one more
+    // try when some came back.
+    if (page == no_page) {
+      const std::uint32_t dry = acc.atomic_add(&h.shared->dry_refills, 1u);
+      if (acc.load(&h.shared->open_pages.value) != 0u &&
+          shrink_segments(acc, h, dry % full_shrink_every == 0u) != 0u) {
+        page = PagePool::claim_in_word(acc, h, 1u, start);
+        log = 0;
+        if (page != no_page) acc.atomic_add(&h.shared->open_pages.value, 1u);
+      }
     }
     SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
     if (page != no_page) {
@@ -246,6 +262,8 @@ struct ClassSlots {
     }
     acc.fence();
     acc.atomic_exch64(slot, next.encode());
+    // C7's hints, after the exchange (the old value is not waited for).
+    if (page != no_page) acc.atomic_or(&h.class_flags[cls], log > 0u ? room_flag | shrink_flag : room_flag);
     return page != no_page;
   }
 
@@ -364,11 +382,26 @@ struct ClassSlots {
     return s.cursor < end ? end - s.cursor : 0u;
   }
 
+  // C5's shrink, for the classes whose shrink_flag is set (every class when
+  // `every_class`), clearing the flags first (C7). Returns the chunks the
+  // segments dropped. The flags are read eight at a time, their loads in
+  // flight together.
   template <class Acc>
-  MANYALLOC_FN static void shrink_all_segments(const Acc& acc, const SlabLayout& h) {
-    for (std::uint32_t c = 0; c < class_count; ++c) {
-      for (std::uint32_t s = 0; s < h.shards; ++s) end_segment(acc, h, c, s, SegmentEnd::shrink);
+  MANYALLOC_FN static std::uint64_t shrink_segments(const Acc& acc, const SlabLayout& h, bool every_class) {
+    std::uint64_t dropped = 0;
+    for (std::uint32_t first = 0; first < class_count; first += 8u) {
+      std::uint32_t flags[8];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t i = 0; i < 8u; ++i) flags[i] = first + i < class_count ? acc.load(&h.class_flags[first + i]) : 0u;
+      for (std::uint32_t i = 0; i < 8u && first + i < class_count; ++i) {
+        if (!every_class && (flags[i] & shrink_flag) == 0u) continue;
+        if ((flags[i] & shrink_flag) != 0u) acc.atomic_and(&h.class_flags[first + i], ~shrink_flag);
+        for (std::uint32_t s = 0; s < h.shards; ++s) dropped += end_segment(acc, h, first + i, s, SegmentEnd::shrink);
+      }
     }
+    return dropped;
   }
 
   // ---- C6: freed chunks of live slabs ---------------------------------------
@@ -400,11 +433,16 @@ struct ClassSlots {
     if (used != 0u && used < chunks_of(acc, h.pages[page], state_cls(now))) mark_partial(acc, h, page);
   }
 
-  // Takes one freed chunk of slab `page` if it is a slab of `cls` with
-  // free chunks (C6); nullptr otherwise.
+  // Which slabs a search for freed chunks takes from: those of the class
+  // asked for, or those of any class at least as large (C6's last resort).
+  enum class FreedOf { same_class, same_or_larger_class };
+
+  // Takes one freed chunk of slab `page` if it is a slab of `cls` (or, with
+  // same_or_larger_class, of a class at least as large) with free chunks
+  // (C6); nullptr otherwise.
   template <class Acc>
-  MANYALLOC_FN static std::byte* take_freed_chunk(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
-                                                  std::uint32_t page) {
+  MANYALLOC_FN static std::byte* take_freed_chunk(const Acc& acc, const SlabLayout& h, std::uint32_t wanted,
+                                                  std::uint32_t page, FreedOf of = FreedOf::same_class) {
     SlabPage& e = h.pages[page];
     std::uint64_t seen = acc.load64(state_of(e));
     for (;;) {
@@ -414,12 +452,14 @@ struct ClassSlots {
         drop_partial_hint(acc, h, page);
         return nullptr;
       }
-      if (c != cls + 1u) return nullptr;  // another class's slab with free chunks
+      // Another class's slab with free chunks.
+      if (of == FreedOf::same_class ? c != wanted + 1u : c < wanted + 1u) return nullptr;
       const std::uint64_t got = acc.atomic_cas64(state_of(e), seen, seen + (std::uint64_t{1} << 32));
       if (got == seen) break;
       seen = got;
     }
     // Reserved: the slab cannot retire or change shape now; read its shape again.
+    const std::uint32_t cls = state_cls(seen) - 1u;  // the slab's class: the chunk keeps it (S2)
     const std::uint32_t n = per_page(cls);
     const std::uint32_t run = acc.load(&e.run);
     const std::uint32_t chunks = run * n;
@@ -455,15 +495,22 @@ struct ClassSlots {
     return nullptr;
   }
 
-  // C6 for one lane: a freed chunk of a slab of class `cls`, found through
-  // the `partial` hints from word `start` on (one load per 32 pages).
+  // C6 for one lane: a freed chunk of a slab of class `cls` (or of a larger
+  // one, `of`), found through the `partial` hints of at most `max_words`
+  // words from word `start` on (one load per 32 pages), visiting at most
+  // `max_pages` hinted pages.
   template <class Acc>
   MANYALLOC_FN static std::byte* from_freed_chunks(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
-                                                   std::uint32_t start) {
+                                                   std::uint32_t start, FreedOf of = FreedOf::same_class,
+                                                   std::uint32_t max_words = 0xffffffffu,
+                                                   std::uint32_t max_pages = 0xffffffffu) {
     std::uint32_t w = start % h.words;
-    for (std::uint32_t seen = 0; seen < h.words; ++seen) {
+    const std::uint32_t words = h.words < max_words ? h.words : max_words;
+    std::uint32_t visited = 0;
+    for (std::uint32_t seen = 0; seen < words; ++seen) {
       for (std::uint32_t hint = acc.load(&h.partial[w]); hint != 0u; hint &= hint - 1u) {
-        std::byte* p = take_freed_chunk(acc, h, cls, w * 32u + bits::find_first_set(hint) - 1u);
+        if (visited++ == max_pages) return nullptr;
+        std::byte* p = take_freed_chunk(acc, h, cls, w * 32u + bits::find_first_set(hint) - 1u, of);
         if (p != nullptr) return p;
       }
       w = w + 1u < h.words ? w + 1u : 0u;
@@ -471,22 +518,52 @@ struct ClassSlots {
     return nullptr;
   }
 
+  // One chunk of class c from any of its open segments that still has
+  // chunks (read first, so that empty slots, whose next claim would have to
+  // refill them, are left alone); nullptr when none had one.
+  template <class Acc>
+  MANYALLOC_FN static std::byte* from_open_segments(const Acc& acc, const SlabLayout& h, std::uint32_t c) {
+    for (std::uint32_t s = 0; s < h.shards; ++s) {
+      if (segment_room(c, acc.load64(h.slot(c, s))) == 0u) continue;
+      Gathered g;
+      g.need = 1;
+      if (from_slot(acc, h, c, s, false, g) == SlotResult::served && g.count == 1u) return address(h, c, g.extents[0], 0);
+    }
+    return nullptr;
+  }
+
+  template <class Acc>
+  MANYALLOC_FN static bool any_segment_room(const Acc& acc, const SlabLayout& h, std::uint32_t c) {
+    for (std::uint32_t s = 0; s < h.shards; ++s) {
+      if (segment_room(c, acc.load64(h.slot(c, s))) != 0u) return true;
+    }
+    return false;
+  }
+
   // Last resort of a request of class `cls` that found no chunk of its class
-  // and no free page: one chunk of a larger class from any open segment
-  // that still has chunks (read first, so that empty slots, whose next
-  // claim would have to refill them, are left alone). Sets `cls` to the
-  // class it came from.
+  // and no free page (C5): one chunk of a larger class from an open segment,
+  // visiting only the classes whose room_flag is set (C7; the flags are read
+  // eight at a time). Sets `cls` to the class it came from.
   template <class Acc>
   MANYALLOC_FN static std::byte* from_larger_class(const Acc& acc, const SlabLayout& h, std::uint32_t& cls) {
-    for (std::uint32_t c = cls + 1u; c < class_count; ++c) {
-      for (std::uint32_t s = 0; s < h.shards; ++s) {
-        if (segment_room(c, acc.load64(h.slot(c, s))) == 0u) continue;
-        Gathered g;
-        g.need = 1;
-        if (from_slot(acc, h, c, s, false, g) == SlotResult::served && g.count == 1u) {
+    for (std::uint32_t first = cls + 1u; first < class_count; first += 8u) {
+      std::uint32_t flags[8];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t i = 0; i < 8u; ++i) flags[i] = first + i < class_count ? acc.load(&h.class_flags[first + i]) : 0u;
+      for (std::uint32_t i = 0; i < 8u && first + i < class_count; ++i) {
+        if ((flags[i] & room_flag) == 0u) continue;
+        const std::uint32_t c = first + i;
+        if (std::byte* p = from_open_segments(acc, h, c)) {
           cls = c;
-          return address(h, c, g.extents[0], 0);
+          return p;
         }
+        // No slot of class c had room: clear its flag, then look again once
+        // the clear is done (its old value is waited for), in case a refill
+        // came in between (C7).
+        if ((acc.atomic_and(&h.class_flags[c], ~room_flag) & room_flag) != 0u && any_segment_room(acc, h, c))
+          acc.atomic_or(&h.class_flags[c], room_flag);
       }
     }
     return nullptr;

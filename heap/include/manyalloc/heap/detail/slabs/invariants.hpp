@@ -137,6 +137,29 @@
 //     claims of chunks, a claim whose bit update is still in flight (its
 //     warp stalled after the slot's add) would leave a handed-out chunk
 //     looking free to a search.
+//     Before it fails, a request of any class takes a freed chunk of a live
+//     slab of a larger class with C6 (the chunk keeps its slab's class, S2),
+//     found through the `partial` hints of a bounded number of words and
+//     pages.
+//  C7 (the last resorts stay cheap in a pool that stays full) One flag word
+//     per class, `class_flags`, holds two hints:
+//     - room_flag set: a slot of the class may hand out chunks. Every refill
+//       that installs a segment sets it after the slot's exchange. A request
+//       that looks for a larger class's chunk (C5) reads the flags first and
+//       visits the slots of flagged classes only; finding none with room, it
+//       clears the flag, then reads the slots again and sets it back if one
+//       has room. The flag is a hint: it can be clear while a slot has room
+//       (a refill's flag update may become visible before its exchange, and
+//       a search may clear the flag in between), until the class's next
+//       refill sets it again. A request that misses a class so takes another
+//       source or fails; the class's own requests never read the flag.
+//     - shrink_flag set: a refill installed a segment of more than one page
+//       since the class's last shrink (C5) began. A refill that finds no page
+//       shrinks the segments of the classes whose flag is set (clearing it
+//       first), and those of every class once in 64 such refills (a started
+//       page whose handed-out chunks have all come back is dropped by a
+//       shrink too), so that the dry refills of a pool that stays full do
+//       not each read every slot of every class.
 //
 // SlabShared: `misuse` and `last_misuse` count reported misuse of the
 // public API; `taken` holds P2's counters; `open_pages` C4's;
@@ -196,6 +219,10 @@ struct SlabShared {
 
 inline constexpr std::uint32_t large_head = 0xffffffffu;
 
+// Bits of a class's word in SlabLayout::class_flags (C7).
+inline constexpr std::uint32_t room_flag = 1u;
+inline constexpr std::uint32_t shrink_flag = 2u;
+
 // Slot word fields (C1, C2).
 inline constexpr unsigned slot_base_bits = 23;
 inline constexpr std::uint32_t slot_base_mask = (1u << slot_base_bits) - 1u;
@@ -232,6 +259,7 @@ struct SlabLayout {
   std::uint32_t* busy = nullptr;       // one bit per word of `taken`
   std::uint32_t* full = nullptr;       // one bit per word of `taken`
   std::uint32_t* partial = nullptr;    // one bit per page: a slab that may have free chunks (C6)
+  std::uint32_t* class_flags = nullptr; // one word per size class: room_flag | shrink_flag (C7)
   std::uint32_t page_count = 0;
   std::uint32_t words = 0;             // ceil(page_count / 32)
   std::uint32_t shards = 1;            // a power of two
