@@ -275,6 +275,8 @@ for stage in "${stages[@]}"; do
         rc=$?
         usable_allocs=$("$pb" --list 2>/dev/null | grep '^allocators:' | sed 's/^allocators://; s/ (peer)//g' \
                         | tr ' ' '\n' | grep -v -e '^$' -e '^DeviceMalloc$' | paste -sd, -)
+        # PEERS_USABLE_ALLOCATORS=A,B: the usable share of these only.
+        usable_allocs=${PEERS_USABLE_ALLOCATORS:-$usable_allocs}
         # PEERS_USABLE=0 leaves the usable share out (a call whose build is
         # slow then still fits in 10 minutes).
         if [[ ${PEERS_USABLE:-1} == 1 ]]; then
