@@ -384,22 +384,16 @@ struct ClassSlots {
 
   // C5's shrink, for the classes whose shrink_flag is set (every class when
   // `every_class`), clearing the flags first (C7). Returns the chunks the
-  // segments dropped. The flags are read eight at a time, their loads in
-  // flight together.
+  // segments dropped. (The flags are read one by one: loads batched in an
+  // array cost the alloc kernels stack and registers.)
   template <class Acc>
   MANYALLOC_FN static std::uint64_t shrink_segments(const Acc& acc, const SlabLayout& h, bool every_class) {
     std::uint64_t dropped = 0;
-    for (std::uint32_t first = 0; first < class_count; first += 8u) {
-      std::uint32_t flags[8];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (std::uint32_t i = 0; i < 8u; ++i) flags[i] = first + i < class_count ? acc.load(&h.class_flags[first + i]) : 0u;
-      for (std::uint32_t i = 0; i < 8u && first + i < class_count; ++i) {
-        if (!every_class && (flags[i] & shrink_flag) == 0u) continue;
-        if ((flags[i] & shrink_flag) != 0u) acc.atomic_and(&h.class_flags[first + i], ~shrink_flag);
-        for (std::uint32_t s = 0; s < h.shards; ++s) dropped += end_segment(acc, h, first + i, s, SegmentEnd::shrink);
-      }
+    for (std::uint32_t c = 0; c < class_count; ++c) {
+      const std::uint32_t flags = acc.load(&h.class_flags[c]);
+      if ((flags & shrink_flag) != 0u) acc.atomic_and(&h.class_flags[c], ~shrink_flag);
+      else if (!every_class) continue;
+      for (std::uint32_t s = 0; s < h.shards; ++s) dropped += end_segment(acc, h, c, s, SegmentEnd::shrink);
     }
     return dropped;
   }
@@ -542,29 +536,21 @@ struct ClassSlots {
 
   // Last resort of a request of class `cls` that found no chunk of its class
   // and no free page (C5): one chunk of a larger class from an open segment,
-  // visiting only the classes whose room_flag is set (C7; the flags are read
-  // eight at a time). Sets `cls` to the class it came from.
+  // visiting only the classes whose room_flag is set (C7). Sets `cls` to the
+  // class it came from.
   template <class Acc>
   MANYALLOC_FN static std::byte* from_larger_class(const Acc& acc, const SlabLayout& h, std::uint32_t& cls) {
-    for (std::uint32_t first = cls + 1u; first < class_count; first += 8u) {
-      std::uint32_t flags[8];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (std::uint32_t i = 0; i < 8u; ++i) flags[i] = first + i < class_count ? acc.load(&h.class_flags[first + i]) : 0u;
-      for (std::uint32_t i = 0; i < 8u && first + i < class_count; ++i) {
-        if ((flags[i] & room_flag) == 0u) continue;
-        const std::uint32_t c = first + i;
-        if (std::byte* p = from_open_segments(acc, h, c)) {
-          cls = c;
-          return p;
-        }
-        // No slot of class c had room: clear its flag, then look again once
-        // the clear is done (its old value is waited for), in case a refill
-        // came in between (C7).
-        if ((acc.atomic_and(&h.class_flags[c], ~room_flag) & room_flag) != 0u && any_segment_room(acc, h, c))
-          acc.atomic_or(&h.class_flags[c], room_flag);
+    for (std::uint32_t c = cls + 1u; c < class_count; ++c) {
+      if ((acc.load(&h.class_flags[c]) & room_flag) == 0u) continue;
+      if (std::byte* p = from_open_segments(acc, h, c)) {
+        cls = c;
+        return p;
       }
+      // No slot of class c had room: clear its flag, then look again once
+      // the clear is done (its old value is waited for), in case a refill
+      // came in between (C7).
+      if ((acc.atomic_and(&h.class_flags[c], ~room_flag) & room_flag) != 0u && any_segment_room(acc, h, c))
+        acc.atomic_or(&h.class_flags[c], room_flag);
     }
     return nullptr;
   }
