@@ -199,6 +199,24 @@ TEST_F(PageLockTest, HashIgnoresTheMultiprocessorWhereWarpsExist) {
   EXPECT_EQ(Search::hash(lane_of(0, 10), 1024, h.pages_per_block, whole_warp), (k0 + 9) % h.pages_per_block);
 }
 
+// Page-sized requests of lanes that ask alone (a particle-in-cell code
+// allocates a frame when a lane's frame fills, one lane at a time): each
+// lane starts on a page of its own, and the next warp 33 pages on, as when
+// the whole warp asks. Counted by the lanes asking, every lone lane of warp
+// w started at page w * 2: Scatter's PIC steps took 40x as long on the GPU
+// (docs/results/heap/pic, 7379da9), where each request walked past the
+// strip those pages filled.
+TEST_F(PageLockTest, LoneLanesAskingForWholePagesStartOnPagesOfTheirOwn) {
+  const auto alone = [](unsigned lane) { return 1u << lane; };
+  const std::uint32_t p0 = Search::hash(lane_of(0, 9), 4096, h.pages_per_block, alone(0));
+  EXPECT_EQ(p0, Search::hash(lane_of(0, 9), 4096, h.pages_per_block, whole_warp));
+  for (unsigned lane = 1; lane < 32; ++lane) {
+    EXPECT_EQ(Search::hash(lane_of(lane, 9), 4096, h.pages_per_block, alone(lane)), (p0 + lane) % h.pages_per_block)
+        << "lane " << lane;
+  }
+  EXPECT_EQ(Search::hash(lane_of(0, 10), 4096, h.pages_per_block, alone(0)), (p0 + 33) % h.pages_per_block);
+}
+
 // Churn (scatter_anomalies.md): when the lanes of a warp ask for different
 // sizes, a size's pages lie side by side, warp after warp, instead of 1 + 32
 // / c pages apart for c chunks per page (spread as if all 32 lanes asked for

@@ -58,7 +58,9 @@ struct ScatterHashConfig {
   // pages further, i.e. past the pages its n requests fill, and the lane of
   // rank r among the n r / c pages further (hashingDistWPRel != 0), so that
   // warps and lanes tile the pages instead of all probing the same chain
-  // from one page. Set both to 0 for the hash of [Steinberger2012].
+  // from one page. Requests that fill a page (c = 1) count n = 32 and r =
+  // the lane index, however many lanes ask. Set both to 0 for the hash of
+  // [Steinberger2012].
   static constexpr std::uint32_t hashingDistWP = 1;
   static constexpr std::uint32_t hashingDistWPRel = 1;
 };

@@ -57,12 +57,20 @@ struct SmallSearch {
   // different sizes: spread for 32 lanes each, a size's pages interleaved
   // with those of every other size, and requests walked through pages of
   // other sizes to find one of theirs (scatter_anomalies.md, churn).
+  // A request that fills a page (c = 1) shares its page with none, so
+  // nothing is kept together: its warp spreads as if every lane asked and
+  // the lane takes the page of its lane index. Counted, lanes that ask alone
+  // (a particle-in-cell code's frames, allocated when a lane's frame fills)
+  // all started at w * 2, every warp's requests on a strip of 2 pages per
+  // warp, which filled and made every later request walk past it
+  // (docs/results/heap/pic, 7379da9).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t hash(const Acc& acc, std::uint32_t request, std::uint32_t pages_per_block,
                                          std::uint32_t same) {
     const std::uint32_t chunks = page_geometry(pagesize, request).chunks;
-    const std::uint32_t asking = bits::popcount(same);
-    const std::uint32_t rank = bits::popcount(same & bits::low_mask(acc.lane_id()));
+    const bool whole_page = chunks == 1u;
+    const std::uint32_t asking = whole_page ? Acc::warp_size : bits::popcount(same);
+    const std::uint32_t rank = whole_page ? acc.lane_id() : bits::popcount(same & bits::low_mask(acc.lane_id()));
     const std::uint64_t warp_distance =
         Hash::hashingDistWP + static_cast<std::uint64_t>(Hash::hashingDistWPRel) * (asking / chunks);
     const std::uint64_t lane_distance = Hash::hashingDistWPRel != 0 ? rank / chunks : 0u;
