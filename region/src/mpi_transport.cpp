@@ -106,6 +106,10 @@ struct MpiTransport::Impl {
   // The count exchange of mr_finalize's drain, with its buffers.
   MPI_Request counts = MPI_REQUEST_NULL;
   std::vector<std::uint64_t> counts_out, counts_in;
+  // The posted control receive (start_recv_from) and its buffer.
+  MPI_Request ctl_recv = MPI_REQUEST_NULL;
+  int ctl_recv_peer = -1;
+  std::vector<std::uint64_t> ctl_in;
 };
 
 MpiTransport::MpiTransport(bool is_worker) : impl_(std::make_unique<Impl>()) {
@@ -161,6 +165,51 @@ bool MpiTransport::try_recv_from(int peer, Message& out) {
   return try_recv_tagged(tag_ctl, peer, impl_->ctl, out) >= 0;
 }
 
+
+bool MpiTransport::start_recv_from(int peer, std::size_t max_words) {
+  if (impl_->ctl_in.size() < max_words) impl_->ctl_in.resize(max_words);
+  impl_->ctl_recv_peer = peer;
+  if (ok(MPI_Irecv(impl_->ctl_in.data(), static_cast<int>(max_words), MPI_UINT64_T, peer, tag_ctl, impl_->ctl,
+                   &impl_->ctl_recv),
+         "MPI_Irecv", peer, impl_->ctl))
+    return true;
+  impl_->ctl_recv = MPI_REQUEST_NULL;
+  return false;
+}
+
+int MpiTransport::test_recv_from(Message& out) {
+  if (impl_->ctl_recv == MPI_REQUEST_NULL) return -1;
+  int done = 0;
+  MPI_Status st;
+  if (!ok(MPI_Test(&impl_->ctl_recv, &done, &st), "MPI_Test (control receive)", impl_->ctl_recv_peer, impl_->ctl)) {
+    impl_->ctl_recv = MPI_REQUEST_NULL;
+    return -1;
+  }
+  if (!done) return 0;
+  int count = 0;
+  MPI_Get_count(&st, MPI_UINT64_T, &count);
+  out.assign(impl_->ctl_in.begin(), impl_->ctl_in.begin() + count);
+  return 1;
+}
+
+bool MpiTransport::cancel_recv_from(Message& out) {
+  if (impl_->ctl_recv == MPI_REQUEST_NULL) return false;
+  // Cancelling a receive is local; one already matched has its (eager)
+  // message in place, so the wait returns at once either way.
+  MPI_Cancel(&impl_->ctl_recv);
+  MPI_Status st;
+  if (!ok(MPI_Wait(&impl_->ctl_recv, &st), "MPI_Wait (control receive)", impl_->ctl_recv_peer, impl_->ctl)) {
+    impl_->ctl_recv = MPI_REQUEST_NULL;
+    return false;
+  }
+  int cancelled = 0;
+  MPI_Test_cancelled(&st, &cancelled);
+  if (cancelled) return false;
+  int count = 0;
+  MPI_Get_count(&st, MPI_UINT64_T, &count);
+  out.assign(impl_->ctl_in.begin(), impl_->ctl_in.begin() + count);
+  return true;
+}
 
 void MpiTransport::poll() {
   // Sends complete in order often enough; test from the front.

@@ -36,6 +36,21 @@ class MpiTransport {
   // A control message from `peer`, if one has arrived (the worker's RPC
   // polls with it so that it can notice a dead leaf); true when received.
   bool try_recv_from(int peer, Message& out);
+  // A posted receive of the next control message from `peer` (the worker's
+  // RPC waits on it: testing a posted receive costs MPI less than a probe
+  // per poll, and the message is matched into place as it arrives). At
+  // most one at a time, of at most `max_words` words: only for messages
+  // known to be that short (and short enough to travel eagerly, so that a
+  // matched receive is complete and a cancel never waits for a peer): a
+  // longer one would be truncated. start_recv_from returns false when MPI
+  // failed (the watch has it). test_recv_from: 1 when the message is in
+  // `out` (the receive is no longer posted), 0 while none has come, -1
+  // when MPI failed (not posted any more). cancel_recv_from takes back a
+  // posted receive; true when it had received a message after all (in
+  // `out`).
+  bool start_recv_from(int peer, std::size_t max_words);
+  int test_recv_from(Message& out);
+  bool cancel_recv_from(Message& out);
   // Pending sends to `peer` are released without waiting (the peer has
   // failed: they may never complete, and flush() must not wait for them).
   void forget_sends_to(int peer);

@@ -53,12 +53,40 @@ void Runtime::take_notices() {
   while (transport->try_recv_from(leaf, m)) take_notice(m);  // anything else: a late reply, dropped
 }
 
+namespace {
+// Replies of at most this many words are waited for with a posted receive
+// (MpiTransport::start_recv_from): 512 bytes, below the eager limit of
+// every MPI transport.
+constexpr std::size_t small_reply_words = 64;
+
+// The most words the answer to `req` can have, or 0 when it has no bound
+// known here (a pack's extents). Every reply but the answer's own payload
+// (an error, a FailedReply, a FailedNotice from the leaf) is a bare frame.
+std::size_t reply_bound(const Message& req) {
+  switch (envelope(req).op) {
+    case op_alloc: return wire::header_words + AllocRequest::decode(req).count;
+    case op_stats: return wire::header_words + StatsReply::words;
+    case op_ralloc:
+    case op_rfree:
+    case op_free:
+    case op_info: return wire::header_words;
+    default: return 0;
+  }
+}
+}  // namespace
+
 // The RPC waits by polling, so that it notices a failed leaf (W3: the
 // watch is checked every 1024 empty polls). A failure heard of while it
 // waits (F5) may have taken the request with it: the reply then gets
 // rpc_grace_s to come (it does within microseconds when its path is alive)
 // before the call fails. Replies to earlier calls that failed so are
 // recognised by their sequence number and dropped.
+//
+// A short answer (reply_bound) is waited for with a posted receive, which
+// MPI tests more cheaply than a probe per poll, as long as no failure is
+// known: then nothing but the answer and notices (bare frames) can come
+// from the leaf; after a failure a late reply of any length may, and the
+// RPC probes for each message as it comes.
 Message Runtime::rpc(const Message& req) {
   const double t0 = now_seconds();
   const std::uint64_t want = envelope(req).req;
@@ -69,10 +97,23 @@ Message Runtime::rpc(const Message& req) {
     // Non-blocking, so that a request above MPI's eager size cannot wait
     // forever on a dead leaf.
     transport->post(leaf, req);
+    const std::size_t bound = reply_bound(req);
+    bool fast = bound != 0 && bound <= small_reply_words && !watch.any_failed();
+    bool posted = fast && transport->start_recv_from(leaf, small_reply_words);
+    // The next message from the leaf, if one has come. A receive that MPI
+    // failed (the watch has it) leaves the RPC to probe.
+    auto next = [&](Message& m) {
+      if (!posted) return transport->try_recv_from(leaf, m);
+      const int got = transport->test_recv_from(m);
+      if (got == 0) return false;
+      posted = false;
+      fast = got > 0;
+      return got > 0;
+    };
     double give_up = 0;
     for (unsigned spin = 1;; ++spin) {
       transport->poll();
-      if (transport->try_recv_from(leaf, rep)) {
+      if (next(rep)) {
         int named = -1;
         if (take_notice(rep, &named)) {
           // Only a scheduler can have taken the request with it (workers
@@ -85,12 +126,21 @@ Message Runtime::rpc(const Message& req) {
           answered = true;
           break;
         }
+        // Not the answer (a notice came first): post again for what follows.
+        if (fast) posted = transport->start_recv_from(leaf, small_reply_words);
         continue;
       }
       if ((spin & 1023) != 0) continue;
       watch.poll();
       if (watch.failed(leaf)) break;
       if (give_up != 0 && now_seconds() > give_up) break;
+    }
+    if (posted) {
+      // Unanswered (the leaf failed, or the grace period ended): what the
+      // receive took meanwhile is a notice (kept) or the answer, too late
+      // (dropped, as take_notices() drops one that comes later).
+      Message late;
+      if (transport->cancel_recv_from(late)) take_notice(late);
     }
     if (watch.failed(leaf)) transport->forget_sends_to(leaf);
   }
