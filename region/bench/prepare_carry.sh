@@ -15,7 +15,7 @@ echo "== release build in $build"
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMANYALLOC_CUDA=OFF \
   -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_TESTS=ON -DMANYALLOC_BUILD_BENCHMARKS=ON >/dev/null
 nice cmake --build "$build" -j "$jobs" --target region_bench_frag region_bench_list region_bench_barnes_hut \
-  region_bench_list_shmem region_bench_list_roofline region_bench_delaunay region_bench_delaunay_shmem region_mpi_test
+  region_bench_list_shmem region_bench_list_roofline region_bench_delaunay region_bench_delaunay_shmem region_bench_rpc_latency region_mpi_test
 
 rm -rf "$B"
 mkdir -p "$B"/{bin,lib,root,debs}
