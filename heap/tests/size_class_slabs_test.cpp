@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "generic/test_heaps.hpp"
@@ -159,18 +160,30 @@ TEST(SlabPagePool, WholeWordRunGivesBackABatchThatHitATakenWord) {
   EXPECT_EQ(f.claim(90 * 32), 6u * 32u);
 }
 
-// Counts the loads of page-bitmap words, to bound what a search reads.
-struct BitmapReadCounter : acc::HostThread {
-  const std::uint32_t* words_begin = nullptr;
-  const std::uint32_t* words_end = nullptr;
+// Counts the loads of the words in [words_begin, words_end), to bound what a
+// search reads: words of the page bitmap (Word = std::uint32_t) or class
+// slots (Word = std::uint64_t).
+template <class Word>
+struct ReadCounter : acc::HostThread {
+  const Word* words_begin = nullptr;
+  const Word* words_end = nullptr;
   mutable std::size_t reads = 0;
-  using acc::HostThread::load;
   std::uint32_t load(const std::uint32_t* p) const {
-    if (p >= words_begin && p < words_end) ++reads;
+    if constexpr (std::is_same_v<Word, std::uint32_t>) count(p);
     return acc::HostThread::load(p);
   }
+  std::uint64_t load64(const std::uint64_t* p) const {
+    if constexpr (std::is_same_v<Word, std::uint64_t>) count(p);
+    return acc::HostThread::load64(p);
+  }
   unsigned processor_id() const { return 0; }  // shard 0
+
+ private:
+  void count(const Word* p) const {
+    if (p >= words_begin && p < words_end) ++reads;
+  }
 };
+using BitmapReadCounter = ReadCounter<std::uint32_t>;
 
 // The page a pointer into the heap's data lies in.
 std::uint32_t page_of(const slabs::SlabLayout& h, const void* p) {
@@ -521,19 +534,6 @@ TEST(SlabUsableShare, ARequestTakesAFreedChunkOfALargerClassBeforeItFails) {
   EXPECT_EQ(st.misuse_reports, 0u);
 }
 
-// Counts the loads of the class slots' words.
-struct SlotReadCounter : acc::HostThread {
-  const std::uint64_t* slots_begin = nullptr;
-  const std::uint64_t* slots_end = nullptr;
-  mutable std::size_t reads = 0;
-  using acc::HostThread::load64;
-  std::uint64_t load64(const std::uint64_t* p) const {
-    if (p >= slots_begin && p < slots_end) ++reads;
-    return acc::HostThread::load64(p);
-  }
-  unsigned processor_id() const { return 0; }  // shard 0
-};
-
 // C7: in a pool that stays full, a request that fails reads few slot words.
 // It used to read every slot of every larger class (C5's search) and, in its
 // refill that found no page, every slot of every class (C5's shrink): here
@@ -554,9 +554,9 @@ TEST(SlabFullPool, AFailingRequestReadsFewSlotWords) {
   // The counted request's refill must not be one that shrinks every class (C7).
   if (heap.creation().statistics<acc::HostThreads>().dry_refills % Slots::full_shrink_every == 0u)
     ASSERT_EQ(handle.alloc(a, 16), nullptr);
-  SlotReadCounter counter;
-  counter.slots_begin = h.slots;
-  counter.slots_end = h.slots + std::size_t{Slots::class_count} * h.shards;
+  ReadCounter<std::uint64_t> counter;  // loads of the class slots' words
+  counter.words_begin = h.slots;
+  counter.words_end = h.slots + std::size_t{Slots::class_count} * h.shards;
   EXPECT_EQ(handle.alloc(counter, 16), nullptr);
   EXPECT_LE(counter.reads, h.shards) << "slot words read by one request that fails in a full pool";
   for (void* p : big) handle.dealloc(a, p);
