@@ -549,7 +549,7 @@ TEST(SlabFullPool, AFailingRequestReadsFewSlotWords) {
   // pool filled with chunks of the largest class.
   for (std::uint32_t c = 0; c < Slots::class_count; ++c) handle.dealloc(a, handle.alloc(a, Slots::class_bytes(c)));
   std::vector<void*> big;
-  while (void* p = handle.alloc(a, Slots::largest_class_bytes())) big.push_back(p);
+  while (void* p = handle.alloc(a, CreationPolicies::SizeClassSlabs<>::largest_class)) big.push_back(p);
   ASSERT_EQ(handle.alloc(a, 16), nullptr);
   // The counted request's refill must not be one that shrinks every class (C7).
   if (heap.creation().statistics<acc::HostThreads>().dry_refills % Slots::full_shrink_every == 0u)

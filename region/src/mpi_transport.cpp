@@ -45,13 +45,18 @@ bool ok(int rc, const char* what, int peer, MPI_Comm comm) {
   return false;
 }
 
+// Words of uint64 that the completed or probed operation of `st` carries.
+std::size_t words_of(const MPI_Status& st) {
+  int count = 0;
+  MPI_Get_count(&st, MPI_UINT64_T, &count);
+  return static_cast<std::size_t>(count);
+}
+
 // Receives the message of uint64 words that `st` (from a probe of `tag` on
 // `comm`) announced into `out`, sized to it; false on an MPI error.
 bool recv_probed(const MPI_Status& st, int tag, MPI_Comm comm, std::vector<std::uint64_t>& out) {
-  int count = 0;
-  MPI_Get_count(&st, MPI_UINT64_T, &count);
-  out.resize(static_cast<std::size_t>(count));
-  if (ok(MPI_Recv(out.data(), count, MPI_UINT64_T, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv",
+  out.resize(words_of(st));
+  if (ok(MPI_Recv(out.data(), static_cast<int>(out.size()), MPI_UINT64_T, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv",
          st.MPI_SOURCE, comm))
     return true;
   out.clear();  // never mistaken for a message
@@ -165,7 +170,6 @@ bool MpiTransport::try_recv_from(int peer, Message& out) {
   return try_recv_tagged(tag_ctl, peer, impl_->ctl, out) >= 0;
 }
 
-
 bool MpiTransport::start_recv_from(int peer, std::size_t max_words) {
   if (impl_->ctl_in.size() < max_words) impl_->ctl_in.resize(max_words);
   impl_->ctl_recv_peer = peer;
@@ -186,9 +190,7 @@ int MpiTransport::test_recv_from(Message& out) {
     return -1;
   }
   if (!done) return 0;
-  int count = 0;
-  MPI_Get_count(&st, MPI_UINT64_T, &count);
-  out.assign(impl_->ctl_in.begin(), impl_->ctl_in.begin() + count);
+  out.assign(impl_->ctl_in.begin(), impl_->ctl_in.begin() + static_cast<std::ptrdiff_t>(words_of(st)));
   return 1;
 }
 
@@ -205,9 +207,7 @@ bool MpiTransport::cancel_recv_from(Message& out) {
   int cancelled = 0;
   MPI_Test_cancelled(&st, &cancelled);
   if (cancelled) return false;
-  int count = 0;
-  MPI_Get_count(&st, MPI_UINT64_T, &count);
-  out.assign(impl_->ctl_in.begin(), impl_->ctl_in.begin() + count);
+  out.assign(impl_->ctl_in.begin(), impl_->ctl_in.begin() + static_cast<std::ptrdiff_t>(words_of(st)));
   return true;
 }
 

@@ -83,10 +83,11 @@ std::size_t reply_bound(const Message& req) {
 // recognised by their sequence number and dropped.
 //
 // A short answer (reply_bound) is waited for with a posted receive, which
-// MPI tests more cheaply than a probe per poll, as long as no failure is
-// known: then nothing but the answer and notices (bare frames) can come
-// from the leaf; after a failure a late reply of any length may, and the
-// RPC probes for each message as it comes.
+// MPI tests more cheaply than a probe per poll, when no failure was known
+// as the call began: then nothing but this call's answer and notices (bare
+// frames) can come from the leaf (a late reply needs an earlier call that
+// failed). Once a failure was known before the call, a late reply of any
+// length may come, and the RPC probes for each message as it comes.
 Message Runtime::rpc(const Message& req) {
   const double t0 = now_seconds();
   const std::uint64_t want = envelope(req).req;

@@ -336,10 +336,9 @@ class SizeClassSlabs {
       if (mine == nullptr) mine = Slots::from_larger_class(acc, layout_, from);
       if (mine == nullptr && reuse && !dry) mine = Slots::from_freed_chunks(acc, layout_, cls, start);
       // Last: a freed chunk of a larger class with C6, in a bounded search.
-      if (mine == nullptr && (!reuse || cls + 1u < class_count)) {
-        mine = Slots::from_freed_chunks(acc, layout_, reuse ? cls + 1u : cls, start,
-                                        Slots::FreedOf::same_or_larger_class, Slots::larger_freed_search_words,
-                                        Slots::larger_freed_search_pages);
+      if (mine == nullptr && cls + 1u < class_count) {
+        mine = Slots::from_freed_chunks(acc, layout_, cls, start, Slots::FreedOf::larger_class,
+                                        Slots::larger_freed_search_words, Slots::larger_freed_search_pages);
       }
     }
     return mine;

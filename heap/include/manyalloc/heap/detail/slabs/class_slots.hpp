@@ -72,7 +72,6 @@ struct ClassSlots {
                 "(lower segment_chunks or slab_bytes)");
 
   MANYALLOC_FN static std::uint32_t class_bytes(std::uint32_t cls) { return Classes::bytes(cls); }
-  MANYALLOC_FN static constexpr std::uint32_t largest_class_bytes() { return Classes::bytes(class_count - 1u); }
 
   // C6 serves the classes from this one on (Config::reuse_freed_chunks_from_bytes).
   static constexpr std::uint32_t reuse_from = Config::reuse_freed_chunks_from_bytes;
@@ -428,12 +427,12 @@ struct ClassSlots {
   }
 
   // Which slabs a search for freed chunks takes from: those of the class
-  // asked for, or those of any class at least as large (C6's last resort).
-  enum class FreedOf { same_class, same_or_larger_class };
+  // asked for, or those of any larger class (C6's last resort).
+  enum class FreedOf { same_class, larger_class };
 
-  // Takes one freed chunk of slab `page` if it is a slab of `cls` (or, with
-  // same_or_larger_class, of a class at least as large) with free chunks
-  // (C6); nullptr otherwise.
+  // Takes one freed chunk of slab `page` if it is a slab of `wanted` (or,
+  // with larger_class, of a larger class) with free chunks (C6); nullptr
+  // otherwise.
   template <class Acc>
   MANYALLOC_FN static std::byte* take_freed_chunk(const Acc& acc, const SlabLayout& h, std::uint32_t wanted,
                                                   std::uint32_t page, FreedOf of = FreedOf::same_class) {
@@ -447,7 +446,7 @@ struct ClassSlots {
         return nullptr;
       }
       // Another class's slab with free chunks.
-      if (of == FreedOf::same_class ? c != wanted + 1u : c < wanted + 1u) return nullptr;
+      if (of == FreedOf::same_class ? c != wanted + 1u : c <= wanted + 1u) return nullptr;
       const std::uint64_t got = acc.atomic_cas64(state_of(e), seen, seen + (std::uint64_t{1} << 32));
       if (got == seen) break;
       seen = got;
