@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs the region benchmarks and writes JSON Lines into OUTDIR/region.jsonl.
-# Usage: region/bench/run_bench.sh OUTDIR [small|device16|delaunay]
+# Usage: region/bench/run_bench.sh OUTDIR [small|device16|delaunay|workers16]
 #   BIN     folder with the benchmark binaries (default build-region/region/bench)
 #   MPIRUN  mpiexec command (default: mpiexec)   OSHRUN  oshrun command (default: oshrun)
 # small:    the 2-core run (2-4 workers, <= 60K nodes)
 # device16: the 16-core run (2-16 workers, 15K-240K nodes), < 5 minutes
 # delaunay: the Delaunay runs of the small profile (2, 4, 8 workers), 1 worker,
 #           and the copy mode at 4 workers
+# workers16: device16's 16-worker rows alone (list exchange in both modes,
+#           15K-240K nodes, and Barnes-Hut on 1 and 2 levels), for side-by-side
+#           runs of two bundles in one call (about 1 minute)
 set -uo pipefail
-out=${1:?usage: run_bench.sh OUTDIR [small|device16|delaunay]}
+out=${1:?usage: run_bench.sh OUTDIR [small|device16|delaunay|workers16]}
 profile=${2:-small}
 here=$(cd "$(dirname "$0")" && pwd)
 BIN=${BIN:-$here/../../build-region-rel/region/bench}  # release build (prepare_carry.sh makes it)
@@ -92,7 +95,7 @@ delaunay_set() {
   done
 }
 
-[[ $profile == delaunay ]] || run "fragmentation" 60 "$BIN/region_bench_frag" 1
+[[ $profile == delaunay || $profile == workers16 ]] || run "fragmentation" 60 "$BIN/region_bench_frag" 1
 case $profile in
   small)
     list 1 1 4 15000 30000 60000 --reps 3
@@ -133,6 +136,12 @@ case $profile in
       bh 2 4 $w 32768 3
     done
     delaunay_set 3 800000 4 4 8 16
+    ;;
+  workers16)
+    list 1 1 16 15000 30000 60000 120000 240000 --reps 5 --no-mpi-get
+    TRANSFER=copy list 1 1 16 15000 30000 60000 120000 240000 --reps 5 --no-mpi-get
+    bh 1 1 16 32768 3
+    bh 2 4 16 32768 3
     ;;
   *) echo "unknown profile $profile"; exit 2 ;;
 esac

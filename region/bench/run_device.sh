@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The 16-rank run on a machine without MPI, using the bundle that
 # prepare_carry.sh assembled in .carry/region/ (carried with the tree).
-# Usage: region/bench/run_device.sh OUTDIR      (< 5 minutes on 16 cores)
+# Usage: region/bench/run_device.sh OUTDIR [PROFILE]   (< 5 minutes on 16 cores)
+# PROFILE: run_bench.sh's profile, device16 (default: with the 16-rank
+# correctness tests first) or workers16 (its 16-worker rows only, no tests,
+# no report: for alternating runs of two bundles, REGION_CARRY=...).
 # Writes OUTDIR/region.jsonl, OUTDIR/region.log and, when matplotlib is
 # importable, the report (else run region/bench/report.py on the JSONL later).
 # The list-exchange roofline (no library: region_bench_list_roofline, 16
@@ -9,7 +12,8 @@
 # a bundle from before it lacks the binary (rerun prepare_carry.sh), and the
 # run then logs it as skipped.
 set -uo pipefail
-out=${1:?usage: run_device.sh OUTDIR}
+out=${1:?usage: run_device.sh OUTDIR [PROFILE]}
+profile=${2:-device16}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 B=${REGION_CARRY:-$repo/.carry/region}
@@ -52,7 +56,7 @@ else
 fi
 # The correctness test at 16 ranks, one and two scheduler levels.
 # Both transfer modes (auto: zero copy on this host; copy).
-for mode in auto copy; do
+[[ $profile == device16 ]] && for mode in auto copy; do
   for cfg in "1 1" "2 3"; do
     set -- $cfg
     echo "mpi_test 16 ranks, levels $1, transfer $mode:" | tee -a "$out/machine.txt"
@@ -61,8 +65,9 @@ for mode in auto copy; do
   done
 done
 
-BIN=$B/bin MPIRUN=$MPIRUN OSHRUN=$OSHRUN "$here/run_bench.sh" "$out" device16
+BIN=$B/bin MPIRUN=$MPIRUN OSHRUN=$OSHRUN "$here/run_bench.sh" "$out" "$profile"
 echo "run_device.sh: $SECONDS s in all" | tee -a "$out/machine.txt"
+[[ $profile == device16 ]] || exit 0
 if python3 -c "import matplotlib" 2>/dev/null; then
   python3 "$here/report.py" "$out/region.jsonl" "$out/report" --title "Region allocator, 16-core run" \
     --command "region/bench/run_device.sh OUTDIR"

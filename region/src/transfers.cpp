@@ -183,17 +183,31 @@ mr_status check_needed(Runtime& rt, int peer) {
   return MR_OK;
 }
 
-// Spins on progress() until `ready`; yields the core when nothing moved
-// (ranks share cores when oversubscribed). Every 256 idle rounds the watch
-// is checked (W3): a wait that depends on a failed worker (`peer`, as in
-// failed_needed) ends with MR_ERR_PEER_FAILED instead of spinning forever.
-// `peer` may also be a callable that names it as the wait goes on.
+// How long a wait spins on progress() after the last movement before it
+// yields the core at every idle round. A header or a barrier step that
+// comes within this time is seen at once (each round of a non-blocking
+// collective advances only inside a test); past it, ranks that share cores
+// when oversubscribed get them.
+constexpr double quiet_spin_s = 20e-6;
+
+// Spins on progress() until `ready`; once nothing has moved for
+// quiet_spin_s it yields the core at every idle round. Every 256 idle
+// rounds the watch is checked (W3): a wait that depends on a failed worker
+// (`peer`, as in failed_needed) ends with MR_ERR_PEER_FAILED instead of
+// spinning forever. `peer` may also be a callable that names it as the
+// wait goes on.
 template <class F, class P>
 mr_status progress_until(F ready, P peer) {
   Runtime& rt = runtime();
+  double quiet_since = 0;  // 0: something moved in the last round
   for (unsigned idle = 0; !ready();) {
-    if (progress()) continue;
-    sched_yield();
+    if (progress()) {
+      quiet_since = 0;
+      continue;
+    }
+    const double t = now_seconds();
+    if (quiet_since == 0) quiet_since = t;
+    if (t - quiet_since >= quiet_spin_s) sched_yield();
     if ((++idle & 255) != 0) continue;
     rt.watch.poll();
     rt.take_notices();
