@@ -6,7 +6,6 @@
 // for the manyalloc_region target only).
 #include "scheduler.hpp"
 
-#include <sys/prctl.h>
 #include <time.h>
 
 #include <vector>
@@ -51,33 +50,8 @@ void Scheduler<T>::peer_failed(int rank) {
   post_outbox();
 }
 
-namespace {
-
-// The scheduler's naps are meant to be short (5 us, then 50 us): Linux
-// lengthens a thread's sleeps by its timer slack (50 us by default), which
-// would make the first request after a quiet spell wait for most of that.
-// Held for the loop's duration; the thread's own slack comes back after.
-class ShortNaps {
- public:
-  ShortNaps() : saved_(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)) {
-    if (saved_ > 0) prctl(PR_SET_TIMERSLACK, nap_slack_ns, 0, 0, 0);
-  }
-  ~ShortNaps() {
-    if (saved_ > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(saved_), 0, 0, 0);
-  }
-  ShortNaps(const ShortNaps&) = delete;
-  ShortNaps& operator=(const ShortNaps&) = delete;
-
- private:
-  static constexpr unsigned long nap_slack_ns = 1000;
-  long saved_;
-};
-
-}  // namespace
-
 template <ControlTransport T>
 void Scheduler<T>::run(PeerWatch* watch) {
-  const ShortNaps naps;
   start();
   unsigned idle = 0, busy = 0;
   auto check = [&] {
