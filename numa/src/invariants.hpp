@@ -259,12 +259,15 @@ struct RemoteBatch {
 // under `lock` (cached_bytes is atomic so that statistics read it without
 // the lock); large_count is the length of large_cache; cached_bytes ==
 // segment_bytes * (length of small_cache) + sum of cached large segments'
-// bytes <= the cache limit of the options (0 in the lowmem profile); every
+// bytes <= the cache budget (source.cpp, cache_budget: cache_max, in lowmem
+// at least large_in_use_bytes / lowmem_large_live_share), but for the newest
+// large segment freed, kept beyond it until the source maps or grows; every
 // cached descriptor stays registered (a stale free finds a segment that is
 // not in use and is reported). The lock is never held across a call that can
 // allocate (hwloc, stats printing) or across a syscall that maps memory.
 // Decay: a cached segment is unmapped once it has been cached for the
-// decay delay (options, decay_ms) at the next source_decay (source.hpp);
+// decay delay of its kind (options, decay_ms, large_decay_ms) at the next
+// source_decay (source.hpp);
 // decay_next is the earliest time one expires (0: nothing cached). Both
 // cache lists are ordered by cached_at, newest first (segments are pushed
 // at the head).

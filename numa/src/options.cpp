@@ -42,7 +42,7 @@ constinit const env::Spec option_specs[num_options] = {
     {"topology", env::Kind::text, 0, nullptr,
      "synthetic:<hwloc description> or xml:<file>: use this topology (testing)"},
     {"decay_ms", env::Kind::size, -1, nullptr,
-     "milliseconds a free segment stays cached before it is unmapped (lowmem 10, else 1000)"},
+     "milliseconds a free segment stays cached before it is unmapped (lowmem 10, its large blocks 100; else 1000)"},
     {"purge_ms", env::Kind::size, default_purge_ms, nullptr,
      "least milliseconds between two purges of free pages that a heap's frees trigger (0: no bound)"},
 };
@@ -107,6 +107,7 @@ Options load_options(int numa_nodes) {
   const long long decay = v[9].number;
   o.decay_ms = decay >= 0 ? static_cast<std::uint32_t>(decay < 3600000 ? decay : 3600000)
                           : low ? decay_ms_lowmem : default_decay_ms;
+  o.large_decay_ms = decay >= 0 ? o.decay_ms : low ? large_decay_ms_lowmem : default_decay_ms;
   const long long purge = v[10].number;
   o.purge_ms = static_cast<std::uint32_t>(purge < 3600000 ? purge : 3600000);
   return o;

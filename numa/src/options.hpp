@@ -29,6 +29,9 @@ struct Options {
   // Milliseconds a free segment stays cached in a source before it is
   // unmapped (source.hpp, "Decay"); decay_ms_lowmem or default_decay_ms by default.
   std::uint32_t decay_ms = 1000;
+  // The same for large blocks (source.hpp, "Decay"): decay_ms when set,
+  // else large_decay_ms_lowmem in lowmem, decay_ms's default otherwise.
+  std::uint32_t large_decay_ms = 1000;
   // Milliseconds between two purges of a heap that its frees trigger
   // (heap.hpp, heap_purge_due); 0: a purge whenever purge_at is reached.
   std::uint32_t purge_ms = default_purge_ms;
@@ -43,13 +46,20 @@ struct Options {
 
 // Defaults that depend on the profile: lowmem keeps a small cache of free
 // segments (large blocks freed and soon allocated again are reused instead
-// of unmapped and faulted in again) and lets it decay fast.
+// of unmapped and faulted in again) and lets it decay fast. Its cache of
+// large blocks may also hold a quarter of the bytes of the large blocks in
+// use (lowmem_large_live_share; source.hpp), for as long as
+// large_decay_ms_lowmem: a program that replaces large blocks by others of
+// other sizes then finds a cached block that fits, at a resident set of at
+// most 1.25x its live large bytes.
 inline constexpr std::size_t lowmem_cache_max = std::size_t{4} << 20;
 inline constexpr std::uint32_t default_decay_ms = 1000;
 inline constexpr std::uint32_t decay_ms_lowmem = 10;
+inline constexpr std::uint32_t large_decay_ms_lowmem = 100;
+inline constexpr std::size_t lowmem_large_live_share = 4;
 
 // All zero: the options of a context before context_setup (context.hpp).
-inline constexpr Options no_options{Profile::lowmem, false, 0,     0,     0,    false,
+inline constexpr Options no_options{Profile::lowmem, false, 0,     0,     0,     0,    false,
                                     false,           false, false, false, false, nullptr};
 
 inline constexpr const char* option_prefix = "MANYALLOC_NUMA_";

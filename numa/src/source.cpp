@@ -41,7 +41,10 @@ void unmap_segment(Context& c, Segment* seg) {
   }
 }
 
-std::uint64_t decay_ns(const Context& c) { return std::uint64_t{c.opts.decay_ms} * 1000000u; }
+// How long a segment of `kind` stays cached (options: decay_ms, large_decay_ms).
+std::uint64_t decay_ns(const Context& c, SegKind kind) {
+  return std::uint64_t{kind == SegKind::large ? c.opts.large_decay_ms : c.opts.decay_ms} * 1000000u;
+}
 
 // Puts seg at the head of a cache list of s (under s.lock): the lists stay
 // ordered by cached_at, newest first.
@@ -49,7 +52,7 @@ void cache_push(Context& c, Source& s, Segment*& list, Segment* seg, std::uint64
   seg->cached_at = now;
   push(list, seg);
   s.cached_bytes.fetch_add(seg->bytes, std::memory_order_relaxed);
-  const std::uint64_t expires = now + decay_ns(c);
+  const std::uint64_t expires = now + decay_ns(c, seg->kind);
   const std::uint64_t next = s.decay_next.load(std::memory_order_relaxed);
   if (next == 0 || expires < next) s.decay_next.store(expires, std::memory_order_relaxed);
 }
@@ -60,6 +63,17 @@ void advise(Context& c, Source& s, void* p, std::size_t bytes) {
   if (node >= 0 && c.opts.bind) topology_bind(c, p, bytes, node, false);
 }
 
+// The bytes the cache of s may hold: cache_max, and in lowmem at least a
+// quarter of the bytes of its large blocks in use (options.hpp,
+// lowmem_large_live_share), so that blocks replaced by others of other sizes
+// find a cached one that fits while the resident set stays within 1.25x
+// the live large bytes.
+std::size_t cache_budget(const Context& c, const Source& s) {
+  if (c.opts.profile != Profile::lowmem || c.opts.cache_max == 0) return c.opts.cache_max;
+  const std::size_t share = s.large_in_use_bytes.load(std::memory_order_relaxed) / lowmem_large_live_share;
+  return share > c.opts.cache_max ? share : c.opts.cache_max;
+}
+
 // Unmaps the cached large segments beyond `limit` bytes (the cache's
 // budget by default), the oldest first, all but `keep`. The newest large
 // segment freed is cached even when it exceeds the budget
@@ -68,7 +82,8 @@ void advise(Context& c, Source& s, void* p, std::size_t bytes) {
 // block kept that way never adds to the peak of the resident set.
 void restore_budget(Context& c, Source& s, const Segment* keep = nullptr,
                     std::size_t limit = SIZE_MAX) {
-  if (limit > c.opts.cache_max) limit = c.opts.cache_max;
+  const std::size_t budget = cache_budget(c, s);
+  if (limit > budget) limit = budget;
   if (s.cached_bytes.load(std::memory_order_relaxed) <= limit) return;
   Segment* evicted = nullptr;
   {
@@ -93,12 +108,9 @@ void restore_budget(Context& c, Source& s, const Segment* keep = nullptr,
 }
 
 // What the cache may keep when the source maps fresh memory or grows a
-// segment: lowmem keeps no large block then (it serves a free followed by
-// an allocation, not a peak; numa/DESIGN.md, "Figures moved out of the
-// code"), the others their budget.
-std::size_t fresh_limit(const Context& c) {
-  return c.opts.profile == Profile::lowmem ? 0 : c.opts.cache_max;
-}
+// segment: its budget, in every profile (lowmem's is tied to its live large
+// bytes; numa/DESIGN.md, "Lowmem's large blocks").
+std::size_t fresh_limit(const Context& c, const Source& s) { return cache_budget(c, s); }
 
 // Cuts the cached segment seg (taken out of the cache by the caller) to
 // `bytes` and caches the rest as a segment of its own (same mapping; the
@@ -141,7 +153,6 @@ void source_decay(Context& c, Source& s) {
   if (next == 0) return;
   const std::uint64_t now = c.os->now();
   if (now < next) return;
-  const std::uint64_t delay = decay_ns(c);
   Segment* expired = nullptr;
   {
     SpinGuard g(s.lock);
@@ -149,6 +160,7 @@ void source_decay(Context& c, Source& s) {
     for (Segment** list : {&s.small_cache, &s.large_cache}) {
       for (Segment* it = *list; it != nullptr;) {
         Segment* after = it->next;
+        const std::uint64_t delay = decay_ns(c, it->kind);
         if (it->cached_at + delay <= now) {
           unlink(*list, it);
           if (it->kind == SegKind::large) --s.large_count;
@@ -173,7 +185,7 @@ void source_decay(Context& c, Source& s) {
 }
 
 bool source_map(Context& c, Source& s, Segment* seg, std::size_t bytes) {
-  restore_budget(c, s, nullptr, fresh_limit(c));
+  restore_budget(c, s, nullptr, fresh_limit(c, s));
   const int saved = errno;
   unsigned trims = 0;
   auto* base = static_cast<std::uint8_t*>(map_aligned(*c.os, bytes, &trims));
@@ -343,7 +355,7 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes) {
     s.mapped_bytes.fetch_sub(old_bytes - new_bytes, std::memory_order_relaxed);
     return true;
   }
-  restore_budget(c, s, nullptr, fresh_limit(c));  // the resident set grows
+  restore_budget(c, s, nullptr, fresh_limit(c, s));  // the resident set grows
   // Registry leaves are reserved before any page moves, so that once the
   // kernel has moved the pages nothing can fail any more.
   std::uint8_t* q = nullptr;

@@ -20,11 +20,12 @@ void source_give_small(Context& c, SmallSegment* seg);
 // without new page faults ([Valat2014]: "Recycle large arrays").
 LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes);
 // Gives a large segment back: cached for at most the decay delay
-// (source_decay) while the source stays below its cache limit (options,
-// cache_max: 4 MiB in lowmem). The newest one is cached even beyond the
-// limit, older ones beyond it are unmapped, and the cache is brought within
-// the limit before the source maps or grows anything (cache_max == 0: no
-// cache at all).
+// (source_decay; options, large_decay_ms) while the source stays below its
+// cache budget (options, cache_max; in lowmem at least a quarter of the
+// source's large bytes in use, lowmem_large_live_share). The newest one is
+// cached even beyond the budget, older ones beyond it are unmapped, and the
+// cache is brought within the budget before the source maps or grows
+// anything (cache_max == 0: no cache at all).
 void source_give_large(Context& c, LargeSegment* seg);
 
 // Resizes an in-use large segment to new_bytes (multiple of 2 MiB) with
@@ -35,7 +36,8 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes);
 void source_release_cache(Context& c, Source& s);
 
 // Decay: unmaps the cached segments of s that have been cached for at
-// least the decay delay (options, decay_ms; invariants.hpp, struct Source).
+// least the decay delay of their kind (options, decay_ms and
+// large_decay_ms; invariants.hpp, struct Source).
 // Called at every segment taken from or given back to s and at every purge
 // of a heap of s (heap_purge.cpp), so that a process that keeps allocating gives
 // back what it stopped reusing; costs a clock read and a comparison when

@@ -79,6 +79,7 @@ inline std::unique_ptr<Context> make_context(Profile profile = Profile::uma,
                 : low                         ? lowmem_cache_max
                                               : std::size_t{1} << 30;
   o.decay_ms = low ? decay_ms_lowmem : default_decay_ms;
+  o.large_decay_ms = low ? large_decay_ms_lowmem : default_decay_ms;
   o.purge_ms = purge_ms;
   context_setup(*c, o);
   c->os = &os;

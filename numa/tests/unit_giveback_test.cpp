@@ -209,7 +209,7 @@ TEST(Giveback, LargeBlocksAreCachedThenDecay) {
     EXPECT_EQ(s.reuses.load(), 1u) << name(prof);
     f.free(q);
     // Before the delay nothing decays; after it, everything cached goes.
-    Faults::clock_ns += std::uint64_t{f.c->opts.decay_ms} * 1'000'000 - 1;
+    Faults::clock_ns += std::uint64_t{f.c->opts.large_decay_ms} * 1'000'000 - 1;
     source_decay(*f.c, s);
     EXPECT_EQ(s.cached_bytes.load(), segment_bytes) << name(prof);
     Faults::clock_ns += 1;
@@ -238,6 +238,49 @@ TEST(Giveback, LargeBlocksAreCachedThenDecay) {
   }
 }
 
+// Lowmem's cache of large blocks may hold a quarter of the large bytes in
+// use (options.hpp, lowmem_large_live_share): blocks replaced by others of
+// other sizes (mimalloc-bench's malloc-large) find a cached one that fits
+// instead of growing the newest one and faulting its new pages. Before, it
+// kept only the newest block beyond its 4 MiB. The allowance follows the
+// live bytes down, and the blocks decay after large_decay_ms.
+TEST(Giveback, LowmemCachesAQuarterOfItsLiveLargeBytes) {
+  Fixture f(Profile::lowmem);
+  Source& s = f.c->common();
+  Faults::clock_ns = 1'000'000'000'000;
+  constexpr std::size_t block = 3u << 20;  // 3 MiB: one 4 MiB segment each
+  std::vector<void*> live;
+  for (int i = 0; i < 24; ++i) {
+    live.push_back(large_alloc(*f.c, s, block, 16, false));
+    ASSERT_NE(live.back(), nullptr);
+  }
+  const std::size_t seg = f.c->registry.lookup(live.back())->bytes;
+  for (int i = 0; i < 3; ++i) {  // at least 63 MiB stay in use: a budget of at least 15.75 MiB
+    f.free(live.back());
+    live.pop_back();
+  }
+  EXPECT_EQ(s.large_count, 3u);
+  EXPECT_EQ(s.cached_bytes.load(), 3 * seg);
+  // A fresh mapping keeps the budget too.
+  void* fresh = large_alloc(*f.c, s, 4 * block, 16, false);
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_LE(s.cached_bytes.load(), s.large_in_use_bytes.load() / lowmem_large_live_share);
+  f.free(fresh);
+  while (!live.empty()) {
+    f.free(live.back());
+    live.pop_back();
+  }
+  // Nothing in use: the budget is cache_max again, and only the newest
+  // block stays beyond it.
+  EXPECT_EQ(s.large_count, 1u);
+  EXPECT_EQ(s.cached_bytes.load(), seg);
+  Faults::clock_ns += std::uint64_t{f.c->opts.large_decay_ms} * 1'000'000;
+  source_decay(*f.c, s);
+  EXPECT_EQ(s.cached_bytes.load(), 0u);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+}
+
 // The decay runs at the heaps' purges too, so that a process that keeps
 // freeing small chunks gives back the large blocks it stopped reusing.
 TEST(Giveback, PurgesLetTheSourceCacheDecay) {
@@ -247,7 +290,7 @@ TEST(Giveback, PurgesLetTheSourceCacheDecay) {
   void* p = large_alloc(*f.c, s, 1 << 20, 16, false);
   f.free(p);
   EXPECT_EQ(s.cached_bytes.load(), segment_bytes);
-  Faults::clock_ns += std::uint64_t{f.c->opts.decay_ms} * 1'000'000;
+  Faults::clock_ns += std::uint64_t{f.c->opts.large_decay_ms} * 1'000'000;
   heap_purge(*f.h);
   EXPECT_EQ(s.cached_bytes.load(), 0u);
   EXPECT_EQ(s.mapped_bytes.load() % segment_bytes, 0u);
