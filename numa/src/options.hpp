@@ -50,8 +50,8 @@ struct Options {
 // large blocks may also hold a quarter of the bytes of the large blocks in
 // use (lowmem_large_live_share; source.hpp), for as long as
 // large_decay_ms_lowmem: a program that replaces large blocks by others of
-// other sizes then finds a cached block that fits, at a resident set of at
-// most 1.25x its live large bytes.
+// other sizes then finds a cached block that fits, at a resident set of
+// about 1.25x its live large bytes (plus cache_max and the newest block).
 inline constexpr std::size_t lowmem_cache_max = std::size_t{4} << 20;
 inline constexpr std::uint32_t default_decay_ms = 1000;
 inline constexpr std::uint32_t decay_ms_lowmem = 10;

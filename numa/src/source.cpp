@@ -66,8 +66,8 @@ void advise(Context& c, Source& s, void* p, std::size_t bytes) {
 // The bytes the cache of s may hold: cache_max, and in lowmem at least a
 // quarter of the bytes of its large blocks in use (options.hpp,
 // lowmem_large_live_share), so that blocks replaced by others of other sizes
-// find a cached one that fits while the resident set stays within 1.25x
-// the live large bytes.
+// find a cached one that fits while the resident set stays within about
+// 1.25x the live large bytes (plus cache_max and the newest block).
 std::size_t cache_budget(const Context& c, const Source& s) {
   if (c.opts.profile != Profile::lowmem || c.opts.cache_max == 0) return c.opts.cache_max;
   const std::size_t share = s.large_in_use_bytes.load(std::memory_order_relaxed) / lowmem_large_live_share;

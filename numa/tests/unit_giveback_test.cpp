@@ -192,7 +192,7 @@ TEST(Giveback, BudgetBoundsIdlePagesWithFewCalls) {
 }
 
 // Large blocks freed go to their source's cache, in lowmem too (up to
-// 4 MiB), and are reused at once; a cached one is unmapped after the decay
+// 4 MiB, or a quarter of the live large bytes), and are reused at once; a cached one is unmapped after the decay
 // delay, and one beyond the cache's budget at once.
 TEST(Giveback, LargeBlocksAreCachedThenDecay) {
   for (Profile prof : profiles) {
@@ -217,8 +217,9 @@ TEST(Giveback, LargeBlocksAreCachedThenDecay) {
     EXPECT_EQ(s.cached_bytes.load(), 0u) << name(prof);
     EXPECT_EQ(s.mapped_bytes.load(), 0u) << name(prof);
     EXPECT_EQ(f.c->os_calls.decayed.load(), 1u);
-    // Beyond the budget (lowmem: 4 MiB) only the newest block is kept, and
-    // only until the source maps fresh memory.
+    // Beyond the budget (lowmem with nothing in use: 4 MiB) only the newest
+    // block is kept, and only until the source takes or maps a block: here
+    // the 4 MiB block is cut from it and the rest given back.
     void* big = large_alloc(*f.c, s, 5 * segment_bytes, 16, false);
     void* big2 = large_alloc(*f.c, s, 5 * segment_bytes, 16, false);
     ASSERT_NE(big, nullptr);
@@ -228,7 +229,7 @@ TEST(Giveback, LargeBlocksAreCachedThenDecay) {
     if (prof == Profile::lowmem) {
       EXPECT_EQ(s.large_count, 1u);
       EXPECT_EQ(s.mapped_bytes.load(), s.cached_bytes.load());
-      void* small = large_alloc(*f.c, s, segment_bytes + 1, 16, false);  // 4 MiB, fresh
+      void* small = large_alloc(*f.c, s, segment_bytes + 1, 16, false);  // 4 MiB, split off
       EXPECT_EQ(s.cached_bytes.load(), 0u);
       f.free(small);
     } else {
@@ -261,11 +262,18 @@ TEST(Giveback, LowmemCachesAQuarterOfItsLiveLargeBytes) {
   }
   EXPECT_EQ(s.large_count, 3u);
   EXPECT_EQ(s.cached_bytes.load(), 3 * seg);
-  // A fresh mapping keeps the budget too.
-  void* fresh = large_alloc(*f.c, s, 4 * block, 16, false);
-  ASSERT_NE(fresh, nullptr);
-  EXPECT_LE(s.cached_bytes.load(), s.large_in_use_bytes.load() / lowmem_large_live_share);
-  f.free(fresh);
+  // A larger block grows one cached block and the others stay (before: the
+  // cache was emptied first).
+  void* grown = large_alloc(*f.c, s, 4 * block, 16, false);
+  ASSERT_NE(grown, nullptr);
+  EXPECT_EQ(s.large_count, 2u);
+  EXPECT_EQ(s.cached_bytes.load(), 2 * seg);
+  // So does a fresh mapping (lowmem caches no small segment: this one is new).
+  SmallSegment* small = source_take_small(*f.c, s);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(s.large_count, 2u);
+  source_give_small(*f.c, small);
+  f.free(grown);
   while (!live.empty()) {
     f.free(live.back());
     live.pop_back();

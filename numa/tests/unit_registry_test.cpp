@@ -143,6 +143,7 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   EXPECT_EQ(o.profile, Profile::lowmem);
   EXPECT_EQ(o.cache_max, 64u << 20);  // set: honoured in lowmem too
   EXPECT_EQ(o.decay_ms, decay_ms_lowmem);
+  EXPECT_EQ(o.large_decay_ms, large_decay_ms_lowmem);
   EXPECT_EQ(o.purge_ms, default_purge_ms);
   EXPECT_TRUE(o.huge_pages);
   EXPECT_TRUE(o.colour);  // bad value keeps the default
@@ -152,6 +153,7 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   o = load_options(1);
   EXPECT_EQ(o.cache_max, lowmem_cache_max);  // lowmem's small cache of large blocks
   EXPECT_EQ(o.decay_ms, 250u);
+  EXPECT_EQ(o.large_decay_ms, 250u);  // set: for every segment
   EXPECT_EQ(o.purge_ms, 0u);
   ::unsetenv("MANYALLOC_NUMA_PURGE_MS");
   ::setenv("MANYALLOC_NUMA_CACHE_MAX", "64M", 1);
@@ -161,6 +163,7 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   EXPECT_EQ(o.profile, Profile::numa);
   EXPECT_EQ(o.cache_max, 64u << 20);
   EXPECT_EQ(o.decay_ms, default_decay_ms);
+  EXPECT_EQ(o.large_decay_ms, default_decay_ms);
   o = load_options(1);
   EXPECT_EQ(o.profile, Profile::uma);
   for (const char* n : {"MANYALLOC_NUMA_PROFILE", "MANYALLOC_NUMA_CACHE_MAX",

@@ -41,9 +41,10 @@ TEST(Source, SmallSegmentsAreAlignedRegisteredAndRecycled) {
   EXPECT_EQ(c->registry.lookup(base), nullptr);
 }
 
-// Lowmem returns small segments at once and keeps at most 4 MiB of large
-// ones, plus the newest one whatever its size, until the source maps
-// anything new (unit_giveback_test.cpp has the decay).
+// Lowmem returns small segments at once and, with no large block in use,
+// keeps at most 4 MiB of large ones, plus the newest one whatever its size,
+// until the source maps anything new (unit_giveback_test.cpp has the decay
+// and the quarter of the live large bytes it may keep beyond 4 MiB).
 TEST(Source, LowmemCachesLittle) {
   auto c = make_context(Profile::lowmem);
   Source& s = c->common();

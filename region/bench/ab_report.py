@@ -27,13 +27,20 @@ def row_key(r):
         return ("list exchange", name, r["threads"], r.get("nodes"))
     if r["experiment"] == "barnes_hut":
         return ("Barnes-Hut", r["allocator"], r["threads"], r.get("bodies", r.get("bytes")))
-    if r["experiment"].startswith("delaunay"):
-        return ("Delaunay", r["allocator"], r["threads"], r.get("initial_points", r.get("bytes")))
+    if r["experiment"] == "delaunay":
+        name = r["allocator"]
+        if name == "manyalloc-region":  # as report.py's dl_variant
+            name += f" {r.get('transfer', '?')} ({int(r.get('scheduler_levels', 1))}-level)"
+        return ("Delaunay", name, r["threads"], int(r["points_initial"]))
     return None
 
 
 def load(dirs, label, out):
+    """Seconds of the verified records by row and round; prints how many
+    records were not verified, and skips lines that are not JSON (a run cut
+    short by its timeout, or inf/nan written by a C++ stream)."""
     by = {}
+    unverified = 0
     for rnd, d in enumerate(dirs, start=1):
         path = Path(d) / "region.jsonl"
         if not path.exists():
@@ -41,12 +48,22 @@ def load(dirs, label, out):
         for line in path.read_text().splitlines():
             if not line.startswith("{"):
                 continue
-            r = json.loads(line)
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                print(f"ab_report: {path}: a line that is not JSON, skipped", file=sys.stderr)
+                continue
             if out is not None:
                 out.append({**r, "bundle": label, "round": rnd})
             k = row_key(r)
-            if k is not None and r.get("verified", True):
-                by.setdefault(k, {}).setdefault(rnd, []).append(r["seconds"])
+            if k is None:
+                continue
+            if not r.get("verified", True):
+                unverified += 1
+                continue
+            by.setdefault(k, {}).setdefault(rnd, []).append(r["seconds"])
+    if unverified:
+        print(f"ab_report: {label}: {unverified} records not verified, left out", file=sys.stderr)
     return by
 
 
@@ -63,14 +80,19 @@ def main():
     old = load(a.old[1:], a.old[0], records)
     print(f"| benchmark | variant | workers | size | {a.old[0]} s | {a.new[0]} s | new / old | per round |")
     print("|---|---|---|---|---|---|---|---|")
-    for k in sorted(set(new) & set(old), key=lambda k: (k[0], k[1], k[2] or 0, k[3] or 0)):
+    order = lambda k: (k[0], k[1], k[2] or 0, k[3] or 0)
+    for k in sorted(set(new) ^ set(old), key=order):
+        side = a.new[0] if k in new else a.old[0]
+        print(f"ab_report: only {side} has {k}", file=sys.stderr)
+    for k in sorted(set(new) & set(old), key=order):
         n_all = [x for v in new[k].values() for x in v]
         o_all = [x for v in old[k].values() for x in v]
         mn, mo = statistics.median(n_all), statistics.median(o_all)
         rounds = [statistics.median(new[k][i]) / statistics.median(old[k][i])
-                  for i in sorted(new[k]) if i in old[k]]
+                  for i in sorted(new[k]) if i in old[k] and statistics.median(old[k][i]) > 0]
         per = ", ".join(f"{x:.2f}" for x in rounds)
-        print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {mo:.4f} | {mn:.4f} | {mn / mo:.2f} | {per} |")
+        ratio = f"{mn / mo:.2f}" if mo > 0 else "-"
+        print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {mo:.4f} | {mn:.4f} | {ratio} | {per} |")
     if records is not None:
         with open(a.jsonl, "w") as f:
             for r in records:

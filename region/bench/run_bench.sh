@@ -7,9 +7,10 @@
 # device16: the 16-core run (2-16 workers, 15K-240K nodes), < 5 minutes
 # delaunay: the Delaunay runs of the small profile (2, 4, 8 workers), 1 worker,
 #           and the copy mode at 4 workers
-# workers16: device16's 16-worker rows alone (list exchange in both modes,
-#           15K-240K nodes, and Barnes-Hut on 1 and 2 levels), for side-by-side
-#           runs of two bundles in one call (about 1 minute)
+# workers16: device16's 16-worker region rows of one scheduler level (list
+#           exchange in both modes, 15K-240K nodes, without MPI_Get, OpenSHMEM
+#           or the roofline) and Barnes-Hut on 1 and 2 levels, for side-by-side
+#           runs of two bundles in one call (about 30 s)
 set -uo pipefail
 out=${1:?usage: run_bench.sh OUTDIR [small|device16|delaunay|workers16]}
 profile=${2:-small}

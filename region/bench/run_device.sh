@@ -14,6 +14,10 @@
 set -uo pipefail
 out=${1:?usage: run_device.sh OUTDIR [PROFILE]}
 profile=${2:-device16}
+case $profile in
+  device16 | workers16 | small | delaunay) ;;
+  *) echo "run_device.sh: unknown profile $profile (device16, workers16, small, delaunay)"; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 B=${REGION_CARRY:-$repo/.carry/region}
@@ -56,18 +60,21 @@ else
 fi
 # The correctness test at 16 ranks, one and two scheduler levels.
 # Both transfer modes (auto: zero copy on this host; copy).
-[[ $profile == device16 ]] && for mode in auto copy; do
-  for cfg in "1 1" "2 3"; do
-    set -- $cfg
-    echo "mpi_test 16 ranks, levels $1, transfer $mode:" | tee -a "$out/machine.txt"
-    MANYALLOC_REGION_LEVELS=$1 MANYALLOC_REGION_FANOUT=$2 MANYALLOC_REGION_GAS_MIB=4096 MANYALLOC_REGION_TRANSFER=$mode \
-      timeout 120 "$MPIRUN" -n 16 "$B/bin/region_mpi_test" 2>&1 | grep -E "region test:|PASSED|FAILED" | tee -a "$out/machine.txt"
+if [[ $profile == device16 ]]; then
+  for mode in auto copy; do
+    for cfg in "1 1" "2 3"; do
+      set -- $cfg
+      echo "mpi_test 16 ranks, levels $1, transfer $mode:" | tee -a "$out/machine.txt"
+      MANYALLOC_REGION_LEVELS=$1 MANYALLOC_REGION_FANOUT=$2 MANYALLOC_REGION_GAS_MIB=4096 MANYALLOC_REGION_TRANSFER=$mode \
+        timeout 120 "$MPIRUN" -n 16 "$B/bin/region_mpi_test" 2>&1 | grep -E "region test:|PASSED|FAILED" | tee -a "$out/machine.txt"
+    done
   done
-done
+fi
 
 BIN=$B/bin MPIRUN=$MPIRUN OSHRUN=$OSHRUN "$here/run_bench.sh" "$out" "$profile"
+bench_rc=$?
 echo "run_device.sh: $SECONDS s in all" | tee -a "$out/machine.txt"
-[[ $profile == device16 ]] || exit 0
+[[ $profile == device16 ]] || exit $bench_rc
 if python3 -c "import matplotlib" 2>/dev/null; then
   python3 "$here/report.py" "$out/region.jsonl" "$out/report" --title "Region allocator, 16-core run" \
     --command "region/bench/run_device.sh OUTDIR"
