@@ -261,7 +261,9 @@ struct RemoteBatch {
 // segment_bytes * (length of small_cache) + sum of cached large segments'
 // bytes <= the cache budget (source.cpp, cache_budget: cache_max, in lowmem
 // at least large_in_use_bytes / lowmem_large_live_share), but for the newest
-// large segment freed, kept beyond it until the source maps or grows; every
+// large segment freed, kept beyond it until the source maps or grows (the
+// budget follows the live bytes: a shrinking realloc can leave the cache
+// above it until the next give, split, map, grow or decay); every
 // cached descriptor stays registered (a stale free finds a segment that is
 // not in use and is reported). The lock is never held across a call that can
 // allocate (hwloc, stats printing) or across a syscall that maps memory.
