@@ -74,16 +74,14 @@ std::size_t cache_budget(const Context& c, const Source& s) {
   return share > c.opts.cache_max ? share : c.opts.cache_max;
 }
 
-// Unmaps the cached large segments beyond `limit` bytes (the cache's
-// budget by default), the oldest first, all but `keep`. The newest large
+// Unmaps the cached large segments beyond the cache's budget
+// (cache_budget), the oldest first, all but `keep`. The newest large
 // segment freed is cached even when it exceeds the budget
-// (source_give_large); this takes the cache back within the budget before
-// the source maps fresh memory or grows a segment (fresh_limit), so that a
-// block kept that way never adds to the peak of the resident set.
-void restore_budget(Context& c, Source& s, const Segment* keep = nullptr,
-                    std::size_t limit = SIZE_MAX) {
-  const std::size_t budget = cache_budget(c, s);
-  if (limit > budget) limit = budget;
+// (source_give_large); called without `keep` before the source maps fresh
+// memory or grows a segment, this takes the cache back within the budget,
+// so that a block kept that way never adds to the peak of the resident set.
+void restore_budget(Context& c, Source& s, const Segment* keep = nullptr) {
+  const std::size_t limit = cache_budget(c, s);
   if (s.cached_bytes.load(std::memory_order_relaxed) <= limit) return;
   Segment* evicted = nullptr;
   {
@@ -106,11 +104,6 @@ void restore_budget(Context& c, Source& s, const Segment* keep = nullptr,
     evicted = after;
   }
 }
-
-// What the cache may keep when the source maps fresh memory or grows a
-// segment: its budget, in every profile (lowmem's is tied to its live large
-// bytes; numa/DESIGN.md, "Lowmem's large blocks").
-std::size_t fresh_limit(const Context& c, const Source& s) { return cache_budget(c, s); }
 
 // Cuts the cached segment seg (taken out of the cache by the caller) to
 // `bytes` and caches the rest as a segment of its own (same mapping; the
@@ -185,7 +178,7 @@ void source_decay(Context& c, Source& s) {
 }
 
 bool source_map(Context& c, Source& s, Segment* seg, std::size_t bytes) {
-  restore_budget(c, s, nullptr, fresh_limit(c, s));
+  restore_budget(c, s);  // within the budget before the resident set grows
   const int saved = errno;
   unsigned trims = 0;
   auto* base = static_cast<std::uint8_t*>(map_aligned(*c.os, bytes, &trims));
@@ -355,7 +348,7 @@ bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes) {
     s.mapped_bytes.fetch_sub(old_bytes - new_bytes, std::memory_order_relaxed);
     return true;
   }
-  restore_budget(c, s, nullptr, fresh_limit(c, s));  // the resident set grows
+  restore_budget(c, s);  // the resident set grows
   // Registry leaves are reserved before any page moves, so that once the
   // kernel has moved the pages nothing can fail any more.
   std::uint8_t* q = nullptr;

@@ -24,9 +24,9 @@ TEST(LowmemApi, ProfileIsLowmem) { EXPECT_STREQ(stats().profile, "lowmem"); }
 TEST(LowmemApi, ChurnLoopGivesBackRarelyAndTrimGivesItAll) { expect_churn_gives_back_rarely(); }
 
 // A large block freed is kept for the next one, then unmapped once it has
-// been cached for the decay delay of large blocks (option decay_ms; 100 ms
-// for large blocks in lowmem) at the source's next operation; the resident
-// set does not keep what the loop stopped using.
+// been cached for the decay delay of large blocks (options.hpp,
+// large_decay_ms_lowmem; the sleep below must outlast it) at the source's
+// next operation; the resident set does not keep what the loop stopped using.
 TEST(LowmemApi, CachedLargeBlockDecays) {
   manyalloc_numa_trim();
   void* last = nullptr;

@@ -192,8 +192,9 @@ TEST(Giveback, BudgetBoundsIdlePagesWithFewCalls) {
 }
 
 // Large blocks freed go to their source's cache, in lowmem too (up to
-// 4 MiB, or a quarter of the live large bytes), and are reused at once; a cached one is unmapped after the decay
-// delay, and one beyond the cache's budget at once.
+// 4 MiB, or a quarter of the live large bytes), and are reused at once; a
+// cached one is unmapped after the decay delay, and one beyond the cache's
+// budget at once.
 TEST(Giveback, LargeBlocksAreCachedThenDecay) {
   for (Profile prof : profiles) {
     Fixture f(prof);

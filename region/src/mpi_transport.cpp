@@ -56,8 +56,9 @@ std::size_t words_of(const MPI_Status& st) {
 // `comm`) announced into `out`, sized to it; false on an MPI error.
 bool recv_probed(const MPI_Status& st, int tag, MPI_Comm comm, std::vector<std::uint64_t>& out) {
   out.resize(words_of(st));
-  if (ok(MPI_Recv(out.data(), static_cast<int>(out.size()), MPI_UINT64_T, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv",
-         st.MPI_SOURCE, comm))
+  if (ok(MPI_Recv(out.data(), static_cast<int>(out.size()), MPI_UINT64_T, st.MPI_SOURCE, tag, comm,
+                  MPI_STATUS_IGNORE),
+         "MPI_Recv", st.MPI_SOURCE, comm))
     return true;
   out.clear();  // never mistaken for a message
   return false;
