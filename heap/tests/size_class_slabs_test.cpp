@@ -371,8 +371,8 @@ TEST(SlabWarpPath, StaleChunkInACombinedFreeIsReportedAndNothingIsLost) {
 }
 
 // A warp's 32 requests of 8 KiB take four pages whole as one slab (S2): its
-// first page's entry holds the count and one word of bits for all 32
-// chunks, the others name their distance from it. A chunk on a later page freed twice is
+// first page's state holds a bit for each of the 32 chunks (the slab's
+// count and chunk bits in one word), the others name their distance from it. A chunk on a later page freed twice is
 // reported, and the warp's free returns all four pages.
 TEST(SlabWarpPath, AWarpOfLargeChunksTakesOneSlabOfSeveralPages) {
   EmulatedHeap heap(std::size_t{16} << 20);
@@ -387,14 +387,13 @@ TEST(SlabWarpPath, AWarpOfLargeChunksTakesOneSlabOfSeveralPages) {
   for (unsigned t = 0; t < 32; ++t)
     ASSERT_EQ(static_cast<std::byte*>(ptrs[t]), l.page_data(first) + std::size_t{t} * 8192) << "lane " << t;
   EXPECT_EQ(l.pages[first].run, 4u);
-  EXPECT_EQ(l.pages[first].used, 32u);
   for (std::uint32_t p = 0; p < 4; ++p) EXPECT_EQ(l.pages[first + p].lead, p) << "page " << p << " of the slab";
-  EXPECT_EQ(l.pages[first].bits[0], 0xffffffffu) << "one word holds the bits of all 32 chunks";
-  EXPECT_EQ(l.pages[first + 2].bits[0], 0u);
+  EXPECT_EQ(l.pages[first].used, 0xffffffffu) << "the state holds the bits of all 32 chunks";
+  EXPECT_EQ(l.pages[first + 2].used, 0u);
   acc::HostThread host;
   handle.dealloc(host, ptrs[20]);
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
-  EXPECT_EQ(l.pages[first].bits[0], ~(1u << 20));
+  EXPECT_EQ(l.pages[first].used, ~(1u << 20));
   grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { handle.dealloc(a, ptrs[t]); });
   const auto st = heap.creation().statistics<acc::HostThreads>();
   EXPECT_EQ(st.misuse_reports, 1u) << "the chunk on the slab's third page was freed twice";

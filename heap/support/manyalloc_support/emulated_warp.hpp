@@ -139,6 +139,10 @@ class EmulatedThread {
   }
   std::uint64_t atomic_add64(std::uint64_t* p, std::uint64_t v) const { return host_.atomic_add64(p, v); }
   std::uint64_t atomic_exch64(std::uint64_t* p, std::uint64_t v) const { return host_.atomic_exch64(p, v); }
+  std::uint64_t atomic_and64(std::uint64_t* p, std::uint64_t v) const { return host_.atomic_and64(p, v); }
+  std::uint64_t atomic_and64_release(std::uint64_t* p, std::uint64_t v) const {
+    return host_.atomic_and64_release(p, v);
+  }
 
   BlockRank block_rank() const;
   bool block_sync_or(bool pred) const;

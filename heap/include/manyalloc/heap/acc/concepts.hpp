@@ -73,6 +73,8 @@ concept MixedWidthAtomics =
       { a.atomic_cas64(d, dv, dv) } -> std::same_as<std::uint64_t>;
       { a.atomic_add64(d, dv) } -> std::same_as<std::uint64_t>;   // returns the old value
       { a.atomic_exch64(d, dv) } -> std::same_as<std::uint64_t>;  // returns the old value
+      { a.atomic_and64(d, dv) } -> std::same_as<std::uint64_t>;   // returns the old value
+      { a.atomic_and64_release(d, dv) } -> std::same_as<std::uint64_t>;  // a release, as atomic_and_release
     };
 
 // Where a worker stands in its block, among the block's workers that have not

@@ -150,6 +150,14 @@ class CudaThread {
   __device__ std::uint64_t atomic_exch64(std::uint64_t* p, std::uint64_t v) const {
     return atomicExch(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
   }
+  __device__ std::uint64_t atomic_and64(std::uint64_t* p, std::uint64_t v) const {
+    return atomicAnd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+  }
+  __device__ std::uint64_t atomic_and64_release(std::uint64_t* p, std::uint64_t v) const {
+    std::uint64_t old;
+    asm volatile("atom.release.gpu.and.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+    return old;
+  }
 
   // BlockAccelerator: __syncthreads_* and block-shared words. Threads that
   // exited the kernel do not take part (sm_70+ barriers skip them).

@@ -87,6 +87,10 @@ class HostThread {
   std::uint64_t atomic_exch64(std::uint64_t* p, std::uint64_t v) const {
     return std::atomic_ref<std::uint64_t>(*p).exchange(v);
   }
+  std::uint64_t atomic_and64(std::uint64_t* p, std::uint64_t v) const {
+    return std::atomic_ref<std::uint64_t>(*p).fetch_and(v);
+  }
+  std::uint64_t atomic_and64_release(std::uint64_t* p, std::uint64_t v) const { return atomic_and64(p, v); }
 
   // BlockAccelerator: a host thread is a block of one.
   BlockRank block_rank() const { return {0, 1}; }

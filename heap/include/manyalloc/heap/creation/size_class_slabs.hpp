@@ -22,8 +22,11 @@
 //    the group needs a page or more.
 //  - Requests above the largest class take runs of whole pages, found
 //    through the page bitmap's two hint levels, never by scanning pages.
-//  - A free is one atomic on the chunk's bitmap word and one on its slab's
-//    counter, both combined per warp.
+//  - A free is combined per warp. In a class of at most 32 chunks per page
+//    (2 KiB and up with 64 KiB pages) it is one atomic AND on the slab's
+//    state word, which holds the class and a bit per chunk; in a smaller
+//    class, one atomic on the chunk's bitmap word and one on the slab's
+//    counter.
 //
 // Data structures and invariants: detail/slabs/invariants.hpp.
 #pragma once
@@ -208,7 +211,8 @@ class SizeClassSlabs {
   // Frees are combined per warp: the lanes freeing chunks whose bits share
   // one word of a slab's chunk bits form a group, whose lowest lane clears
   // all their bits with one atomic and returns them to the slab's count
-  // with one more (S2, S3); a slab that becomes empty goes back to the pool
+  // with one more, or with the one atomic alone when the bits are in the
+  // slab's state (S2, S3); a slab that becomes empty goes back to the pool
   // with one atomic on the page bitmap (ClassSlots::retire). A lane with
   // nullptr takes part in forming the groups (so that a distribution policy
   // may pass nullptr from the lanes that free nothing) and frees nothing.
@@ -288,7 +292,8 @@ class SizeClassSlabs {
                                                  std::uint32_t run) {
     if (c != cls + 1u || used == 0u) return 0;
     const std::uint64_t chunks = std::uint64_t{run} * Slots::per_page(cls);
-    return used < chunks ? chunks - used : 0u;
+    const std::uint32_t busy = Slots::in_use(c, used);
+    return busy < chunks ? chunks - busy : 0u;
   }
 
   // Fast path. The lanes asking for the same class form a group
@@ -431,7 +436,7 @@ class SizeClassSlabs {
     if (!h.word_keys) group = acc.match_any(group, at.index / 32u);
     const std::uint32_t bit = 1u << (at.index % 32u);
     // The barrier orders every lane's writes to its chunk before the
-    // leader's count update below, a release with Config::ordered_frees (a
+    // leader's bit clear below, a release with Config::ordered_frees (a
     // slab's chunks are reused only after S2).
     acc.sync_lanes(group);
     const std::uint32_t bits = acc.reduce_or(group, bit);
@@ -442,52 +447,58 @@ class SizeClassSlabs {
       const std::uint32_t same = acc.match_any(group, bit);
       if (acc.lane_id() != acc::lowest_lane(same)) mine = Misuse::double_free;
     }
-    if (acc.lane_id() == acc::lowest_lane(group)) {
-      heap::detail::slabs::SlabPage& slab = h.pages[at.page];
-      const std::uint32_t run = acc.load(&slab.run);  // in flight beside the atomic below
-      const std::uint32_t first = at.index / 32u * 32u;
-      const std::uint32_t old = acc.atomic_and(h.chunk_word(at.page, Slots::per_page(at.cls), at.index), ~bits);
-      // S3: a bit already clear is a chunk freed twice or never handed out.
-      for (std::uint32_t stale = bits & ~old; stale != 0u; stale &= stale - 1u) {
-        const std::uint32_t index = first + bits::find_first_set(stale) - 1u;
-        note_misuse(acc, Misuse::double_free, Slots::address(h, at.cls, {at.page, 0u, 0u}, index));
-      }
+    if (acc.lane_id() != acc::lowest_lane(group)) return mine;
+    heap::detail::slabs::SlabPage& slab = h.pages[at.page];
+    const std::uint32_t run = acc.load(&slab.run);  // in flight beside the atomic below
+    const std::uint32_t n = Slots::per_page(at.cls);
+    // One AND clears the group's bits: a 64-bit one on the slab's state
+    // when the bits are there (S2: then it also says whether the slab is
+    // empty), else a 32-bit one on their chunk-bit word. The leaders of a
+    // warp's groups part only for this instruction, whichever form their
+    // slabs have. With ordered_frees it is a release: it orders, through the
+    // barrier, the lanes' writes before it and before the count update that
+    // waits for it.
+    const bool in_state = Slots::bits_in_state(at.cls);
+    std::uint32_t old = 0;
+    if (in_state) {
+      std::uint64_t* state = heap::detail::slabs::state_of(slab);
+      const std::uint64_t keep = ~(static_cast<std::uint64_t>(bits) << 32);
+      old = heap::detail::slabs::state_used(Config::ordered_frees ? acc.atomic_and64_release(state, keep)
+                                                                   : acc.atomic_and64(state, keep));
+    } else {
+      std::uint32_t* word = h.chunk_word(at.page, n, at.index);
+      old = Config::ordered_frees ? acc.atomic_and_release(word, ~bits) : acc.atomic_and(word, ~bits);
+    }
+    // S3: a bit already clear is a chunk freed twice or never handed out.
+    const std::uint32_t first = at.index / 32u * 32u;
+    for (std::uint32_t stale = bits & ~old; stale != 0u; stale &= stale - 1u) {
+      const std::uint32_t index = first + bits::find_first_set(stale) - 1u;
+      note_misuse(acc, Misuse::double_free, Slots::address(h, at.cls, {at.page, 0u, 0u}, index));
+    }
+    if ((old & bits) == 0u) return mine;
+    // S2: the slab's last chunks came back; no one hands out its chunks
+    // again, so its pages return to the pool. A count update is issued only
+    // once the bit clear's old value is back (it needs it), so the clear is
+    // done before it. A free that leaves a full slab with free chunks sets
+    // its C6 hint.
+    const std::uint32_t chunks = run * n;
+    bool empty = false;
+    bool was_full = false;
+    if (in_state) {
+      empty = (old & ~bits) == 0u;
+      was_full = old == bits::low_mask(chunks);
+    } else {
       const std::uint32_t freed = bits::popcount(old & bits);
-      // S2: the slab's last chunks came back; no one hands out its chunks
-      // again, so its pages return to the pool. The count update is issued
-      // only once the bit clears' old value is back (it needs it), so they
-      // are done before it; with ordered_frees it is also a release that
-      // orders, through the barrier, the lanes' writes before it.
-      // A group that frees every chunk of its slab knows the count reaches
-      // 0 (all were handed out, none was freed before) and does not wait
-      // for it.
-      // A free that leaves a full slab with free chunks sets its C6 hint.
-      const std::uint32_t chunks = run * Slots::per_page(at.cls);
-      if (freed == chunks) {
-        (void)count_freed(acc, slab, freed);
-        Slots::retire(acc, h, at.page, run);
-      } else if (freed != 0u) {
-        const std::uint32_t before = count_freed(acc, slab, freed);
-        if (before == freed) {
-          Slots::retire(acc, h, at.page, run);
-        } else if (Slots::reuses(at.cls) && before == chunks) {
-          Slots::mark_partial(acc, h, at.page);
-        }
-      }
+      const std::uint32_t before = acc.atomic_sub(&slab.used, freed);
+      empty = before == freed;
+      was_full = before == chunks;
+    }
+    if (empty) {
+      Slots::retire(acc, h, at.page, run);
+    } else if (Slots::reuses(at.cls) && was_full) {
+      Slots::mark_partial(acc, h, at.page);
     }
     return mine;
-  }
-
-  // S2's count update of a free; a release when Config::ordered_frees.
-  // Returns the count before.
-  template <class Acc>
-  MANYALLOC_FN static std::uint32_t count_freed(const Acc& acc, heap::detail::slabs::SlabPage& slab,
-                                                std::uint32_t freed) {
-    if constexpr (Config::ordered_frees) {
-      return acc.atomic_sub_release(&slab.used, freed);
-    } else {
-      return acc.atomic_sub(&slab.used, freed);
-    }
   }
 
   template <class Acc>

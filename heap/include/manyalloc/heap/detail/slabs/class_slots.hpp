@@ -90,6 +90,46 @@ struct ClassSlots {
 
   MANYALLOC_FN static std::uint32_t per_page(std::uint32_t cls) { return slab_bytes / class_bytes(cls); }
 
+  // S2: a slab of class `cls` keeps one bit per chunk in `used` instead of a
+  // count (the class has at most state_bit_chunks chunks per page, and a
+  // slab of several pages at most that many chunks in all).
+  // (Classes grow with their index: a comparison, no division.)
+  static constexpr std::uint32_t first_class_with_bits_in_state() {
+    std::uint32_t c = 0;
+    while (c < class_count && slab_bytes / Classes::bytes(c) > state_bit_chunks) ++c;
+    return c;
+  }
+  MANYALLOC_FN static bool bits_in_state(std::uint32_t cls) { return cls >= first_class_with_bits_in_state(); }
+
+  // The chunks not free of a slab whose state reads (c, used): `used`
+  // itself, or its set bits (S2).
+  MANYALLOC_FN static std::uint32_t in_use(std::uint32_t c, std::uint32_t used) {
+    const bool slab = c != 0u && c <= class_count;
+    return slab && bits_in_state(c - 1u) ? bits::popcount(used) : used;
+  }
+
+  // Frees chunks `freed` (bits of the state, S2) of the slab of class `cls`
+  // whose first page is `first`: one AND on its state word, a release when
+  // `release`. The AND that leaves no bit set retires the slab; one that
+  // frees a chunk of a full slab of a class with C6 sets its hint. Returns
+  // the bits that were already clear (S3: freed twice, or never handed out).
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t free_state_bits(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
+                                                    std::uint32_t first, std::uint32_t run, std::uint32_t freed,
+                                                    bool release) {
+    std::uint64_t* word = state_of(h.pages[first]);
+    const std::uint64_t keep = ~(static_cast<std::uint64_t>(freed) << 32);
+    const std::uint32_t old = state_used(release ? acc.atomic_and64_release(word, keep) : acc.atomic_and64(word, keep));
+    if ((old & freed) != 0u) {
+      if ((old & ~freed) == 0u) {
+        retire(acc, h, first, run);
+      } else if (reuses(cls) && old == bits::low_mask(run * per_page(cls))) {
+        mark_partial(acc, h, first);
+      }
+    }
+    return freed & ~old;
+  }
+
   MANYALLOC_FN static std::byte* address(const SlabLayout& h, std::uint32_t cls, const Extent& e,
                                          std::uint32_t offset) {
     const std::uint32_t n = per_page(cls);
@@ -114,11 +154,11 @@ struct ClassSlots {
   }
 
   // Marks the chunks of segment extent `e` allocated (S3; a slab per page):
-  // one atomic OR per bitmap word. For classes without C6 only: for the
-  // others the refill has set them all.
+  // one atomic OR per bitmap word. For classes without C6 whose slabs count
+  // with a number only: for the others the refill has set them all.
   template <class Acc>
   MANYALLOC_FN static void set_bits(const Acc& acc, const SlabLayout& h, std::uint32_t cls, const Extent& e) {
-    if (reuses(cls)) return;
+    if (reuses(cls) || bits_in_state(cls)) return;
     for_each_bit_word(h, per_page(cls), e.base, e.start, e.start + e.count,
                       [&](std::uint32_t* word, std::uint32_t mask) { acc.atomic_or(word, mask); });
   }
@@ -135,10 +175,11 @@ struct ClassSlots {
 
   // Makes pages [first, first + k) slabs of `cls` with every chunk counted
   // as not free (S2): a slab per page (a segment's pages, whose chunk bits
-  // are all set here with C6, else by the claims, S3), or one slab of all k
-  // pages (a group's own pages, at most 32 chunks, whose bits the caller
-  // sets). An entry's first half (class and count, S0; run and lead) is one
-  // 16-byte store, and so are every four words of chunk bits.
+  // are all set here with C6 or in the state, else by the claims, S3), or
+  // one slab of all k pages (a group's own pages, at most 32 chunks, whose
+  // bits are in the state). An entry's first half (class and count or bits,
+  // S0; run and lead) is one 16-byte store, and so are every four words of
+  // chunk bits.
   // The caller orders these stores before the chunks reach other workers
   // (a fence before the slot exchange; the hand-over for private pages).
   enum class SlabShape { page_each, one_slab };
@@ -148,8 +189,9 @@ struct ClassSlots {
                                       std::uint32_t k, SlabShape shape) {
     const bool one = shape == SlabShape::one_slab;
     const std::uint32_t n = per_page(cls);
+    const bool in_state = bits_in_state(cls);
     for (std::uint32_t p = first; p < first + k; ++p) {
-      if (reuses(cls) && !one) {
+      if (reuses(cls) && !one && !in_state) {
         for (std::uint32_t w = 0; w * 32u < n; w += 4u) {
           auto* four = reinterpret_cast<std::uint64_t*>(h.chunk_word(p, n, w * 32u));
           // Word w of a page of n chunks, all set: the bits of word w that name chunks.
@@ -157,7 +199,8 @@ struct ClassSlots {
           acc.store128(four, all_set(w) | all_set(w + 1u) << 32, all_set(w + 2u) | all_set(w + 3u) << 32);
         }
       }
-      const std::uint32_t used = !one ? n : p == first ? k * n : 0u;
+      const std::uint32_t chunks = !one ? n : p == first ? k * n : 0u;
+      const std::uint32_t used = in_state ? bits::low_mask(chunks) : chunks;
       const std::uint64_t shape_word = (one ? k : 1u) | static_cast<std::uint64_t>(one ? p - first : 0u) << 32;
       acc.store128(state_of(h.pages[p]), state(cls + 1u, used), shape_word);
     }
@@ -180,8 +223,8 @@ struct ClassSlots {
     }
   };
 
-  // 1. Whole pages for the group alone, as one slab (S2): its chunk bits are
-  // one word on the first page's entry, set with one atomic.
+  // 1. Whole pages for the group alone, as one slab (S2) of at most 32
+  // chunks: its chunk bits are in the first page's state, set by init_pages.
   template <class Acc>
   MANYALLOC_FN static void take_private_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
                                               std::uint32_t start, Gathered& g) {
@@ -194,7 +237,6 @@ struct ClassSlots {
     // No fence: the pages reach other workers only through the group's
     // hand-over (a warp barrier) and what the user does to pass pointers on.
     init_pages(acc, h, cls, page, k, SlabShape::one_slab);
-    acc.atomic_or(h.chunk_word(page, n, 0u), bits::low_mask(k * n));
     g.add(Extent{page, 0u, k * n});
   }
 
@@ -346,7 +388,7 @@ struct ClassSlots {
       const std::uint32_t at = seen.cursor / n;  // the page the cursor is in
       const std::uint32_t left_in_page = n - seen.cursor % n;
       const bool keep = how == SegmentEnd::shrink && left_in_page != n &&
-                        acc.load(&h.pages[base + at].used) > left_in_page;
+                        in_use(cls + 1u, acc.load(&h.pages[base + at].used)) > left_in_page;
       if (keep && at + 1u == pages) return 0;  // nothing after the kept page
       SlotWord next{seen.generation + 1u, 0u, 0u, 0u};
       if (keep) {
@@ -358,6 +400,11 @@ struct ClassSlots {
       std::uint32_t dropped = 0;
       for (std::uint32_t p = keep ? at + 1u : at; p < pages; ++p) {
         const std::uint32_t drop = p == at ? left_in_page : n;
+        dropped += drop;
+        if (bits_in_state(cls)) {  // the chunks [n - drop, n)
+          (void)free_state_bits(acc, h, cls, base + p, 1u, bits::low_mask(n) & ~bits::low_mask(n - drop), false);
+          continue;
+        }
         if (reuses(cls)) clear_bits(acc, h, n, base + p, n - drop, n);
         acc.fence();
         const std::uint32_t before = acc.atomic_sub(&h.pages[base + p].used, drop);
@@ -366,7 +413,6 @@ struct ClassSlots {
         } else if (reuses(cls) && before == n) {
           mark_partial(acc, h, base + p);
         }
-        dropped += drop;
       }
       return dropped;
     }
@@ -422,7 +468,7 @@ struct ClassSlots {
     // Waiting for the old value orders the re-read after the clear.
     if ((acc.atomic_and(&h.partial[page / 32u], ~(1u << (page % 32u))) & (1u << (page % 32u))) == 0u) return;
     const std::uint64_t now = acc.atomic_add64(state_of(h.pages[page]), 0u);
-    const std::uint32_t used = state_used(now);
+    const std::uint32_t used = in_use(state_cls(now), state_used(now));
     if (used != 0u && used < chunks_of(acc, h.pages[page], state_cls(now))) mark_partial(acc, h, page);
   }
 
@@ -438,16 +484,25 @@ struct ClassSlots {
                                                   std::uint32_t page, FreedOf of = FreedOf::same_class) {
     SlabPage& e = h.pages[page];
     std::uint64_t seen = acc.load64(state_of(e));
+    std::uint32_t bit = 0;  // a slab with its chunk bits in the state: the bit the reservation sets
     for (;;) {
       const std::uint32_t c = state_cls(seen), used = state_used(seen);
       const std::uint32_t chunks = chunks_of(acc, e, c);  // `run` may be stale until the reservation holds
-      if (used == 0u || used >= chunks) {
+      const std::uint32_t busy = in_use(c, used);
+      if (busy == 0u || busy >= chunks) {
         drop_partial_hint(acc, h, page);
         return nullptr;
       }
       // Another class's slab with free chunks.
       if (of == FreedOf::same_class ? c != wanted + 1u : c <= wanted + 1u) return nullptr;
-      const std::uint64_t got = acc.atomic_cas64(state_of(e), seen, seen + (std::uint64_t{1} << 32));
+      std::uint64_t next = seen + (std::uint64_t{1} << 32);
+      if (bits_in_state(c - 1u)) {  // the reservation is the chunk's bit (S2, S3)
+        const std::uint32_t free = ~used & bits::low_mask(chunks);
+        const std::uint32_t later = free & ~bits::low_mask(acc.lane_id() * 7u % 32u);  // lanes spread out
+        bit = 1u << (bits::find_first_set(later != 0u ? later : free) - 1u);
+        next = seen | static_cast<std::uint64_t>(bit) << 32;
+      }
+      const std::uint64_t got = acc.atomic_cas64(state_of(e), seen, next);
       if (got == seen) break;
       seen = got;
     }
@@ -456,6 +511,18 @@ struct ClassSlots {
     const std::uint32_t n = per_page(cls);
     const std::uint32_t run = acc.load(&e.run);
     const std::uint32_t chunks = run * n;
+    if (bits_in_state(cls)) {
+      acc.fence();  // the chunk is written after the reservation
+      if ((bit & bits::low_mask(chunks)) != 0u) {
+        acc.atomic_add(&h.shared->reused_chunks, 1u);
+        const std::uint32_t index = bits::find_first_set(bit) - 1u;
+        return h.page_data(page + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
+      }
+      // A shape that changed before the reservation: the bit names no
+      // chunk; give it back as a free would.
+      (void)free_state_bits(acc, h, cls, page, run, bit, false);
+      return nullptr;
+    }
     if (state_used(seen) < chunks) {
       acc.fence();  // the bits below are read after the reservation
       const std::uint32_t spread = acc.lane_id() * 7u;  // lanes of a warp start at different bits

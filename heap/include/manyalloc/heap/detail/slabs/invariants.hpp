@@ -55,13 +55,21 @@
 //     all). Every page stores its distance from the slab's first page in
 //     `lead`; the first page (lead 0) holds the slab's `run` and `used` and
 //     the bits of all the slab's chunks (chunk i lies in page first + i /
-//     chunks per page): in its entry's `bits` when the class has at most
-//     entry_chunks chunks per page (a free then finds count and bits on the
-//     sector it read the class from, which its own load has just brought
-//     into the cache), else in its chunk bitmap (SlabLayout::chunk_word).
-//     So a warp that frees a 4-page slab of 8 KiB chunks clears one word,
-//     updates one count and returns four pages with one atomic.
-//     `used` counts the chunks of the slab that are not free: every chunk
+//     chunks per page): in `used` itself (below) when the class has at most
+//     state_bit_chunks chunks per page, in its entry's `bits` when it has at
+//     most entry_chunks (a free then finds count and bits on the sector it
+//     read the class from, which its own load has just brought into the
+//     cache), else in its chunk bitmap (SlabLayout::chunk_word).
+//     So a warp that frees a 4-page slab of 8 KiB chunks clears its bits and
+//     learns that the slab is empty with one atomic, and returns four pages
+//     with one more.
+//     `used` counts the chunks of the slab that are not free -- as a number,
+//     or, for a class of at most state_bit_chunks chunks per page (so every
+//     slab of it has at most that many), as a set of bits, bit i for chunk
+//     i, which are then the slab's chunk bits (S3) too: a free clears its
+//     chunks' bits and learns whether the slab is empty with one atomic AND
+//     on the state word, and a reuse (C6) sets one with the CAS that
+//     reserves it. Whatever the form: every chunk
 //     counts from the moment the slab's pages were claimed (a segment
 //     cursor passes every chunk of a segment exactly once, or the group
 //     that took the pages gets them all at once); a free subtracts it, and
@@ -72,13 +80,14 @@
 //  S3 A chunk's bit among its slab's chunk bits is set from before its
 //     pointer is handed to a worker until its free clears it, so a second
 //     free of a chunk finds it clear, and a retired slab's bits are all zero.
-//     For a class without C6 the claim sets it, so a free of a chunk never
-//     handed out finds it clear too. For a class with C6 the claim of the
-//     slab's pages sets them all (init_pages), so a chunk a
-//     cursor has not reached yet is set as well, and the end of its segment
-//     clears it; a reuse sets it again. So in a live slab a clear bit is a
-//     free chunk; bits are cleared before `used` is lowered and set after it
-//     is raised, so a slab always has at least (chunks - used) clear bits.
+//     For a class without C6 whose bits are not in the state the claim sets
+//     it, so a free of a chunk never handed out finds it clear too. For the
+//     other classes the claim of the slab's pages sets them all
+//     (init_pages), so a chunk a cursor has not reached yet is set as well,
+//     and the end of its segment clears it; a reuse sets it again. So in a
+//     live slab a clear bit is a free chunk; bits are cleared before `used`
+//     is lowered and set after it is raised (for bits in the state, in the
+//     same atomic), so a slab always has at least (chunks - used) clear bits.
 //  S4 cls == large_head: the page starts a run of `run` whole pages owned by
 //     one large request; the other pages of the run keep what cls they had
 //     (S1). The free that swaps cls from large_head to 0 owns the release of
@@ -178,14 +187,18 @@ namespace manyalloc::heap::detail::slabs {
 // One 32-byte sector per page.
 struct alignas(32) SlabPage {
   std::uint32_t cls;   // 0, class index + 1, or large_head (S1, S2, S4); low half of the state (S0)
-  std::uint32_t used;  // chunks of the slab not free (S2; first page of a slab); high half of the state
+  std::uint32_t used;  // chunks of the slab not free, a count or a bit each (S2; first page of a slab); high half of the state
   std::uint32_t run;   // pages of a large run (S4) or of a slab (S2; its first page)
   std::uint32_t lead;  // pages from the first page of the page's slab (S2)
-  std::uint32_t bits[4];  // chunk bits of a slab of at most entry_chunks chunks per page (S2, S3; its first page)
+  std::uint32_t bits[4];  // chunk bits of a slab of state_bit_chunks + 1 to entry_chunks chunks per page (S2, S3; its first page)
 };
 
 // Classes of at most this many chunks per page keep their chunk bits in the
-// page's entry (SlabPage::bits).
+// state word's `used` half, as bits (S2).
+inline constexpr std::uint32_t state_bit_chunks = 32u;
+
+// Other classes of at most this many chunks per page keep their chunk bits
+// in the page's entry (SlabPage::bits).
 inline constexpr std::uint32_t entry_chunks = 32u * (sizeof(SlabPage::bits) / sizeof(std::uint32_t));
 static_assert(sizeof(SlabPage) == 32, "a page entry is one 32-byte sector");
 static_assert(offsetof(SlabPage, cls) == 0 && offsetof(SlabPage, used) == 4 && offsetof(SlabPage, run) == 8 &&
