@@ -436,8 +436,8 @@ class SizeClassSlabs {
     if (!h.word_keys) group = acc.match_any(group, at.index / 32u);
     const std::uint32_t bit = 1u << (at.index % 32u);
     // The barrier orders every lane's writes to its chunk before the
-    // leader's bit clear below, a release with Config::ordered_frees (a
-    // slab's chunks are reused only after S2).
+    // leader's release below with Config::ordered_frees (a slab's chunks
+    // are reused only after S2).
     acc.sync_lanes(group);
     const std::uint32_t bits = acc.reduce_or(group, bit);
     Misuse mine = Misuse::none;
@@ -453,11 +453,9 @@ class SizeClassSlabs {
     const std::uint32_t n = Slots::per_page(at.cls);
     // One AND clears the group's bits: a 64-bit one on the slab's state
     // when the bits are there (S2: then it also says whether the slab is
-    // empty), else a 32-bit one on their chunk-bit word. The leaders of a
-    // warp's groups part only for this instruction, whichever form their
-    // slabs have. With ordered_frees it is a release: it orders, through the
-    // barrier, the lanes' writes before it and before the count update that
-    // waits for it.
+    // empty, and with ordered_frees it is a release that orders, through
+    // the barrier, the lanes' writes before it), else a 32-bit one on their
+    // chunk-bit word, followed by the count update below.
     const bool in_state = Slots::bits_in_state(at.cls);
     std::uint32_t old = 0;
     if (in_state) {
@@ -467,7 +465,7 @@ class SizeClassSlabs {
                                                                    : acc.atomic_and64(state, keep));
     } else {
       std::uint32_t* word = h.chunk_word(at.page, n, at.index);
-      old = Config::ordered_frees ? acc.atomic_and_release(word, ~bits) : acc.atomic_and(word, ~bits);
+      old = acc.atomic_and(word, ~bits);
     }
     // S3: a bit already clear is a chunk freed twice or never handed out.
     const std::uint32_t first = at.index / 32u * 32u;
@@ -479,8 +477,9 @@ class SizeClassSlabs {
     // S2: the slab's last chunks came back; no one hands out its chunks
     // again, so its pages return to the pool. A count update is issued only
     // once the bit clear's old value is back (it needs it), so the clear is
-    // done before it. A free that leaves a full slab with free chunks sets
-    // its C6 hint.
+    // done before it; with ordered_frees it is the release (issued after
+    // the loads above have come back: a release waits for them). A free that
+    // leaves a full slab with free chunks sets its C6 hint.
     const std::uint32_t chunks = run * n;
     bool empty = false;
     bool was_full = false;
@@ -489,7 +488,8 @@ class SizeClassSlabs {
       was_full = old == bits::low_mask(chunks);
     } else {
       const std::uint32_t freed = bits::popcount(old & bits);
-      const std::uint32_t before = acc.atomic_sub(&slab.used, freed);
+      const std::uint32_t before =
+          Config::ordered_frees ? acc.atomic_sub_release(&slab.used, freed) : acc.atomic_sub(&slab.used, freed);
       empty = before == freed;
       was_full = before == chunks;
     }

@@ -34,9 +34,10 @@ struct SizeClassSlabsConfig {
   // below; heap/README.md has the trade-off measured).
   static constexpr std::uint32_t classes_per_doubling = 2;
   // true: a warp's free publishes what its lanes wrote to their chunks before
-  // the chunks' slab can be retired and reused by other workers (the bit
-  // clear of a free is a GPU-scope release: one memory barrier per group of
-  // lanes freeing chunks of one bitmap word).
+  // the chunks' slab can be retired and reused by other workers (a free's
+  // count update, or its bit clear where the bits are the count, is a
+  // GPU-scope release: one memory barrier per group of lanes freeing
+  // chunks of one bitmap word).
   // false: frees skip the barrier, as Gallatin's, Ouroboros' and mallocMC's
   // do; then a worker that writes a chunk and frees it in the same kernel
   // must order its writes before the free itself (__threadfence()) when
