@@ -750,6 +750,73 @@ double mixed_sizes_share() {
   return static_cast<double>(total) / static_cast<double>(pool);
 }
 
+// Slabs of at most 32 chunks keep a bit per chunk in their state word
+// (slabs/invariants.hpp S2): frees clear bits and retire the slab with one
+// AND, C6's reuse sets a bit with its reserving CAS, and segment ends clear
+// the chunks never reached. Four threads churn 2-8 KiB chunks in a pool
+// that stays full, so all of these race: every chunk a thread holds keeps
+// its tag until its free, and once everything is freed every page is back.
+TEST(SlabReuse, ChurnOfSlabsWithBitsInTheirStateLosesAndOverlapsNothing) {
+  using Heap = SlabsHeap<HostRunner>;
+  Heap heap(std::size_t{4} << 20);  // 64 pages: full after a few dozen requests per thread
+  using Slots = slabs::ClassSlots<CreationPolicies::SizeClassSlabsConfig>;
+  ASSERT_TRUE(Slots::bits_in_state(Slots::Classes::of(2048)));
+  ASSERT_FALSE(Slots::bits_in_state(Slots::Classes::of(1024)));
+  const std::size_t fresh = heap.getAvailableSlots(8192);
+  const auto handle = heap.handle();
+  constexpr unsigned workers = 4;
+  constexpr std::size_t sizes[] = {2048, 3072, 4096, 6144, 8192};
+  std::vector<std::uint64_t> bad(workers, 0), served(workers, 0);
+  HostRunner::run(workers, [&](const acc::HostThread& a, std::uint32_t w) {
+    struct Held {
+      void* p;
+      std::size_t bytes;
+      std::uint64_t tag;
+    };
+    std::vector<Held> held;
+    std::uint64_t rng = 0x9e3779b97f4a7c15ull * (w + 1);
+    auto next = [&rng] {
+      rng ^= rng << 13;
+      rng ^= rng >> 7;
+      rng ^= rng << 17;
+      return rng;
+    };
+    auto check_and_free = [&](const Held& x) {
+      const auto* words = static_cast<const std::uint64_t*>(x.p);
+      if (words[0] != x.tag || words[x.bytes / 8 - 1] != x.tag) ++bad[w];
+      handle.dealloc(a, x.p);
+    };
+    for (std::uint64_t round = 0; round < 3000; ++round) {
+      const std::size_t bytes = sizes[next() % 5];
+      if (void* p = handle.alloc(a, bytes)) {
+        const std::uint64_t tag = (std::uint64_t{w} << 56) | round;
+        static_cast<std::uint64_t*>(p)[0] = tag;
+        static_cast<std::uint64_t*>(p)[bytes / 8 - 1] = tag;
+        held.push_back({p, bytes, tag});
+        ++served[w];
+      }
+      // Free about as often as allocate once full, a random held chunk.
+      if (!held.empty() && next() % 8 < 5) {
+        const std::size_t i = next() % held.size();
+        check_and_free(held[i]);
+        held[i] = held.back();
+        held.pop_back();
+      }
+    }
+    for (const Held& x : held) check_and_free(x);
+  });
+  for (unsigned w = 0; w < workers; ++w) {
+    EXPECT_EQ(bad[w], 0u) << "thread " << w << ": a held chunk was overwritten (handed out twice)";
+    EXPECT_GT(served[w], 100u) << "thread " << w;
+  }
+  heap.creation().release_open_segments<acc::HostThreads>();
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 0u);
+  EXPECT_GT(st.reused_chunks, 0u) << "the churn never reached C6's reuse";
+  EXPECT_EQ(st.pages_in_use, 0u) << "memory lost";
+  EXPECT_EQ(heap.getAvailableSlots(8192), fresh) << "memory lost";
+}
+
 TEST(SlabUsableShare, MixedSizesFillThePoolUpToTheirPadding) {
   EXPECT_GE(mixed_sizes_share<CreationPolicies::SizeClassSlabsConfig>(), 0.82) << "two classes per doubling";
   EXPECT_GE(mixed_sizes_share<CreationPolicies::FineSizeClassesConfig>(), 0.95) << "32 classes per doubling";
