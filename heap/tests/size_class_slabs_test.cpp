@@ -7,6 +7,8 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
@@ -815,6 +817,73 @@ TEST(SlabReuse, ChurnOfSlabsWithBitsInTheirStateLosesAndOverlapsNothing) {
   EXPECT_GT(st.reused_chunks, 0u) << "the churn never reached C6's reuse";
   EXPECT_EQ(st.pages_in_use, 0u) << "memory lost";
   EXPECT_EQ(heap.getAvailableSlots(8192), fresh) << "memory lost";
+}
+
+// White-box races of C6's reservation in the bit form (S2), with a worker
+// whose first load of a slab's `run` returns the page's previous shape (its
+// 16-byte entry store seen half done on a back end without 16-byte stores),
+// and optionally another worker's free between the reservation and the
+// second load.
+struct StaleRunThread : acc::HostThread {
+  const std::uint32_t* run = nullptr;
+  std::uint32_t stale_run = 0;
+  std::function<void()> between;  // runs at the second load of `run`
+  mutable int loads = 0;
+  std::uint32_t load(const std::uint32_t* p) const {
+    if (p == run) {
+      if (loads++ == 0) return stale_run;
+      if (between) between();
+    }
+    return acc::HostThread::load(p);
+  }
+};
+
+struct WhiteBoxSlabs {
+  using Creation = CreationPolicies::SizeClassSlabs<>;
+  using Slots = slabs::ClassSlots<CreationPolicies::SizeClassSlabsConfig>;
+  static constexpr std::size_t bytes = std::size_t{16} << 20;
+  void* pool = std::aligned_alloc(65536, bytes);
+  Creation heap = Creation::init_heap<acc::HostThreads>(pool, bytes);
+  ~WhiteBoxSlabs() { std::free(pool); }
+};
+
+// A full slab of 32 chunks (a warp's two private pages of 4 KiB) read with
+// the 4-page shape of a slab of 8 KiB chunks that held the page before: the
+// reservation must find no clear bit among the slab's chunks. (It took bit
+// 31, a chunk in use, through an undefined shift.)
+TEST(SlabReuse, AReservationOfAFullSlabReadWithAStaleShapeTakesNothing) {
+  WhiteBoxSlabs w;
+  const auto& h = w.heap.layout();
+  const std::uint32_t cls = WhiteBoxSlabs::Slots::Classes::of(4096);
+  ASSERT_TRUE(WhiteBoxSlabs::Slots::bits_in_state(cls) && WhiteBoxSlabs::Slots::reuses(cls));
+  const acc::HostThread host;
+  WhiteBoxSlabs::Slots::init_pages(host, h, cls, 0, 2, WhiteBoxSlabs::Slots::SlabShape::one_slab);
+  StaleRunThread a;
+  a.run = &h.pages[0].run;
+  a.stale_run = 4;
+  EXPECT_EQ(WhiteBoxSlabs::Slots::take_freed_chunk(a, h, cls, 0), nullptr) << "a chunk of a full slab handed out";
+  EXPECT_EQ(h.pages[0].used, 0xffffffffu);
+}
+
+// A reservation takes a bit beyond the slab's chunks (stale shape) while
+// another worker frees chunk 0 of the full slab: that free finds a bit set
+// that names no chunk, and the give-back must set the slab's C6 hint, or
+// its free chunk stays invisible to C6 until the slab empties.
+TEST(SlabReuse, AFreeBesideAReservationThatNamesNoChunkLeavesTheHintSet) {
+  WhiteBoxSlabs w;
+  const auto& h = w.heap.layout();
+  const std::uint32_t cls = WhiteBoxSlabs::Slots::Classes::of(8192);
+  const acc::HostThread host;
+  h.taken[0] = 1u;  // page 0 belongs to a segment
+  WhiteBoxSlabs::Slots::init_pages(host, h, cls, 0, 1, WhiteBoxSlabs::Slots::SlabShape::page_each);
+  StaleRunThread a;
+  a.run = &h.pages[0].run;
+  a.stale_run = 4;
+  a.between = [&] { w.heap.destroy(acc::HostThread{}, h.page_data(0)); };
+  EXPECT_EQ(WhiteBoxSlabs::Slots::take_freed_chunk(a, h, cls, 0), nullptr);
+  EXPECT_EQ(h.pages[0].used, 0xfeu) << "chunk 0 free, the others in use, the reserved bit given back";
+  EXPECT_NE(h.partial[0] & 1u, 0u) << "the slab's free chunk has no C6 hint";
+  EXPECT_EQ(h.shared->misuse, 0u);
 }
 
 TEST(SlabUsableShare, MixedSizesFillThePoolUpToTheirPadding) {

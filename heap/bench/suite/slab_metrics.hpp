@@ -76,7 +76,9 @@ SlabStats slab_stats(const Heap& heap, const std::vector<void*>& live, const std
     const auto per_page = static_cast<std::uint32_t>(slab / bytes);
     const std::uint32_t chunks = per_page * pages[p].run;
     std::uint32_t used = 0;
-    if (per_page <= slabs::entry_chunks) {
+    if (per_page <= slabs::state_bit_chunks) {
+      used = bits::popcount(pages[p].used);  // the bits are the state's count half (S2)
+    } else if (per_page <= slabs::entry_chunks) {
       for (std::uint32_t word : pages[p].bits) used += bits::popcount(word);  // SlabLayout::chunk_word
     } else {
       for (std::uint32_t w = 0; w < l.bitmap_words; ++w) used += bits::popcount(bits[std::size_t{p} * l.bitmap_words + w]);

@@ -436,8 +436,9 @@ class SizeClassSlabs {
     if (!h.word_keys) group = acc.match_any(group, at.index / 32u);
     const std::uint32_t bit = 1u << (at.index % 32u);
     // The barrier orders every lane's writes to its chunk before the
-    // leader's release below with Config::ordered_frees (a slab's chunks
-    // are reused only after S2).
+    // leader's release below with Config::ordered_frees: the atomic after
+    // which the chunks can be handed out again (C6 takes a chunk once its
+    // bit is clear; other classes reuse a chunk only after S2's retire).
     acc.sync_lanes(group);
     const std::uint32_t bits = acc.reduce_or(group, bit);
     Misuse mine = Misuse::none;
@@ -449,23 +450,34 @@ class SizeClassSlabs {
     }
     if (acc.lane_id() != acc::lowest_lane(group)) return mine;
     heap::detail::slabs::SlabPage& slab = h.pages[at.page];
-    const std::uint32_t run = acc.load(&slab.run);  // in flight beside the atomic below
+    // Loaded before the AND below (a release waits for it; a relaxed AND
+    // has it in flight beside it).
+    const std::uint32_t run = acc.load(&slab.run);
     const std::uint32_t n = Slots::per_page(at.cls);
     // One AND clears the group's bits: a 64-bit one on the slab's state
     // when the bits are there (S2: then it also says whether the slab is
-    // empty, and with ordered_frees it is a release that orders, through
-    // the barrier, the lanes' writes before it), else a 32-bit one on their
-    // chunk-bit word, followed by the count update below.
+    // empty), else a 32-bit one on their chunk-bit word, followed by the
+    // count update below. With ordered_frees the release is the AND where
+    // it frees the chunks for reuse (bits in the state, or a class with
+    // C6), else the count update.
     const bool in_state = Slots::bits_in_state(at.cls);
+    const bool clear_releases = Config::ordered_frees && (in_state || Slots::reuses(at.cls));
     std::uint32_t old = 0;
     if (in_state) {
       std::uint64_t* state = heap::detail::slabs::state_of(slab);
       const std::uint64_t keep = ~(static_cast<std::uint64_t>(bits) << 32);
-      old = heap::detail::slabs::state_used(Config::ordered_frees ? acc.atomic_and64_release(state, keep)
-                                                                   : acc.atomic_and64(state, keep));
+      const std::uint64_t before = clear_releases ? acc.atomic_and64_release(state, keep) : acc.atomic_and64(state, keep);
+      // S1: a stale pointer whose page became a slab of another class
+      // since its class was read; the AND has hit that slab's state.
+      // Reported; the slab is left to its own frees.
+      if (heap::detail::slabs::state_cls(before) != at.cls + 1u) {
+        note_misuse(acc, Misuse::double_free, Slots::address(h, at.cls, {at.page, 0u, 0u}, at.index));
+        return mine;
+      }
+      old = heap::detail::slabs::state_used(before);
     } else {
       std::uint32_t* word = h.chunk_word(at.page, n, at.index);
-      old = acc.atomic_and(word, ~bits);
+      old = clear_releases ? acc.atomic_and_release(word, ~bits) : acc.atomic_and(word, ~bits);
     }
     // S3: a bit already clear is a chunk freed twice or never handed out.
     const std::uint32_t first = at.index / 32u * 32u;
@@ -477,19 +489,21 @@ class SizeClassSlabs {
     // S2: the slab's last chunks came back; no one hands out its chunks
     // again, so its pages return to the pool. A count update is issued only
     // once the bit clear's old value is back (it needs it), so the clear is
-    // done before it; with ordered_frees it is the release (issued after
-    // the loads above have come back: a release waits for them). A free that
-    // leaves a full slab with free chunks sets its C6 hint.
+    // done before it. A free that leaves a slab whose chunks were all in
+    // use with free chunks sets its C6 hint (in the bit form: whatever bit
+    // a reservation may hold beyond the slab's chunks, ClassSlots::take_freed_chunk).
     const std::uint32_t chunks = run * n;
     bool empty = false;
     bool was_full = false;
     if (in_state) {
+      const std::uint32_t all = bits::low_mask(chunks);
       empty = (old & ~bits) == 0u;
-      was_full = old == bits::low_mask(chunks);
+      was_full = (old & all) == all;
     } else {
       const std::uint32_t freed = bits::popcount(old & bits);
+      const bool count_releases = Config::ordered_frees && !clear_releases;
       const std::uint32_t before =
-          Config::ordered_frees ? acc.atomic_sub_release(&slab.used, freed) : acc.atomic_sub(&slab.used, freed);
+          count_releases ? acc.atomic_sub_release(&slab.used, freed) : acc.atomic_sub(&slab.used, freed);
       empty = before == freed;
       was_full = before == chunks;
     }

@@ -2,8 +2,8 @@
 // elected lane per group of same-class lanes (the leader) calls gather()
 // for the whole group and gets up to `max_extents` extents: runs of
 // consecutive chunk indices of one segment, whose chunk bits are set (S3:
-// by the claim, or for a class with C6 by the refill that opened the
-// segment). Order of the sources:
+// by the claim, or for a class with C6 or with its bits in the slab's state
+// (S2) by the refill that opened the segment). Order of the sources:
 //   1. whole private pages, when the group needs at least a page of chunks
 //      (a warp of 32 lanes asking for 4 KiB takes two fresh pages itself);
 //   2. its shard's slot: one 64-bit atomic add claims chunks (C1); the
@@ -109,25 +109,27 @@ struct ClassSlots {
   }
 
   // Frees chunks `freed` (bits of the state, S2) of the slab of class `cls`
-  // whose first page is `first`: one AND on its state word, a release when
-  // `release`. The AND that leaves no bit set retires the slab; one that
-  // frees a chunk of a full slab of a class with C6 sets its hint. Returns
-  // the bits that were already clear (S3: freed twice, or never handed out).
+  // whose first page is `first` and whose shape is `run` pages: one AND on
+  // its state word (no release: the callers free chunks no worker wrote).
+  // The AND that leaves no bit set retires the slab (bits and count are one
+  // word, so no other order is needed); one that frees a chunk of a slab
+  // whose chunks were all in use sets its C6 hint. Returns the bits before.
+  // (SizeClassSlabs::free_chunk does the same for a warp's frees, beside the
+  // other classes' path.)
   template <class Acc>
   MANYALLOC_FN static std::uint32_t free_state_bits(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
-                                                    std::uint32_t first, std::uint32_t run, std::uint32_t freed,
-                                                    bool release) {
-    std::uint64_t* word = state_of(h.pages[first]);
+                                                    std::uint32_t first, std::uint32_t run, std::uint32_t freed) {
     const std::uint64_t keep = ~(static_cast<std::uint64_t>(freed) << 32);
-    const std::uint32_t old = state_used(release ? acc.atomic_and64_release(word, keep) : acc.atomic_and64(word, keep));
+    const std::uint32_t old = state_used(acc.atomic_and64(state_of(h.pages[first]), keep));
+    const std::uint32_t all = bits::low_mask(run * per_page(cls));
     if ((old & freed) != 0u) {
       if ((old & ~freed) == 0u) {
         retire(acc, h, first, run);
-      } else if (reuses(cls) && old == bits::low_mask(run * per_page(cls))) {
+      } else if (reuses(cls) && (old & all) == all) {
         mark_partial(acc, h, first);
       }
     }
-    return freed & ~old;
+    return old;
   }
 
   MANYALLOC_FN static std::byte* address(const SlabLayout& h, std::uint32_t cls, const Extent& e,
@@ -230,7 +232,7 @@ struct ClassSlots {
                                               std::uint32_t start, Gathered& g) {
     const std::uint32_t n = per_page(cls);
     std::uint32_t k = g.need / n;
-    if (k * n > 32u) k = 32u / n;  // a slab of several pages has one bitmap word
+    if (k * n > 32u) k = 32u / n;  // a slab of several pages has at most 32 chunks: its bits are the state (S2)
     if (k == 0u || !g.room()) return;
     const std::uint32_t page = PagePool::claim_in_word(acc, h, k, start);
     if (page == no_page) return;
@@ -360,7 +362,8 @@ struct ClassSlots {
   // Ends the segment of slot (cls, shard) if it still has chunks to hand
   // out: the slot is replaced by a CAS (so no claim is in between, C1), and
   // the pages free the chunks they will never hand out (with C6 their bits,
-  // which the refill set, then `used`, as a free does), so that each goes
+  // which the refill set, then `used`, as a free does; for bits in the
+  // state both with one AND), so that each goes
   // back to the pool once its handed-out chunks are freed (S2), and until
   // then its unused chunks can be reused (C6).
   // Safe while workers allocate and free. Returns the chunks dropped.
@@ -401,8 +404,9 @@ struct ClassSlots {
       for (std::uint32_t p = keep ? at + 1u : at; p < pages; ++p) {
         const std::uint32_t drop = p == at ? left_in_page : n;
         dropped += drop;
-        if (bits_in_state(cls)) {  // the chunks [n - drop, n)
-          (void)free_state_bits(acc, h, cls, base + p, 1u, bits::low_mask(n) & ~bits::low_mask(n - drop), false);
+        if (bits_in_state(cls)) {  // the chunks [n - drop, n), after the slot's exchange (as below)
+          acc.fence();
+          (void)free_state_bits(acc, h, cls, base + p, 1u, bits::low_mask(n) & ~bits::low_mask(n - drop));
           continue;
         }
         if (reuses(cls)) clear_bits(acc, h, n, base + p, n - drop, n);
@@ -489,15 +493,19 @@ struct ClassSlots {
       const std::uint32_t c = state_cls(seen), used = state_used(seen);
       const std::uint32_t chunks = chunks_of(acc, e, c);  // `run` may be stale until the reservation holds
       const std::uint32_t busy = in_use(c, used);
-      if (busy == 0u || busy >= chunks) {
+      // In the bit form, the clear bits among the chunks `run` names (a
+      // stale `run` may name more chunks than the slab has: a bit taken
+      // beyond them is given back below).
+      const bool in_state = c != 0u && c <= class_count && bits_in_state(c - 1u);
+      const std::uint32_t free = in_state ? ~used & bits::low_mask(chunks) : 0u;
+      if (busy == 0u || busy >= chunks || (in_state && free == 0u)) {
         drop_partial_hint(acc, h, page);
         return nullptr;
       }
       // Another class's slab with free chunks.
       if (of == FreedOf::same_class ? c != wanted + 1u : c <= wanted + 1u) return nullptr;
       std::uint64_t next = seen + (std::uint64_t{1} << 32);
-      if (bits_in_state(c - 1u)) {  // the reservation is the chunk's bit (S2, S3)
-        const std::uint32_t free = ~used & bits::low_mask(chunks);
+      if (in_state) {  // the reservation is the chunk's bit (S2, S3)
         const std::uint32_t later = free & ~bits::low_mask(acc.lane_id() * 7u % 32u);  // lanes spread out
         bit = 1u << (bits::find_first_set(later != 0u ? later : free) - 1u);
         next = seen | static_cast<std::uint64_t>(bit) << 32;
@@ -512,15 +520,17 @@ struct ClassSlots {
     const std::uint32_t run = acc.load(&e.run);
     const std::uint32_t chunks = run * n;
     if (bits_in_state(cls)) {
-      acc.fence();  // the chunk is written after the reservation
       if ((bit & bits::low_mask(chunks)) != 0u) {
+        acc.fence();  // the chunk is written after the reservation
         acc.atomic_add(&h.shared->reused_chunks, 1u);
         const std::uint32_t index = bits::find_first_set(bit) - 1u;
         return h.page_data(page + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
       }
       // A shape that changed before the reservation: the bit names no
-      // chunk; give it back as a free would.
-      (void)free_state_bits(acc, h, cls, page, run, bit, false);
+      // chunk; give it back as a free would. A free in between may have
+      // found the slab's chunks all in use beside that bit and set no hint:
+      // set it unless the slab retired.
+      if ((free_state_bits(acc, h, cls, page, run, bit) & ~bit) != 0u) mark_partial(acc, h, page);
       return nullptr;
     }
     if (state_used(seen) < chunks) {
@@ -535,6 +545,7 @@ struct ClassSlots {
             const std::uint32_t bit = 1u << (bits::find_first_set(later != 0u ? later : free) - 1u);
             const std::uint32_t old = acc.atomic_or(word, bit);
             if ((old & bit) == 0u) {
+              acc.fence();  // the chunk is written after the bit is ours (its free's clear was a release)
               acc.atomic_add(&h.shared->reused_chunks, 1u);
               const std::uint32_t index = first + bits::find_first_set(bit) - 1u;
               return h.page_data(page + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
@@ -624,8 +635,12 @@ struct ClassSlots {
   // S2: a slab whose chunks have all come back returns its `run` pages to
   // the pool. Their entries keep class and lead (S1): the next owner
   // rewrites them, and until then a stray free finds the chunk's bit clear
-  // and is reported. The caller's release (the count update that reached 0,
-  // or a fence) orders the bit clears before it.
+  // and is reported. The caller issues it once the atomic that left no
+  // chunk in use (the count update that reached 0, or for bits in the state
+  // the AND that cleared the last bit, which are the bit clears themselves)
+  // has returned its old value, so that atomic took effect first. (The PTX
+  // memory model would ask for a release on `taken` as well; the bit clears
+  // and counts are atomics performed at the L2 before it is issued.)
   template <class Acc>
   MANYALLOC_FN static void retire(const Acc& acc, const SlabLayout& h, std::uint32_t first, std::uint32_t run = 1u) {
     PagePool::release_in_word(acc, h, first / 32u, bits::low_mask(run) << (first % 32u));

@@ -87,7 +87,8 @@
 //     and the end of its segment clears it; a reuse sets it again. So in a
 //     live slab a clear bit is a free chunk; bits are cleared before `used`
 //     is lowered and set after it is raised (for bits in the state, in the
-//     same atomic), so a slab always has at least (chunks - used) clear bits.
+//     same atomic), so a slab always has at least (chunks - used) clear bits
+//     (in the bit form: chunks - popcount(used)).
 //  S4 cls == large_head: the page starts a run of `run` whole pages owned by
 //     one large request; the other pages of the run keep what cls they had
 //     (S1). The free that swaps cls from large_head to 0 owns the release of
@@ -131,7 +132,10 @@
 //     takes a freed chunk of a live slab of its class: it raises the slab's
 //     `used` by one with a CAS on the state word (S0) that keeps the class
 //     and requires 0 < used < chunks, then sets one clear bit (S3 says there
-//     is one). Any other request of such a class that found no chunk, not
+//     is one); where the bits are the state (S2), the CAS itself sets one
+//     clear bit, requiring a set one and a clear one among the slab's chunks
+//     (a bit it sets beyond them, named by a `run` read before the CAS, is
+//     given back as a free gives a chunk back). Any other request of such a class that found no chunk, not
 //     even of a larger class (C5), does the same before it fails. The slab
 //     cannot retire or change shape while the reservation holds `used`
 //     above 0. Such slabs are found through the `partial`
