@@ -468,8 +468,10 @@ class SizeClassSlabs {
       const std::uint64_t keep = ~(static_cast<std::uint64_t>(bits) << 32);
       const std::uint64_t before = clear_releases ? acc.atomic_and64_release(state, keep) : acc.atomic_and64(state, keep);
       // S1: a stale pointer whose page became a slab of another class
-      // since its class was read; the AND has hit that slab's state.
-      // Reported; the slab is left to its own frees.
+      // since its class was read (never in a correct program: a live
+      // chunk keeps its slab's bits set). The AND has already cleared bits
+      // of that slab's state, which no check of a pointer can prevent;
+      // this reports it and acts no further with this slab's shape.
       if (heap::detail::slabs::state_cls(before) != at.cls + 1u) {
         note_misuse(acc, Misuse::double_free, Slots::address(h, at.cls, {at.page, 0u, 0u}, at.index));
         return mine;

@@ -472,8 +472,18 @@ struct ClassSlots {
     // Waiting for the old value orders the re-read after the clear.
     if ((acc.atomic_and(&h.partial[page / 32u], ~(1u << (page % 32u))) & (1u << (page % 32u))) == 0u) return;
     const std::uint64_t now = acc.atomic_add64(state_of(h.pages[page]), 0u);
-    const std::uint32_t used = in_use(state_cls(now), state_used(now));
-    if (used != 0u && used < chunks_of(acc, h.pages[page], state_cls(now))) mark_partial(acc, h, page);
+    const std::uint32_t c = state_cls(now);
+    if (offers_freed_chunk(c, state_used(now), chunks_of(acc, h.pages[page], c))) mark_partial(acc, h, page);
+  }
+
+  // Whether a slab whose state reads (c, used) and that has `chunks` chunks
+  // (0: not a slab of a class with C6) has a freed chunk for C6: in the bit
+  // form a clear bit among its chunks (a reservation may hold a bit beyond
+  // them, which the count of set bits would take for a chunk in use).
+  MANYALLOC_FN static bool offers_freed_chunk(std::uint32_t c, std::uint32_t used, std::uint32_t chunks) {
+    if (used == 0u || chunks == 0u) return false;
+    if (c != 0u && c <= class_count && bits_in_state(c - 1u)) return (~used & bits::low_mask(chunks)) != 0u;
+    return used < chunks;
   }
 
   // Which slabs a search for freed chunks takes from: those of the class
@@ -492,20 +502,17 @@ struct ClassSlots {
     for (;;) {
       const std::uint32_t c = state_cls(seen), used = state_used(seen);
       const std::uint32_t chunks = chunks_of(acc, e, c);  // `run` may be stale until the reservation holds
-      const std::uint32_t busy = in_use(c, used);
-      // In the bit form, the clear bits among the chunks `run` names (a
-      // stale `run` may name more chunks than the slab has: a bit taken
-      // beyond them is given back below).
-      const bool in_state = c != 0u && c <= class_count && bits_in_state(c - 1u);
-      const std::uint32_t free = in_state ? ~used & bits::low_mask(chunks) : 0u;
-      if (busy == 0u || busy >= chunks || (in_state && free == 0u)) {
+      // A stale `run` may name more chunks than the slab has: a bit taken
+      // beyond them in the bit form is given back below.
+      if (!offers_freed_chunk(c, used, chunks)) {
         drop_partial_hint(acc, h, page);
         return nullptr;
       }
       // Another class's slab with free chunks.
       if (of == FreedOf::same_class ? c != wanted + 1u : c <= wanted + 1u) return nullptr;
       std::uint64_t next = seen + (std::uint64_t{1} << 32);
-      if (in_state) {  // the reservation is the chunk's bit (S2, S3)
+      if (bits_in_state(c - 1u)) {  // the reservation is the chunk's bit (S2, S3)
+        const std::uint32_t free = ~used & bits::low_mask(chunks);  // not 0 (offers_freed_chunk)
         const std::uint32_t later = free & ~bits::low_mask(acc.lane_id() * 7u % 32u);  // lanes spread out
         bit = 1u << (bits::find_first_set(later != 0u ? later : free) - 1u);
         next = seen | static_cast<std::uint64_t>(bit) << 32;
