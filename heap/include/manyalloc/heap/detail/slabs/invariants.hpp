@@ -135,13 +135,15 @@
 //     is one); where the bits are the state (S2), the CAS itself sets one
 //     clear bit, requiring a set one and a clear one among the slab's chunks
 //     (a bit it sets beyond them, named by a `run` read before the CAS, is
-//     given back as a free gives a chunk back). Any other request of such a class that found no chunk, not
-//     even of a larger class (C5), does the same before it fails. The slab
-//     cannot retire or change shape while the reservation holds `used`
-//     above 0. Such slabs are found through the `partial`
-//     hints (one bit per page, a word per 32 pages): the free, or the end of
-//     a segment, that lowers a slab's `used` from its chunk count sets its
-//     first page's bit after the update; a search that finds a bit on a page
+//     given back as a free gives a chunk back, and the give-back sets the
+//     slab's hint unless the slab retired). Any other request of such a
+//     class that found no chunk, not even of a larger class (C5), does the
+//     same before it fails. The slab cannot retire or change shape while the
+//     reservation holds `used` above 0. Such slabs are found through the
+//     `partial` hints (one bit per page, a word per 32 pages): the free, or
+//     the end of a segment, that lowers a slab's `used` from its chunk count
+//     (in the bit form: clears a bit while every chunk's bit was set) sets
+//     its first page's bit after the update; a search that finds a bit on a page
 //     that is no slab with free chunks of a class with C6 clears it, then
 //     re-reads the state and sets it again if a free came in between. So
 //     every slab with free chunks has its bit set once the frees in flight
