@@ -6,9 +6,10 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <cstdlib>
+#include <random>
 #include <type_traits>
 #include <vector>
 
@@ -776,13 +777,7 @@ TEST(SlabReuse, ChurnOfSlabsWithBitsInTheirStateLosesAndOverlapsNothing) {
       std::uint64_t tag;
     };
     std::vector<Held> held;
-    std::uint64_t rng = 0x9e3779b97f4a7c15ull * (w + 1);
-    auto next = [&rng] {
-      rng ^= rng << 13;
-      rng ^= rng >> 7;
-      rng ^= rng << 17;
-      return rng;
-    };
+    std::mt19937 next(w + 1);
     auto check_and_free = [&](const Held& x) {
       const auto* words = static_cast<const std::uint64_t*>(x.p);
       if (words[0] != x.tag || words[x.bytes / 8 - 1] != x.tag) ++bad[w];

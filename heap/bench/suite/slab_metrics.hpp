@@ -76,7 +76,7 @@ SlabStats slab_stats(const Heap& heap, const std::vector<void*>& live, const std
     const auto per_page = static_cast<std::uint32_t>(slab / bytes);
     const std::uint32_t chunks = per_page * pages[p].run;
     std::uint32_t used = 0;
-    if (per_page <= slabs::state_bit_chunks) {
+    if (slabs::ClassSlots<typename CP::Properties>::state_has_bits(cls)) {
       used = bits::popcount(pages[p].used);  // the bits are the state's count half (S2)
     } else if (per_page <= slabs::entry_chunks) {
       for (std::uint32_t word : pages[p].bits) used += bits::popcount(word);  // SlabLayout::chunk_word

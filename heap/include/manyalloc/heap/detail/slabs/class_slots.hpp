@@ -101,11 +101,23 @@ struct ClassSlots {
   }
   MANYALLOC_FN static bool bits_in_state(std::uint32_t cls) { return cls >= first_class_with_bits_in_state(); }
 
+  // Whether a state whose class half reads c (class + 1, S0) holds bits.
+  MANYALLOC_FN static bool state_has_bits(std::uint32_t c) {
+    return c != 0u && c <= class_count && bits_in_state(c - 1u);
+  }
+
   // The chunks not free of a slab whose state reads (c, used): `used`
   // itself, or its set bits (S2).
   MANYALLOC_FN static std::uint32_t in_use(std::uint32_t c, std::uint32_t used) {
-    const bool slab = c != 0u && c <= class_count;
-    return slab && bits_in_state(c - 1u) ? bits::popcount(used) : used;
+    return state_has_bits(c) ? bits::popcount(used) : used;
+  }
+
+  // One of the set bits of `free` (not 0) for a lane to take: the lanes of
+  // a warp start at different bits, so that they do not all race for one.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t spread_pick(const Acc& acc, std::uint32_t free) {
+    const std::uint32_t later = free & ~bits::low_mask(acc.lane_id() * 7u % 32u);
+    return 1u << (bits::find_first_set(later != 0u ? later : free) - 1u);
   }
 
   // Frees chunks `freed` (bits of the state, S2) of the slab of class `cls`
@@ -482,7 +494,7 @@ struct ClassSlots {
   // them, which the count of set bits would take for a chunk in use).
   MANYALLOC_FN static bool offers_freed_chunk(std::uint32_t c, std::uint32_t used, std::uint32_t chunks) {
     if (used == 0u || chunks == 0u) return false;
-    if (c != 0u && c <= class_count && bits_in_state(c - 1u)) return (~used & bits::low_mask(chunks)) != 0u;
+    if (state_has_bits(c)) return (~used & bits::low_mask(chunks)) != 0u;
     return used < chunks;
   }
 
@@ -512,9 +524,7 @@ struct ClassSlots {
       if (of == FreedOf::same_class ? c != wanted + 1u : c <= wanted + 1u) return nullptr;
       std::uint64_t next = seen + (std::uint64_t{1} << 32);
       if (bits_in_state(c - 1u)) {  // the reservation is the chunk's bit (S2, S3)
-        const std::uint32_t free = ~used & bits::low_mask(chunks);  // not 0 (offers_freed_chunk)
-        const std::uint32_t later = free & ~bits::low_mask(acc.lane_id() * 7u % 32u);  // lanes spread out
-        bit = 1u << (bits::find_first_set(later != 0u ? later : free) - 1u);
+        bit = spread_pick(acc, ~used & bits::low_mask(chunks));  // not 0 (offers_freed_chunk)
         next = seen | static_cast<std::uint64_t>(bit) << 32;
       }
       const std::uint64_t got = acc.atomic_cas64(state_of(e), seen, next);
@@ -530,8 +540,7 @@ struct ClassSlots {
       if ((bit & bits::low_mask(chunks)) != 0u) {
         acc.fence();  // the chunk is written after the reservation
         acc.atomic_add(&h.shared->reused_chunks, 1u);
-        const std::uint32_t index = bits::find_first_set(bit) - 1u;
-        return h.page_data(page + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
+        return address(h, cls, Extent{page, 0u, 0u}, bits::find_first_set(bit) - 1u);
       }
       // A shape that changed before the reservation: the bit names no
       // chunk; give it back as a free would. A free in between may have
@@ -542,20 +551,17 @@ struct ClassSlots {
     }
     if (state_used(seen) < chunks) {
       acc.fence();  // the bits below are read after the reservation
-      const std::uint32_t spread = acc.lane_id() * 7u;  // lanes of a warp start at different bits
       for (int round = 0; round < 64; ++round) {
         for (std::uint32_t first = 0; first < chunks; first += 32u) {
           std::uint32_t* word = h.chunk_word(page, n, first);
           const std::uint32_t valid = PagePool::valid_bits(first / 32u, chunks);
           for (std::uint32_t free = ~acc.load(word) & valid; free != 0u;) {
-            const std::uint32_t later = free & ~bits::low_mask(spread % 32u);
-            const std::uint32_t bit = 1u << (bits::find_first_set(later != 0u ? later : free) - 1u);
+            const std::uint32_t bit = spread_pick(acc, free);
             const std::uint32_t old = acc.atomic_or(word, bit);
             if ((old & bit) == 0u) {
               acc.fence();  // the chunk is written after the bit is ours (its free's clear was a release)
               acc.atomic_add(&h.shared->reused_chunks, 1u);
-              const std::uint32_t index = first + bits::find_first_set(bit) - 1u;
-              return h.page_data(page + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
+              return address(h, cls, Extent{page, 0u, 0u}, first + bits::find_first_set(bit) - 1u);
             }
             free = ~(old | bit) & valid;
           }
