@@ -7,8 +7,6 @@
 
 #include <cstdio>
 
-#include "invariants.hpp"
-
 namespace manyalloc::region::detail {
 
 namespace {
@@ -109,12 +107,6 @@ GasMapping map_global_address_space(std::uint64_t bytes, bool want_shared, bool 
 
 void unmap_global_address_space(const GasMapping& m) {
   if (m.base != 0) munmap(reinterpret_cast<void*>(m.base), m.bytes);
-}
-
-bool release_gas_slabs(const GasMapping& m, std::uint64_t first_slab, std::uint64_t n) {
-  if (!m.shared || m.base == 0 || n == 0) return true;
-  void* p = reinterpret_cast<void*>(m.base + first_slab * slab_bytes);
-  return madvise(p, n * slab_bytes, MADV_REMOVE) == 0;
 }
 
 }  // namespace manyalloc::region::detail

@@ -45,9 +45,19 @@ void unmap_global_address_space(const GasMapping& m);
 // caller. Shared GAS: madvise(MADV_REMOVE) frees the pages of this host's
 // memory object for every rank of the host at once (they read as zeros
 // afterwards and are allocated again on the next touch). Private memory:
-// nothing is done (only the process that touched a page could drop it, and a
-// scheduler does not touch the workers' pages). False, with errno, when the
-// kernel refused.
+// nothing is done (only the process that touched a page can drop it, and a
+// scheduler does not touch the workers' pages: drop_private_pages, below,
+// called by the worker). False, with errno, when the kernel refused.
 bool release_gas_slabs(const GasMapping& m, std::uint64_t first_slab, std::uint64_t n);
+
+// Private memory only (shared = false; nothing is done on a shared GAS,
+// whose pages release_gas_slabs gives back for the whole host): drops this
+// process's pages wholly inside [addr, addr + bytes) with
+// madvise(MADV_DONTNEED), so that they read as zeros afterwards and take
+// memory again only when touched. The caller owns the range and holds no
+// live object in it (a worker, right after its mr_rfree succeeded). Pages
+// the range covers only in part are kept (they may hold another region's
+// slabs); so is anything outside the GAS. False, with errno, when the kernel refused.
+bool drop_private_pages(const GasMapping& m, std::uint64_t addr, std::uint64_t bytes);
 
 }  // namespace manyalloc::region::detail

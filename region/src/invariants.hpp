@@ -100,8 +100,13 @@
 //       memory object (MADV_REMOVE) in the event that takes them, before it
 //       can grant them again; they hold no live object (M2), so no correct
 //       program reads them (a stale pointer reads zeros). Pages kept below
-//       the top, pages freed by the top's own regions, the memory objects
-//       of other hosts and private memory (copy mode) stay allocated.
+//       the top, pages freed by the top's own regions and the memory
+//       objects of other hosts stay allocated. With private memory (copy
+//       mode, forced remote, or a host that fell back from the memfd) the
+//       worker that frees a region drops its own pages of the region's
+//       slabs in use once the free is answered (worker.cpp, rfree): no
+//       other process sees them, and nothing of the region is live any
+//       more.
 //
 // Worker-to-worker transfers (transfers.cpp), deadlock-free by construction:
 //   X1  no transfer call waits for another worker to make a call. A send

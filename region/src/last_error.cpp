@@ -6,12 +6,11 @@
 namespace manyalloc::region::detail {
 
 namespace {
-struct LastError {
-  char text[640] = "";
-  bool explained = false;  // fail() ran since the last finish() of an error
-};
 thread_local LastError t_error;
 }  // namespace
+
+LastError save_last_error() { return t_error; }
+void restore_last_error(const LastError& saved) { t_error = saved; }
 
 mr_status fail(mr_status s, const char* fmt, ...) {
   LastError& e = t_error;

@@ -189,11 +189,33 @@ mr_status ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out) {
   return static_cast<mr_status>(r.status);
 }
 
+// With private memory (copy mode, MANYALLOC_REGION_FORCE_REMOTE, or a host
+// without a shared object) the pages this worker wrote in the region are
+// its own, and no scheduler can give them back to the operating system
+// (gas.hpp): the worker asks for the region's extents first (a pack: its
+// sub-regions' slabs in use, wherever they are) and drops their pages once
+// the free is answered, so that its footprint follows its live regions.
+// A worker's copies of regions it has sent or received and no longer holds
+// stay in its memory (region/README.md, "Known limits").
 mr_status rfree(mr_rid_t region) {
   if (mr_status s = enter("mr_rfree"); s != MR_OK) return s;
   if (region == MR_ROOT_REGION) return MR_ERR_BAD_ARGUMENT;
   Runtime& rt = runtime();
-  return status_of(rt.rpc(RfreeRequest{rt.next_reply_to(), region}.encode()));
+  std::vector<Extent> drop;
+  if (!rt.gas.shared) {
+    // The pack's failure is not the free's: the free below answers for
+    // itself (the same status for a stale id or a failed leaf).
+    const LastError before = save_last_error();
+    PackReply r = PackReply::decode(rt.rpc(PackRequest{rt.next_reply_to(), {region}, {}}.encode()));
+    restore_last_error(before);
+    if (r.status == MR_OK) drop = std::move(r.extents);
+  }
+  const mr_status s = status_of(rt.rpc(RfreeRequest{rt.next_reply_to(), region}.encode()));
+  // A refused madvise (locked pages) leaves the pages in memory: the free
+  // itself has succeeded, so it is not an error of the call.
+  if (s == MR_OK)
+    for (const Extent& e : drop) (void)drop_private_pages(rt.gas, e.addr, e.bytes);
+  return s;
 }
 
 mr_status balloc(size_t size, mr_rid_t region, int n, void** objects) {

@@ -4,6 +4,7 @@
 // waited forever (ctest's timeout) once the launcher let them live.
 //
 //   region_failure_test worker-exit   worker 0 exits without mr_finalize
+//   region_failure_test worker-killed worker 0 is killed (SIGKILL) by worker 1
 //   region_failure_test leaf-killed   leaf scheduler 2 is killed (SIGKILL)
 //   region_failure_test leaf-exit     leaf scheduler 2 exits mid-run (_exit
 //                                     on SIGUSR1; MPICH 4.0's launcher does
@@ -54,14 +55,40 @@ void expect_reason(const char* needle, const char* what) {
   expect(std::strstr(mr_last_error(), needle) != nullptr, buf);
 }
 
-void worker_exit(int me) {
+// Worker 0 leaves mid-run: it exits (without mr_finalize), or, when
+// `killed`, worker 1 kills it (in its next library call, or before it).
+void worker_gone(int me, const std::vector<long>& pids, bool killed) {
   mr_rid_t r = 0;
   void* p = nullptr;
   expect_status(mr_ralloc(MR_ROOT_REGION, MR_NO_HINT, &r), MR_OK, "mr_ralloc");
   expect_status(mr_alloc(64, r, &p), MR_OK, "mr_alloc");
   expect_status(mr_barrier(), MR_OK, "mr_barrier before the exit");
-  if (me == 0) _exit(0);  // mid-run, without mr_finalize
+  // Worker 0 leaves only once workers 1-3 are out of that barrier (a rank
+  // still inside it would rightly see the failure there): they tell the
+  // rank that ends it, worker 0 itself or, when `killed`, worker 1.
+  MPI_Comm users = mr_worker_comm();
+  const int ender = killed ? 1 : 0;
+  int token = 0;
+  if (me != 0 && me != ender) MPI_Send(&token, 1, MPI_INT, ender, 0, users);
+  if (me == ender)
+    for (int w = 1; w < 4; ++w)
+      if (w != ender) MPI_Recv(&token, 1, MPI_INT, w, 0, users, MPI_STATUS_IGNORE);
+  if (me == 0) {
+    if (!killed) _exit(0);  // mid-run, without mr_finalize
+    // Blocked in a receive that no one answers, as a worker is when it dies
+    // (or killed before it gets there).
+    mr_rid_t got[1];
+    int n = 0, no = 0;
+    void* objs[1];
+    const mr_status s = mr_recv(1, got, 1, &n, objs, 1, &no);
+    // Not reached when the kill works: this rank's line then says FAIL.
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "worker 0's mr_recv returned %d before the kill", static_cast<int>(s));
+    expect(false, buf);
+    return;
+  }
   if (me == 1) {
+    if (killed) expect(kill(static_cast<pid_t>(pids[3]), SIGKILL) == 0, "kill(SIGKILL) of worker 0 (rank 3)");
     mr_rid_t got[4];
     int n = 0;
     void* objs[4];
@@ -114,9 +141,12 @@ int main(int argc, char** argv) {
   std::vector<long> pids(static_cast<std::size_t>(world));
   const long mine = static_cast<long>(getpid());
   MPI_Allgather(&mine, 1, MPI_LONG, pids.data(), 1, MPI_LONG, MPI_COMM_WORLD);
-  if (world != 7 || (mode != "worker-exit" && mode != "leaf-killed" && mode != "leaf-exit")) {
+  const bool worker_mode = mode == "worker-exit" || mode == "worker-killed";
+  if (world != 7 || (!worker_mode && mode != "leaf-killed" && mode != "leaf-exit")) {
     if (rank == 0)
-      std::fprintf(stderr, "usage: 7 ranks, levels 2, fanout 2; region_failure_test worker-exit|leaf-killed|leaf-exit\n");
+      std::fprintf(stderr,
+                   "usage: 7 ranks, levels 2, fanout 2; region_failure_test "
+                   "worker-exit|worker-killed|leaf-killed|leaf-exit\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   // leaf-exit: a scheduler ends its process where it is (inside mr_init).
@@ -124,14 +154,14 @@ int main(int argc, char** argv) {
   expect_status(mr_init(&argc, &argv, nullptr), MR_OK, "mr_init");
   if (mr_is_worker()) {
     const int me = mr_worker_id();
-    if (mode == "worker-exit")
-      worker_exit(me);
+    if (worker_mode)
+      worker_gone(me, pids, mode == "worker-killed");
     else
       leaf_gone(me, pids, mode == "leaf-killed" ? SIGKILL : SIGUSR1);
   } else {
     // A scheduler serves inside mr_init; it learns of the failure there.
     const mr_status s = mr_finalize();
-    const bool saw = mode == "worker-exit" ? (rank == 0 || rank == 1 || rank == 2) : (rank == 0 || rank == 1);
+    const bool saw = worker_mode ? (rank == 0 || rank == 1 || rank == 2) : (rank == 0 || rank == 1);
     if (saw) {
       expect_status(s, MR_ERR_PEER_FAILED, "scheduler mr_finalize");
       expect_reason("has failed", "scheduler mr_finalize");

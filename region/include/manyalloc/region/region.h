@@ -156,7 +156,11 @@ const char* mr_strerror(mr_status s);
  * it alone (like errno). Valid until this thread's next failing call. */
 const char* mr_last_error(void);
 
-/* Region management. */
+/* Region management. mr_rfree frees the region with all its sub-regions
+ * and their objects, wherever they are and whoever holds them (the
+ * ownership rule below says who may free what). With private memory (copy
+ * transfers) the freeing worker's own pages of them read as zeros
+ * afterwards; other workers' copies are theirs. */
 mr_status mr_ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out);
 mr_status mr_rfree(mr_rid_t region);
 
