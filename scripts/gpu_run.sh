@@ -50,7 +50,8 @@
 #                 $OUT/peers.jsonl (log bench_peers.log), report in
 #                 $OUT/peers_report (the longest stage, near the 10-minute
 #                 limit of one call: docs/results/heap/peers/README.md;
-#                 PEERS_USABLE=0 leaves the usable-share experiment out)
+#                 PEERS_USABLE=0 leaves the usable-share experiment out,
+#                 PEERS_MAIN=0 everything but it)
 #     pic         particle-in-cell benchmark ([Eckert2014] 5.2, issue 18):
 #                 time per step (two species) and the largest population of
 #                 one species for 1-16 species, HeapBuffer / Scatter /
@@ -270,9 +271,14 @@ for stage in "${stages[@]}"; do
         pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
         # Usable share without CUDA's malloc (its 2 GiB fill alone outlasts
         # the budget); everything else for every allocator.
-        timeout 380 "$pb" --experiments throughput,churn,large --timeout 100 --deadline-s 350 --out "$OUT/peers.jsonl" \
-          > "$OUT/bench_peers.log" 2> "$OUT/bench_peers.err"
-        rc=$?
+        # PEERS_MAIN=0 leaves throughput, churn and large out (the usable
+        # share alone, in a call of its own).
+        rc=0
+        if [[ ${PEERS_MAIN:-1} == 1 ]]; then
+          timeout 380 "$pb" --experiments throughput,churn,large --timeout 100 --deadline-s 350 --out "$OUT/peers.jsonl" \
+            > "$OUT/bench_peers.log" 2> "$OUT/bench_peers.err"
+          rc=$?
+        fi
         usable_allocs=$("$pb" --list 2>/dev/null | grep '^allocators:' | sed 's/^allocators://; s/ (peer)//g' \
                         | tr ' ' '\n' | grep -v -e '^$' -e '^DeviceMalloc$' | paste -sd, -)
         # PEERS_USABLE_ALLOCATORS=A,B: the usable share of these only.
