@@ -112,6 +112,8 @@ class Driver {
       case Kind::ralloc: m = RallocRequest{to, region_ref(w, st.region), -1}.encode(); break;
       case Kind::alloc: m = AllocRequest{to, region_ref(w, st.region), st.size, st.count}.encode(); break;
       case Kind::free: m = FreeRequest{to, object_ref(w, st.object)}.encode(); break;
+      // A worker with a shared GAS; with private memory mr_rfree sends a
+      // pack request first (worker.cpp, rfree), which is not simulated.
       case Kind::rfree: m = RfreeRequest{to, region_ref(w, st.region)}.encode(); break;
       case Kind::pack: {
         PackRequest p{to, {}, {}};

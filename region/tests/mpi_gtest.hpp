@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "manyalloc/region/region.h"
@@ -48,6 +49,20 @@ inline void expect_accounting_back_to(const std::vector<mr_sched_stats>& start) 
     EXPECT_EQ(now[s].live_objects, start[s].live_objects) << "scheduler " << s;
     EXPECT_EQ(now[s].live_bytes, start[s].live_bytes) << "scheduler " << s;
   }
+}
+
+// Checked builds' stale-write tests (stale_write_test, stale_child_write_test):
+// what the stale write stores, and the step after it. Allocates 256 KiB
+// objects in `region` until the memory is used up: the scheduler's poison
+// check must abort the job with its report when the written slab comes back
+// (the test passes on that report); reaching the end of the memory fails.
+inline constexpr std::uint64_t stale_write_value = 0x5741'5645'5741'5645ull;
+inline void expect_stale_write_reported_on_reuse(mr_rid_t region) {
+  int n = 0;
+  void* q = nullptr;
+  while (mr_alloc(256 * 1024, region, &q) == MR_OK) ++n;
+  ADD_FAILURE() << "stale write NOT detected: " << n << " objects of 256 KiB allocated after it ("
+                << mr_last_error() << ")";
 }
 
 }  // namespace region_test
