@@ -96,6 +96,8 @@ targets=(manyalloc_heap_gpu_tests manyalloc_heap_distribution_gpu_tests manyallo
 [[ "${stages[*]}" == pic ]] && targets=(manyalloc_heap_pic_cuda)
 [[ " ${stages[*]} " == *" pic "* ]] && targets+=(manyalloc_heap_pic_cuda)
 [[ "${stages[*]}" == "pic pic-peers" ]] && targets=(manyalloc_heap_pic_cuda)
+# A run of the peers stage alone builds only the peers benchmark (in the stage).
+[[ "${stages[*]}" == peers ]] && targets=()
 rewrite_opt=()
 if [[ " ${stages[*]} " == *" coalescing-rewrite "* ]]; then
   [[ "${stages[*]}" == coalescing-rewrite ]] && targets=()  # alone: build only its benchmark
@@ -106,7 +108,7 @@ say "== configure + build (sm_90): ${stages[*]}"
 cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DMANYALLOC_CUDA=ON -DMANYALLOC_BUILD_NUMA=OFF -DMANYALLOC_BUILD_REGION=OFF "${gtest_opt[@]}" \
   "${rewrite_opt[@]}" >>"$LOG" 2>&1 \
-  && cmake --build build-gpu -j"$(nproc)" --target "${targets[@]}" >>"$LOG" 2>&1
+  && { ((${#targets[@]} == 0)) || cmake --build build-gpu -j"$(nproc)" --target "${targets[@]}" >>"$LOG" 2>&1; }
 if [[ $? -ne 0 ]]; then say "BUILD FAILED"; tail -40 "$LOG"; exit 1; fi
 
 heap_tests=build-gpu/heap/tests/manyalloc_heap_gpu_tests
