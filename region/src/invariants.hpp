@@ -103,10 +103,10 @@
 //       the top, pages freed by the top's own regions and the memory
 //       objects of other hosts stay allocated. With private memory (copy
 //       mode, forced remote, or a host that fell back from the memfd) the
-//       worker that frees a region drops its own pages of the region's
-//       slabs in use once the free is answered (worker.cpp, rfree): no
-//       other process sees them, and nothing of the region is live any
-//       more.
+//       worker that frees a region drops its own pages of the slabs of
+//       the region's pools (in use or free) once the free is answered
+//       (worker.cpp, rfree): no other process sees them, and nothing of
+//       the region is live any more.
 //
 // Worker-to-worker transfers (transfers.cpp), deadlock-free by construction:
 //   X1  no transfer call waits for another worker to make a call. A send

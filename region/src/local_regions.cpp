@@ -292,12 +292,13 @@ FreeStatus LocalRegions::free(std::uint64_t addr) {
 }
 
 void LocalRegions::pack(Region* r, std::vector<Extent>& out,
-                        std::vector<std::pair<std::uint64_t, std::uint64_t>>& remote) const {
+                        std::vector<std::pair<std::uint64_t, std::uint64_t>>& remote, bool whole_pools) const {
   std::vector<const Region*> stack{r};
   while (!stack.empty()) {
     const Region* x = stack.back();
     stack.pop_back();
     for (const auto& [a, b] : x->pool.used_runs()) out.push_back({a, b});
+    if (whole_pools) x->pool.for_each_free_run([&](std::uint64_t a, std::uint64_t b) { out.push_back({a, b}); });
     for (std::uint64_t c : x->children) {
       if (const Region* cr = find(c); cr != nullptr)
         stack.push_back(cr);

@@ -110,9 +110,11 @@ class LocalRegions {
   FreeStatus free(std::uint64_t addr);
 
   // Region packing (4.3): extents of r and its local descendants (not
-  // coalesced across regions); remote children appended to `remote`.
-  void pack(Region* r, std::vector<Extent>& out,
-            std::vector<std::pair<std::uint64_t, std::uint64_t>>& remote) const;
+  // coalesced across regions); remote children appended to `remote`. The
+  // slabs in use, or with whole_pools every slab of their pools (the free
+  // ones too: what a free of r gives back).
+  void pack(Region* r, std::vector<Extent>& out, std::vector<std::pair<std::uint64_t, std::uint64_t>>& remote,
+            bool whole_pools = false) const;
 
   // Checked builds with a shared GAS (Scheduler): the slabs of a destroyed
   // region are filled with a poison byte and checked when the first object

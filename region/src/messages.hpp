@@ -113,13 +113,18 @@ struct InfoRequest {
 };
 
 // One per mr_send: the regions (with their sub-regions) and the objects.
+// mr_rfree with private memory asks for the regions' whole pools
+// (whole_pools: the free slabs of each region's pool too), whose pages the
+// worker drops once the free succeeds.
 struct PackRequest {
   static constexpr Op op = op_pack;
   ReplyTo to;
   std::vector<std::uint64_t> regions;
   std::vector<std::uint64_t> objects;  // addresses
+  bool whole_pools = false;
   Message encode() const {
-    Message m = wire::frame(op, to.origin, to.req, 0, {regions.size()}, regions.size() + objects.size());
+    Message m = wire::frame(op, to.origin, to.req, 0, {regions.size(), whole_pools ? 1u : 0u},
+                            regions.size() + objects.size());
     m.insert(m.end(), regions.begin(), regions.end());
     m.insert(m.end(), objects.begin(), objects.end());
     return m;
@@ -128,7 +133,7 @@ struct PackRequest {
     const auto words = wire::payload(m);
     const std::size_t nr = static_cast<std::size_t>(std::min<std::uint64_t>(wire::arg(m, 0), words.size()));
     return {wire::reply_to(m), {words.begin(), words.begin() + static_cast<std::ptrdiff_t>(nr)},
-            {words.begin() + static_cast<std::ptrdiff_t>(nr), words.end()}};
+            {words.begin() + static_cast<std::ptrdiff_t>(nr), words.end()}, wire::arg(m, 1) != 0};
   }
 };
 

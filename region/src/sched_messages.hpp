@@ -79,8 +79,9 @@ struct PackSub {
   static constexpr Op op = op_pack_sub;
   ReplyTo to;
   std::uint64_t region = 0;
-  Message encode() const { return wire::frame(op, to.origin, to.req, 0, {region}); }
-  static PackSub decode(const Message& m) { return {wire::reply_to(m), wire::arg(m, 0)}; }
+  bool whole_pools = false;  // as PackRequest::whole_pools
+  Message encode() const { return wire::frame(op, to.origin, to.req, 0, {region, whole_pools ? 1u : 0u}); }
+  static PackSub decode(const Message& m) { return {wire::reply_to(m), wire::arg(m, 0), wire::arg(m, 1) != 0}; }
 };
 
 // The extent of one object, for a pending pack.

@@ -102,7 +102,7 @@ class SchedulerCore {
   void do_rfree(const RfreeRequest& r, const RfreeSub* sub);
   void do_alloc(const AllocRequest& a, Message& raw);
   void start_pack(const ReplyTo& to, const std::vector<std::uint64_t>& ids, const std::vector<std::uint64_t>& objects,
-                  bool sub);
+                  bool sub, bool whole_pools);
   void info_sub(const InfoSub& s);
   void child_gone(const ChildGone& g);
   void on_created(const Created& c);

@@ -135,7 +135,7 @@ void SchedulerCore::dispatch(Message& m, int src) {
     case op_created: return route_request(m, e.op);
     case op_pack: {
       PackRequest p = PackRequest::decode(m);
-      return start_pack(p.to, p.regions, p.objects, false);
+      return start_pack(p.to, p.regions, p.objects, false, p.whole_pools);
     }
     case op_stats: return reply_stats(StatsRequest::decode(m), m);
     case op_done: {
@@ -238,7 +238,7 @@ void SchedulerCore::route_request(Message& m, std::uint64_t op) {
       const PackSub s = PackSub::decode(m);
       const Route route = route_region(s.region, &hop);
       if (route == Route::forward) return post(hop, std::move(m));
-      if (route == Route::local) return start_pack(s.to, {s.region}, {}, true);
+      if (route == Route::local) return start_pack(s.to, {s.region}, {}, true, s.whole_pools);
       // Never existed.
       return send_toward(s.to.origin, SubDone{s.to, MR_ERR_NO_REGION, {}}.encode());
     }

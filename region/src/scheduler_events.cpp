@@ -87,14 +87,14 @@ void SchedulerCore::do_rfree(const RfreeRequest& req, const RfreeSub* sub) {
 // other schedulers through op_pack_sub) and the objects (their sizes, here
 // or through op_info_sub), answered once with all extents coalesced.
 void SchedulerCore::start_pack(const ReplyTo& to, const std::vector<std::uint64_t>& ids,
-                               const std::vector<std::uint64_t>& objects, bool sub) {
+                               const std::vector<std::uint64_t>& objects, bool sub, bool whole_pools) {
   const std::uint64_t token = new_pending(to, sub);
   const ReplyTo here{static_cast<std::uint64_t>(self_), token};
   std::vector<std::pair<std::uint64_t, std::uint64_t>> remote;
   for (std::uint64_t id : ids) {
     int hop = -1;
     switch (route_region(id, &hop)) {
-      case Route::local: regions_.pack(regions_.find(id), pending_[token].extents, remote); break;
+      case Route::local: regions_.pack(regions_.find(id), pending_[token].extents, remote, whole_pools); break;
       case Route::forward: remote.emplace_back(id, 0); break;
       case Route::error: pending_[token].status = MR_ERR_NO_REGION; break;
     }
@@ -103,7 +103,7 @@ void SchedulerCore::start_pack(const ReplyTo& to, const std::vector<std::uint64_
     int hop = -1;
     if (route_region(id, &hop) != Route::forward) continue;
     ++pending_[token].outstanding;
-    post(hop, PackSub{here, id}.encode());
+    post(hop, PackSub{here, id, whole_pools}.encode());
   }
   for (std::uint64_t addr : objects) {
     int hop = -1;

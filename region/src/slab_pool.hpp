@@ -100,6 +100,12 @@ class SlabPool {
     if (open) f(base_ + (run_start << slab_shift), (run_end - run_start) << slab_shift);
   }
 
+  // The pool's free slabs as runs f(address, bytes), in address order.
+  template <class F>
+  void for_each_free_run(F&& f) const {
+    free_.for_each([&](std::uint64_t a, std::uint64_t l, const auto&) { f(base_ + (a << slab_shift), l << slab_shift); });
+  }
+
   // The same runs as for_each_used_run, as (address, bytes) pairs, cached
   // until the set of used slabs changes (P6): packing a region that was not
   // modified since its last send costs no walk.

@@ -192,8 +192,9 @@ mr_status ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out) {
 // With private memory (copy mode, MANYALLOC_REGION_FORCE_REMOTE, or a host
 // without a shared object) the pages this worker wrote in the region are
 // its own, and no scheduler can give them back to the operating system
-// (gas.hpp): the worker asks for the region's extents first (a pack: its
-// sub-regions' slabs in use, wherever they are) and drops their pages once
+// (gas.hpp): the worker asks for the region's extents first (a pack of its
+// sub-regions' whole pools, wherever they are: slabs in use and the free
+// slabs of objects freed one by one) and drops their pages once
 // the free is answered, so that its footprint follows its live regions.
 // A worker's copies of regions it has sent or received and no longer holds
 // stay in its memory (region/README.md, "Known limits").
@@ -206,7 +207,7 @@ mr_status rfree(mr_rid_t region) {
     // The pack's failure is not the free's: the free below answers for
     // itself (the same status for a stale id or a failed leaf).
     const LastError before = save_last_error();
-    PackReply r = PackReply::decode(rt.rpc(PackRequest{rt.next_reply_to(), {region}, {}}.encode()));
+    PackReply r = PackReply::decode(rt.rpc(PackRequest{rt.next_reply_to(), {region}, {}, true}.encode()));
     restore_last_error(before);
     if (r.status == MR_OK) drop = std::move(r.extents);
   }

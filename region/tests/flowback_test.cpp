@@ -22,11 +22,13 @@
 //      than the schedulers below the top keep: with a shared GAS (zero
 //      copy) the pages that came back to the top went back to the
 //      operating system (M4); with private memory (copy) the worker
-//      dropped its pages of the region when its mr_rfree succeeded.
+//      dropped its pages of the region's whole pool when its mr_rfree
+//      succeeded: the slabs of the objects it had freed one by one too.
 // Before flow-back, pages never left a leaf: in step 3 a worker got only
 // what its own leaf had kept from step 1 (with 2 leaves, half the space).
 // Before mr_rfree dropped private pages, every page stayed in memory in
-// copy mode.
+// copy mode; before it dropped the pool's free slabs, the pages of the
+// objects freed one by one did (half of them).
 // Main: mpi_gtest_main.cpp, the form without a session (mr_init is called
 // here with the settings above).
 #include <mpi.h>
@@ -88,7 +90,8 @@ std::uint64_t keep_pages(const manyalloc::region::detail::Topology& t, int s) {
 
 // Fills a new region of this worker's leaf with objects until the space is
 // exhausted; writes a word into each object (and a byte into every 4 KiB
-// page of it when `touch`) and checks it; frees the region. Returns the
+// page of it when `touch`) and checks it; frees the region (when `touch`,
+// every other object first). Returns the
 // bytes allocated; the objects' addresses are left in `addrs`.
 std::uint64_t fill_and_free(bool touch, std::vector<void*>& addrs) {
   mr_rid_t r = 0;
@@ -108,6 +111,10 @@ std::uint64_t fill_and_free(bool touch, std::vector<void*>& addrs) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < objs.size(); ++i) bad += *static_cast<std::uint64_t*>(objs[i]) != i;
   EXPECT_EQ(bad, 0u);
+  // Every other object freed on its own first: its slabs lie free in the
+  // region's pool when the region is freed, and their pages must go too.
+  if (touch)
+    for (std::size_t i = 1; i < objs.size(); i += 2) EXPECT_EQ(mr_free(objs[i]), MR_OK);
   EXPECT_EQ(mr_rfree(r), MR_OK);
   addrs = objs;
   return objs.size() * object_bytes;

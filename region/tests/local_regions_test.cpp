@@ -40,6 +40,20 @@ TEST(LocalRegions, CreateAllocFreeDestroyRestoresAccounting) {
   for (auto& e : ext) bytes += e.bytes;
   EXPECT_EQ(bytes, (1000 / 16 + 1) * slab_bytes + 3 * 13 * slab_bytes);
   EXPECT_LE(ext.size(), 3u);
+  // With whole_pools (mr_rfree's drop of private pages) the pools' free
+  // slabs come too: every slab a free of a gives back, no more.
+  {
+    std::vector<Extent> whole;
+    lr.pack(lr.find(a), whole, remote, true);
+    std::uint64_t whole_bytes = 0;
+    for (auto& e : whole) whole_bytes += e.bytes;
+    EXPECT_EQ(whole_bytes, (lr.find(a)->pool.owned_slabs() + lr.find(b)->pool.owned_slabs()) * slab_bytes);
+    EXPECT_GT(whole_bytes, bytes) << "a new region's pool holds free slabs";
+    for (std::size_t i = 0; i < whole.size(); ++i)
+      for (std::size_t j = i + 1; j < whole.size(); ++j)
+        EXPECT_TRUE(whole[i].addr + whole[i].bytes <= whole[j].addr || whole[j].addr + whole[j].bytes <= whole[i].addr)
+            << "extents " << i << " and " << j << " overlap";
+  }
   // Recursive free returns everything.
   ASSERT_EQ(lr.destroy(a, remote), LocalStatus::ok);
   EXPECT_EQ(lr.find(b), nullptr);
