@@ -55,7 +55,9 @@ bool release_gas_slabs(const GasMapping& m, std::uint64_t first_slab, std::uint6
 // process's pages wholly inside [addr, addr + bytes) with
 // madvise(MADV_DONTNEED), so that they read as zeros afterwards and take
 // memory again only when touched. The caller owns the range and holds no
-// live object in it (a worker, right after its mr_rfree succeeded). Pages
+// live object in it (a worker, right after its mr_rfree succeeded; slabs
+// of the range that have moved to another region since hold nothing of
+// this worker's either). Pages
 // the range covers only in part are kept (they may hold another region's
 // slabs); so is anything outside the GAS. False, with errno, when the kernel refused.
 bool drop_private_pages(const GasMapping& m, std::uint64_t addr, std::uint64_t bytes);

@@ -104,9 +104,9 @@
 //       objects of other hosts stay allocated. With private memory (copy
 //       mode, forced remote, or a host that fell back from the memfd) the
 //       worker that frees a region drops its own pages of the slabs of
-//       the region's pools (in use or free) once the free is answered
-//       (worker.cpp, rfree): no other process sees them, and nothing of
-//       the region is live any more.
+//       the region's pools (in use or free; not slabs trimmed from them
+//       before) once the free is answered (worker.cpp, rfree): no other
+//       process sees them, and nothing of the region is live any more.
 //
 // Worker-to-worker transfers (transfers.cpp), deadlock-free by construction:
 //   X1  no transfer call waits for another worker to make a call. A send

@@ -196,6 +196,10 @@ mr_status ralloc(mr_rid_t parent, int level_hint, mr_rid_t* out) {
 // sub-regions' whole pools, wherever they are: slabs in use and the free
 // slabs of objects freed one by one) and drops their pages once
 // the free is answered, so that its footprint follows its live regions.
+// Between the pack and the free a scheduler may move free slabs of those
+// pools to another region (a trim); dropping this worker's pages of them
+// is still safe: it has called nothing in between, so it holds nothing
+// there (its pages of a slab it does not hold are stale copies at most).
 // A worker's copies of regions it has sent or received and no longer holds
 // stay in its memory (region/README.md, "Known limits").
 mr_status rfree(mr_rid_t region) {

@@ -58,6 +58,10 @@ TEST(SchedulerMessages, EncodeDecodeRoundTrip) {
   EXPECT_EQ(q.to.req, 9u);
   EXPECT_EQ(q.regions, p.regions);
   EXPECT_EQ(q.objects, p.objects);
+  EXPECT_FALSE(q.whole_pools);
+  EXPECT_TRUE(PackRequest::decode(PackRequest{{7, 9}, {1}, {}, true}.encode()).whole_pools);
+  EXPECT_TRUE(PackSub::decode(PackSub{{7, 9}, 5, true}.encode()).whole_pools);
+  EXPECT_FALSE(PackSub::decode(PackSub{{7, 9}, 5}.encode()).whole_pools);
   const MemGrant g{{{256, 512}, {1024, 256}}, {{5, 100}}};
   const MemGrant h = MemGrant::decode(g.encode());
   EXPECT_EQ(h.slabs, g.slabs);
@@ -131,6 +135,39 @@ TEST(SchedulerPending, FreeWaitsForTheRemoteChild) {
   EXPECT_EQ(StatusReply::decode(s.take(3)).status, MR_OK);
   EXPECT_EQ(s.received(1, op_rfree_sub), 1u);
   EXPECT_EQ(s.received(0, op_sub_done), 1u);
+}
+
+// mr_rfree's pack with private memory (whole_pools): the pools of a region
+// on the top and of its child on a leaf, the free slabs too, in one sorted
+// list of disjoint extents; a send's pack names the slabs in use only.
+TEST(SchedulerPack, WholePoolsCrossSchedulersAndNameFreeSlabs) {
+  Sim s(2, 2, 4);
+  s.c.start();
+  s.c.pump();
+  const std::uint64_t a = s.ralloc(3, 0, 0);  // on the top
+  const std::uint64_t b = s.ralloc(3, a);     // on worker 3's leaf
+  ASSERT_TRUE(s.c.core(0).regions().owns_region(a));
+  ASSERT_TRUE(s.c.core(1).regions().owns_region(b));
+  const AllocReply oa = AllocReply::decode(s.call(3, AllocRequest{{}, a, 64, 4}));
+  const AllocReply ob = AllocReply::decode(s.call(3, AllocRequest{{}, b, 64, 4}));
+  ASSERT_EQ(oa.addresses.size(), 4u);
+  ASSERT_EQ(ob.addresses.size(), 4u);
+  auto pack = [&](bool whole) {
+    const PackReply r = PackReply::decode(s.call(3, PackRequest{{}, {a}, {}, whole}));
+    EXPECT_EQ(r.status, MR_OK);
+    std::uint64_t bytes = 0;
+    for (std::size_t i = 0; i < r.extents.size(); ++i) {
+      bytes += r.extents[i].bytes;
+      if (i > 0) EXPECT_LT(r.extents[i - 1].addr + r.extents[i - 1].bytes, r.extents[i].addr + 1) << "extent " << i;
+    }
+    return bytes;
+  };
+  const std::uint64_t pool_bytes = (s.c.core(0).regions().find(a)->pool.owned_slabs() +
+                                    s.c.core(1).regions().find(b)->pool.owned_slabs()) * slab_bytes;
+  EXPECT_EQ(pack(false), 2 * slab_bytes) << "one slab in use in each region";
+  EXPECT_EQ(pack(true), pool_bytes);
+  EXPECT_GT(pool_bytes, 2 * slab_bytes);
+  EXPECT_EQ(s.received(1, op_pack_sub), 2u) << "both packs reach the child's leaf";
 }
 
 // Refills: the leaf starts empty and asks at start; a large allocation
