@@ -4,7 +4,7 @@
 // adapters too, which are compiled as C++17 (alpaka and mallocMC 2.6 do not
 // build as C++20), so this header is C++17 and includes no manyalloc header.
 //
-// The adapter contract (one small class per allocator, see our_heaps.cu and
+// The adapter contract (one small class per allocator, see our_heaps.cuh and
 // peer_*.cu):
 //
 //   struct SomeAdapter {

@@ -1,19 +1,19 @@
 // Our heaps in the peers benchmark: one generic adapter over any
 // manyalloc::heap::Allocator<Creation, Distribution, OOM, ReservePool, Alignment>
-// (bench.hpp states the adapter contract). Adding a configuration of ours is
-// one line in the list at the end of this file.
+// (bench.hpp states the adapter contract). The configurations are
+// registered in our_heaps_scatter.cu, our_heaps_slabs.cu and
+// our_heaps_slabs_relaxed.cu, one line each: each configuration instantiates
+// every experiment, and one file of all of them was the longest step of the
+// build.
+#pragma once
+
 #include <memory>
+#include <string>
 
 #include "experiments.cuh"
 #include "manyalloc/heap/heap.hpp"
 
-// SizeClassSlabs (heap/include/manyalloc/heap/creation/size_class_slabs.hpp)
-// joins the list once its header exists.
-#if __has_include("manyalloc/heap/creation/size_class_slabs.hpp")
-#include "manyalloc/heap/creation/size_class_slabs.hpp"
-#endif
-
-namespace {
+namespace manyalloc::heap::peers::ours {
 namespace ma = manyalloc;
 namespace mp = manyalloc::heap::peers;
 
@@ -58,28 +58,10 @@ using DeviceMallocHeap = ma::heap::Allocator<ma::heap::CreationPolicies::DeviceM
                                        ma::heap::OOMPolicies::ReturnNull, ma::heap::ReservePoolPolicies::CudaSetLimits,
                                        ma::heap::AlignmentPolicies::NoOp>;
 
-int next_order = 0;
+// `order`: the allocator's table column (ours 0..99, bench.hpp Entry).
 template <class Heap>
-mp::Entry ours(const char* name, bool by_default = true) {
-  return mp::Entry{name, false, next_order++, &mp::run_experiment<OurAdapter<Heap>>, by_default};
+mp::Entry ours(const char* name, int order, bool by_default = true) {
+  return mp::Entry{name, false, order, &mp::run_experiment<OurAdapter<Heap>>, by_default};
 }
 
-// ---- our allocators, one line each (column order of the tables) ----------
-const mp::Register our_heaps[] = {
-    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<>>>("Scatter")),
-    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<>, ma::heap::DistributionPolicies::XMallocSIMD<4096>>>(
-        "Scatter+XMallocSIMD")),
-    // Only when named: the full peers run must fit in one 10-minute call.
-    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::Scatter<ma::heap::CreationPolicies::ScatterRelaxedFreesConfig>>>(
-        "Scatter+RelaxedFrees", /*by_default=*/false)),
-#if __has_include("manyalloc/heap/creation/size_class_slabs.hpp")
-    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<>>>("SizeClassSlabs")),
-    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<ma::heap::CreationPolicies::FineSizeClassesConfig>>>(
-        "SizeClassSlabs+FineClasses")),
-    mp::Register(ours<CudaHeap<ma::heap::CreationPolicies::SizeClassSlabs<ma::heap::CreationPolicies::RelaxedFreesConfig>>>(
-        "SizeClassSlabs+RelaxedFrees")),
-#endif
-    mp::Register(ours<DeviceMallocHeap>("DeviceMalloc")),
-};
-
-}  // namespace
+}  // namespace manyalloc::heap::peers::ours
