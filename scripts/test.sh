@@ -3,8 +3,16 @@
 #   release  optimised, CUDA targets compiled when nvcc is present (GPU tests
 #            skip themselves visibly when no GPU is there)
 #   checked  MANYALLOC_CHECKED=ON with AddressSanitizer + UndefinedBehaviorSanitizer
-#   tsan     ThreadSanitizer, the tests labelled 'tsan'
+#            (-O1 and line tables only: the sanitizers' own advice, and half
+#            the compile time of -O2 -g)
+#   tsan     ThreadSanitizer, the tests labelled 'tsan', host heaps of 2 MiB
+#            (MANYALLOC_TEST_HEAP_MB: races need many threads, not many chunks)
 # and, after the release flavour, scripts/check_test_labels.sh.
+# Without a GPU (no `nvidia-smi -L` that lists one), CUDA code is compiled to
+# PTX only (CMAKE_CUDA_ARCHITECTURES=90-virtual): the front end and code
+# generation are checked, ptxas is left to the GPU machine's build
+# (scripts/gpu_run.sh), which takes sm_90. MANYALLOC_TEST_CUDA_ARCHITECTURES
+# overrides the choice.
 # Usage: scripts/test.sh [release|checked|tsan]...   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,24 +25,35 @@ flavours=("$@")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 
+if [[ -z ${MANYALLOC_TEST_CUDA_ARCHITECTURES:-} ]]; then
+  if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    MANYALLOC_TEST_CUDA_ARCHITECTURES=90
+  else
+    MANYALLOC_TEST_CUDA_ARCHITECTURES=90-virtual
+  fi
+fi
+echo "CUDA architectures of the release flavour: $MANYALLOC_TEST_CUDA_ARCHITECTURES"
+
 status=0
 for f in "${flavours[@]}"; do
   case "$f" in
-    release) cfg=(-DCMAKE_BUILD_TYPE=Release); sel=() ;;
+    release) cfg=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CUDA_ARCHITECTURES=$MANYALLOC_TEST_CUDA_ARCHITECTURES")
+             sel=(); test_env=() ;;
     checked) cfg=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMANYALLOC_CHECKED=ON
+                  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                   "-DMANYALLOC_SANITIZE=address;undefined" -DMANYALLOC_CUDA=OFF
                   -DMANYALLOC_BUILD_BENCHMARKS=OFF)
-             sel=(-LE no_sanitize) ;;
+             sel=(-LE no_sanitize); test_env=() ;;
     tsan)    cfg=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMANYALLOC_SANITIZE=thread
                   -DMANYALLOC_CUDA=OFF -DMANYALLOC_BUILD_BENCHMARKS=OFF
                   -DMANYALLOC_BUILD_REGION=OFF)
-             sel=(-L tsan) ;;
+             sel=(-L tsan); test_env=(MANYALLOC_TEST_HEAP_MB=2) ;;
     *) echo "unknown flavour $f"; exit 2 ;;
   esac
   echo "=== test flavour: $f"
   cmake -S . -B "build/$f" -G Ninja "${cfg[@]}" >/dev/null
   cmake --build "build/$f" -j "$jobs"
-  (cd "build/$f" && ctest --output-on-failure -j "$jobs" --timeout 600 "${sel[@]}") || status=1
+  (cd "build/$f" && env "${test_env[@]}" ctest --output-on-failure -j "$jobs" --timeout 600 "${sel[@]}") || status=1
   # Every test in exactly one layer (ctest -L heap|numa|region|common).
   if [[ $f == release ]]; then
     scripts/check_test_labels.sh "build/$f" || status=1

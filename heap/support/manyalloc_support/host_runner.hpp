@@ -7,6 +7,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -25,7 +26,13 @@ struct HostRunner {
 
   static bool available() { return true; }
   static std::uint32_t many_workers() { return 64; }
-  static std::size_t heap_bytes() { return 8u << 20; }
+  // 8 MiB unless MANYALLOC_TEST_HEAP_MB says otherwise (scripts/test.sh gives
+  // the ThreadSanitizer flavour 2 MiB: its races need threads, not chunks).
+  static std::size_t heap_bytes() {
+    const char* v = std::getenv("MANYALLOC_TEST_HEAP_MB");
+    const unsigned long mib = v != nullptr && *v != '\0' ? std::strtoul(v, nullptr, 10) : 0;
+    return mib > 0 ? std::size_t{mib} << 20 : std::size_t{8} << 20;
+  }
 
   template <class F>
   static void run(std::uint32_t workers, const F& f) {

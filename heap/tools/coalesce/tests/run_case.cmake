@@ -2,7 +2,8 @@
 #   corpus      CORPUS/CASE.cu rewritten into WORK (with -o, and in place on a
 #               copy) equals CORPUS/CASE.expected.cu
 #   idempotent  CASE.expected.cu rewritten again is unchanged
-#   nvcc        CASE.expected.cu compiles with NVCC (-c, sm_90) against INCLUDES
+#   nvcc        CASE.expected.cu compiles with NVCC (-c, NVCC_ARCH, default
+#               -arch=sm_90) against INCLUDES
 #   unparsable  CORPUS/CASE.cu: the tool fails with an error naming the file,
 #               and the file (rewritten in place) keeps its bytes
 # A case's first lines may hold "// manyalloc-coalesce-args: ARGS" (tool options).
@@ -45,11 +46,14 @@ elseif(MODE STREQUAL "idempotent")
   endif()
   expect_same_file(${WORK}/${CASE}.again.cu ${expected} "second rewrite of ${CASE}")
 elseif(MODE STREQUAL "nvcc")
+  if(NOT NVCC_ARCH)
+    set(NVCC_ARCH -arch=sm_90)
+  endif()
   set(inc "")
   foreach(d IN LISTS INCLUDES)
     list(APPEND inc -I${d})
   endforeach()
-  run("nvcc on ${CASE}.expected.cu" ${NVCC} -c -std=c++20 -arch=sm_90 --expt-relaxed-constexpr ${inc}
+  run("nvcc on ${CASE}.expected.cu" ${NVCC} -c -std=c++20 ${NVCC_ARCH} --expt-relaxed-constexpr ${inc}
       ${expected} -o ${WORK}/${CASE}.o)
 elseif(MODE STREQUAL "unparsable")
   configure_file(${input} ${WORK}/${CASE}.cu COPYONLY)
