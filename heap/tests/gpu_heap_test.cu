@@ -153,22 +153,29 @@ TEST(CudaSlabs, AFullPoolHandsOutTheFreedChunksOfPartlyUsedSlabs) {
 // of refills took full-length segments together, the pool ran dry under a
 // quarter of its size in requests, and every later refill went through the
 // dry path.
-TEST(CudaSlabs, ColdMixedLaunchStaysWithinTheOpenBudget) {
-  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
-  SlabsHeap<CudaRunner> heap(std::size_t{1} << 30);
+// FineSizeClassesConfig sizes its segments by demand (C4) and runs the same.
+template <class Config>
+void expect_cold_mixed_launch_within_the_open_budget() {
+  SlabsHeap<CudaRunner, Config> heap(std::size_t{1} << 30);
   const std::uint32_t workers = 1u << 17;  // about 256 MiB of requests
   CudaRunner::Buffer<void*> ptrs(workers);
   CudaRunner::Buffer<std::uint32_t> failures(1);
-  using H = SlabsHeap<CudaRunner>::Handle;
+  using H = typename SlabsHeap<CudaRunner, Config>::Handle;
   CudaRunner::run(workers, MixedAlloc<H>{heap.handle(), ptrs.data(), failures.data(), 0});
-  const auto st = heap.creation().statistics<acc::Cuda>();
+  const auto st = heap.creation().template statistics<acc::Cuda>();
   EXPECT_EQ(failures.to_host()[0], 0u);
   EXPECT_EQ(st.dry_refills, 0u) << "the pool ran dry";
   const auto& l = heap.creation().layout();
   EXPECT_LE(st.open_pages, st.open_budget + heap.creation().class_count * l.shards);
   CudaRunner::run(workers, MixedAlloc<H>{heap.handle(), ptrs.data(), failures.data(), 1});
-  heap.creation().release_open_segments<acc::Cuda>();
-  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u);
+  heap.creation().template release_open_segments<acc::Cuda>();
+  EXPECT_EQ(heap.creation().template statistics<acc::Cuda>().pages_in_use, 0u);
+}
+
+TEST(CudaSlabs, ColdMixedLaunchStaysWithinTheOpenBudget) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  expect_cold_mixed_launch_within_the_open_budget<CreationPolicies::SizeClassSlabsConfig>();
+  expect_cold_mixed_launch_within_the_open_budget<CreationPolicies::FineSizeClassesConfig>();
 }
 
 // The back end zeroes heap metadata with a kernel of its own (acc::Cuda::
@@ -291,6 +298,13 @@ CreationPolicies::SizeClassSlabsStatistics expect_churn_loses_nothing(bool fence
 TEST(CudaSlabs, RelaxedFreesChurnLosesNothing) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
   expect_churn_loses_nothing<CreationPolicies::RelaxedFreesConfig>(true);
+}
+
+// FineSizeClassesConfig: 32 classes per doubling, segments sized by the
+// requests waiting on their slot (slabs/invariants.hpp C4).
+TEST(CudaSlabs, FineClassesChurnLosesNothing) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  expect_churn_loses_nothing<CreationPolicies::FineSizeClassesConfig>(false);
 }
 
 // ReuseFreedChunksConfig in a heap that runs full, so that requests take

@@ -433,6 +433,77 @@ TEST(SlabRefill, AFragmentedPoolCostsARefillFewBitmapReads) {
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
 }
 
+// C4's demand-sized segments (FineSizeClassesConfig; here with the default's
+// classes, so that 1 KiB is a class of 64 chunks per page): a slot's first
+// segment on a fresh heap is one page for one request, and each refill by
+// one worker, with nobody else waiting, doubles it up to the full segment
+// (32 pages). The default configuration opens the full segment at once.
+struct DemandSizedConfig : CreationPolicies::SizeClassSlabsConfig {
+  static constexpr bool demand_sized_segments = true;
+};
+
+template <class Config>
+std::vector<std::uint32_t> open_pages_after_each_refill_of_1kib(std::vector<void*>& ptrs, int requests,
+                                                               SlabsHeap<HostRunner, Config>& heap) {
+  const auto handle = heap.handle();
+  const acc::HostThread acc;
+  std::vector<std::uint32_t> open_after;
+  for (int i = 0; i < requests; ++i) {
+    ptrs.push_back(handle.alloc(acc, 1024));
+    if (ptrs.back() == nullptr) break;
+    const std::uint32_t open = heap.creation().template statistics<acc::HostThreads>().open_pages;
+    if (open_after.empty() || open != open_after.back()) open_after.push_back(open);
+  }
+  return open_after;
+}
+
+TEST(SlabRefill, DemandSizedSegmentsStartWithOnePageAndDoubleUnderDemand) {
+  using Slots = slabs::ClassSlots<DemandSizedConfig>;
+  const std::uint32_t cls = Slots::Classes::of(1024);
+  ASSERT_EQ(Slots::per_page(cls), 64u);
+  ASSERT_EQ(slabs::segment_log_pages(Slots::per_page(cls), DemandSizedConfig::segment_chunks), 5u);
+  SlabsHeap<HostRunner, DemandSizedConfig> heap(std::size_t{256} << 20);
+  std::vector<void*> ptrs;
+  // Segments of 1, 2, 4, 8, 16 and 32 pages used up, one chunk of the next.
+  const auto open_after = open_pages_after_each_refill_of_1kib(ptrs, 64 * (1 + 2 + 4 + 8 + 16 + 32) + 1, heap);
+  EXPECT_EQ(open_after, (std::vector<std::uint32_t>{1, 2, 4, 8, 16, 32}))
+      << "open pages after each refill (a used-up segment leaves the count at the next refill)";
+  const auto& h = heap.creation().layout();
+  std::uint32_t used_slots = 0;
+  for (std::uint32_t shard = 0; shard < h.shards; ++shard) {
+    const auto w = slabs::SlotWord::decode(*h.slot(cls, shard));
+    if (w.generation == 0u) continue;
+    ++used_slots;
+    EXPECT_EQ(w.generation, 7u) << "refills of the slot";
+    EXPECT_EQ(w.log_pages, 5u) << "the seventh segment is a full one again";
+    EXPECT_EQ(w.cursor, 1u);
+  }
+  EXPECT_EQ(used_slots, 1u);
+  for (void* p : ptrs) heap.handle().dealloc(acc::HostThread{}, p);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 32u) << "the open segment's pages";
+
+  SlabsHeap<HostRunner> full_at_once(std::size_t{256} << 20);
+  std::vector<void*> more;
+  EXPECT_EQ(open_pages_after_each_refill_of_1kib(more, 64 * 32 + 1, full_at_once), (std::vector<std::uint32_t>{32}));
+  for (void* p : more) full_at_once.handle().dealloc(acc::HostThread{}, p);
+}
+
+// The slot's cursor counts the requests waiting past the old segment's end:
+// a refill wants enough pages for them, at least twice the old segment.
+TEST(SlabRefill, DemandSizedSegmentsCoverTheWaitingRequests) {
+  using Slots = slabs::ClassSlots<DemandSizedConfig>;
+  const slabs::SlotWord none{0u, 0u, 0u, 0u};
+  const slabs::SlotWord four_pages{3u, 2u, 100u, 0u};
+  EXPECT_EQ(Slots::demand_log_pages(64, 5, none, 1), 0u) << "one request, no segment before";
+  EXPECT_EQ(Slots::demand_log_pages(64, 5, none, 64), 0u);
+  EXPECT_EQ(Slots::demand_log_pages(64, 5, none, 65), 1u);
+  EXPECT_EQ(Slots::demand_log_pages(64, 5, none, 600), 4u) << "600 chunks of 64 per page: 16 pages";
+  EXPECT_EQ(Slots::demand_log_pages(64, 5, none, 5000), 5u) << "at most the full segment";
+  EXPECT_EQ(Slots::demand_log_pages(64, 5, four_pages, 4 * 64 + 1), 3u) << "twice the old segment";
+  EXPECT_EQ(Slots::demand_log_pages(64, 5, four_pages, 4 * 64 + 17 * 64), 5u) << "17 pages waiting: 32";
+}
+
 // Segments opened for other classes (one chunk each, freed again) must not
 // keep their untouched pages from a class that runs out: a refill that
 // finds no page closes every open segment and tries again.

@@ -25,6 +25,15 @@ struct SizeClassSlabsConfig {
   // so that one refill serves many warps (at most 32 pages; shorter while
   // open segments hold an eighth of the pool, slabs/invariants.hpp C4).
   static constexpr std::uint32_t segment_chunks = 2048;
+  // false: every refill opens a full segment (segment_chunks), so a class in
+  // steady demand refills rarely, and its open segments carry over from one
+  // launch to the next. true: a refill opens only as many pages as the
+  // requests waiting on its slot need, at least twice the segment it
+  // replaces and one page where the slot had none (slabs/invariants.hpp C4):
+  // for configurations with many classes, each of which sees a small share
+  // of the requests, so that a first launch does not open a full segment
+  // for every class and shard it touches.
+  static constexpr bool demand_sized_segments = false;
   // Size classes per doubling of sizes (detail/slabs/size_classes.hpp), a
   // power of two from 2 to 32. A request's padding is less than
   // 1/classes_per_doubling of its size, so more classes leave more of the
@@ -65,6 +74,8 @@ struct SizeClassSlabsConfig {
 // as possible when request sizes vary widely.
 struct FineSizeClassesConfig : SizeClassSlabsConfig {
   static constexpr std::uint32_t classes_per_doubling = 32;
+  // Each of 16 times as many classes sees about a sixteenth of the requests.
+  static constexpr bool demand_sized_segments = true;
 };
 
 // Reuse of the freed chunks of partly used slabs of every class when the
@@ -86,6 +97,7 @@ concept SizeClassSlabsConfiguration = requires {
   { C::slab_bytes } -> std::convertible_to<std::uint32_t>;
   { C::max_shards } -> std::convertible_to<std::uint32_t>;
   { C::segment_chunks } -> std::convertible_to<std::uint32_t>;
+  { C::demand_sized_segments } -> std::convertible_to<bool>;
   { C::classes_per_doubling } -> std::convertible_to<std::uint32_t>;
   { C::ordered_frees } -> std::convertible_to<bool>;
   { C::reuse_freed_chunks_from_bytes } -> std::convertible_to<std::uint32_t>;

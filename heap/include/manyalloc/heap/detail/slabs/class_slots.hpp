@@ -254,6 +254,20 @@ struct ClassSlots {
     g.add(Extent{page, 0u, k * n});
   }
 
+  // C4's demand-sized segments: log2 of the pages of the segment that
+  // replaces `seen` when the slot's cursor reads `cursor`, the chunks
+  // claimed from the slot so far. Enough pages for the chunks claimed past
+  // the old segment's end, at least twice the old segment's, one page where
+  // the slot had none; at most `full`.
+  MANYALLOC_FN static std::uint32_t demand_log_pages(std::uint32_t n, std::uint32_t full, const SlotWord& seen,
+                                                     std::uint32_t cursor) {
+    const std::uint32_t old_end = seen.base_plus_one != 0u ? n << seen.log_pages : 0u;
+    const std::uint32_t waiting = cursor - old_end;
+    std::uint32_t log = seen.base_plus_one != 0u ? seen.log_pages + 1u : 0u;
+    while (log < full && (n << log) < waiting) ++log;
+    return log < full ? log : full;
+  }
+
   // A fresh segment for slot (cls, shard), whose claim `seen` crossed the
   // end (C2). Takes what the group still needs from it first.
   template <class Acc>
@@ -268,9 +282,16 @@ struct ClassSlots {
     // and shorten it to what the budget had room for: refills of many slots
     // at once (a fresh heap, mixed sizes) then cannot all see room and
     // overshoot the budget together. One page is always allowed.
-    std::uint32_t log = segment_log_pages(n, Config::segment_chunks);
-    const std::uint32_t reserved = 1u << log;
+    // With Config::demand_sized_segments the slot word is read beside the
+    // reservation (both in flight together) to size the segment by its
+    // waiting demand (C4).
+    const std::uint32_t full = segment_log_pages(n, Config::segment_chunks);
+    const std::uint32_t reserved = 1u << full;
+    std::uint64_t now = 0;
+    if constexpr (Config::demand_sized_segments) now = acc.load64(slot);
     const std::uint32_t open = acc.atomic_add(&h.shared->open_pages.value, reserved);
+    std::uint32_t log = full;
+    if constexpr (Config::demand_sized_segments) log = demand_log_pages(n, full, seen, SlotWord::decode(now).cursor);
     while (log > 0u && open + (1u << log) > h.open_budget) --log;
     // Where the pages come from, cheapest first (a refill keeps its slot's
     // waiters waiting, so it reads few words): the hashed word; an empty

@@ -121,6 +121,14 @@
 //     its segment so that the count stays within `open_budget` (an eighth of
 //     the pages), down to one page: open segments never hold much more than
 //     the budget plus one page per slot, however many slots refill at once.
+//     With Config::demand_sized_segments a refill wants only as many pages
+//     as the chunks claimed past the old segment's end need (the slot's
+//     cursor, read beside the reservation), at least twice the old
+//     segment's, one where the slot had none: a first launch that touches
+//     many (class, shard) slots with a few requests each opens a page in
+//     each instead of a full segment (FineSizeClassesConfig's hundreds of
+//     classes), while a slot under heavy demand still reaches its full
+//     segment in a refill or two.
 //  C5 A pool that runs out keeps started pages usable: a refill that finds
 //     no page shrinks every open segment to the page its cursor is in (the
 //     pages after it go back to the pool), and a request that finds nothing
