@@ -3,8 +3,8 @@
 #   release  optimised, CUDA targets compiled when nvcc is present (GPU tests
 #            skip themselves visibly when no GPU is there)
 #   checked  MANYALLOC_CHECKED=ON with AddressSanitizer + UndefinedBehaviorSanitizer
-#            (-O1 and line tables only: the sanitizers' own advice, and half
-#            the compile time of -O2 -g)
+#            (-O1 and line tables only, as the sanitizers' documentation
+#            advises: docs/results/ci/README.md has what it saves)
 #   tsan     ThreadSanitizer, the tests labelled 'tsan', host heaps of 2 MiB
 #            (MANYALLOC_TEST_HEAP_MB: races need many threads, not many chunks)
 # and, after the release flavour, scripts/check_test_labels.sh.
@@ -26,7 +26,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 
 if [[ -z ${MANYALLOC_TEST_CUDA_ARCHITECTURES:-} ]]; then
-  if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  if nvidia-smi -L 2>/dev/null | grep '^GPU' > /dev/null; then
     MANYALLOC_TEST_CUDA_ARCHITECTURES=90
   else
     MANYALLOC_TEST_CUDA_ARCHITECTURES=90-virtual

@@ -442,11 +442,17 @@ struct DemandSizedConfig : CreationPolicies::SizeClassSlabsConfig {
   static constexpr bool demand_sized_segments = true;
 };
 
+// A host thread that always claims from shard 0 (a plain HostThread's shard
+// follows the CPU it runs on, which the scheduler may change between calls).
+struct ShardZero : acc::HostThread {
+  unsigned processor_id() const { return 0; }
+};
+
 template <class Config>
 std::vector<std::uint32_t> open_pages_after_each_refill_of_1kib(std::vector<void*>& ptrs, int requests,
                                                                SlabsHeap<HostRunner, Config>& heap) {
   const auto handle = heap.handle();
-  const acc::HostThread acc;
+  const ShardZero acc;
   std::vector<std::uint32_t> open_after;
   for (int i = 0; i < requests; ++i) {
     ptrs.push_back(handle.alloc(acc, 1024));
@@ -479,18 +485,49 @@ TEST(SlabRefill, DemandSizedSegmentsStartWithOnePageAndDoubleUnderDemand) {
     EXPECT_EQ(w.cursor, 1u);
   }
   EXPECT_EQ(used_slots, 1u);
-  for (void* p : ptrs) heap.handle().dealloc(acc::HostThread{}, p);
+  for (void* p : ptrs) heap.handle().dealloc(ShardZero{}, p);
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 32u) << "the open segment's pages";
 
   SlabsHeap<HostRunner> full_at_once(std::size_t{256} << 20);
   std::vector<void*> more;
   EXPECT_EQ(open_pages_after_each_refill_of_1kib(more, 64 * 32 + 1, full_at_once), (std::vector<std::uint32_t>{32}));
-  for (void* p : more) full_at_once.handle().dealloc(acc::HostThread{}, p);
+  for (void* p : more) full_at_once.handle().dealloc(ShardZero{}, p);
 }
 
-// The slot's cursor counts the requests waiting past the old segment's end:
-// a refill wants enough pages for them, at least twice the old segment.
+// The refill reads the slot's cursor: the claims that came after the one
+// that crossed the old segment's end are requests waiting for the new
+// segment, which gets enough pages for them (at least twice the old one).
+TEST(SlabRefill, DemandSizedRefillReadsTheRequestsWaitingOnItsSlot) {
+  using Slots = slabs::ClassSlots<DemandSizedConfig>;
+  const std::uint32_t cls = Slots::Classes::of(1024);
+  const std::uint32_t n = Slots::per_page(cls);
+  ASSERT_EQ(n, 64u);
+  struct Case {
+    std::uint32_t waiting;  // chunks claimed past the old end, the crossing claim's own included
+    std::uint32_t log_pages;
+  };
+  for (const Case c : {Case{1, 1}, Case{3 * n, 2}, Case{17 * n, 5}, Case{1000 * n, 5}}) {
+    SlabsHeap<HostRunner, DemandSizedConfig> heap(std::size_t{256} << 20);
+    const auto& h = heap.creation().layout();
+    // Shard 0 of the class holds a used-up segment of one page (page 0,
+    // taken and counted open); the claim that crossed its end saw cursor n.
+    take_bits(h, 0, 1u);
+    h.shared->open_pages.value = 1u;
+    *h.slot(cls, 0) = slabs::SlotWord{1u, 0u, 1u, n + c.waiting}.encode();
+    typename Slots::Gathered g;
+    g.need = 1;
+    ASSERT_TRUE(Slots::refill(ShardZero{}, h, cls, 0, slabs::SlotWord{1u, 0u, 1u, n}, g));
+    const auto w = slabs::SlotWord::decode(*h.slot(cls, 0));
+    EXPECT_EQ(w.generation, 2u);
+    EXPECT_EQ(w.log_pages, c.log_pages) << c.waiting << " chunks waiting";
+    EXPECT_EQ(w.cursor, 1u) << "the refiller took its own chunk";
+    EXPECT_EQ(h.shared->open_pages.value, 1u << c.log_pages) << "the old page left the count, the new ones entered";
+  }
+}
+
+// The rule itself: enough pages for the waiting requests, at least twice
+// the old segment, one page where the slot had none, at most the full one.
 TEST(SlabRefill, DemandSizedSegmentsCoverTheWaitingRequests) {
   using Slots = slabs::ClassSlots<DemandSizedConfig>;
   const slabs::SlotWord none{0u, 0u, 0u, 0u};

@@ -30,8 +30,8 @@ struct HostRunner {
   // the ThreadSanitizer flavour 2 MiB: its races need threads, not chunks).
   static std::size_t heap_bytes() {
     const char* v = std::getenv("MANYALLOC_TEST_HEAP_MB");
-    const unsigned long mib = v != nullptr && *v != '\0' ? std::strtoul(v, nullptr, 10) : 0;
-    return mib > 0 ? std::size_t{mib} << 20 : std::size_t{8} << 20;
+    const long mib = v != nullptr && *v != '\0' ? std::strtol(v, nullptr, 10) : 0;  // not a positive number: 8
+    return mib > 0 && mib <= (1l << 20) ? static_cast<std::size_t>(mib) << 20 : std::size_t{8} << 20;
   }
 
   template <class F>

@@ -127,8 +127,8 @@
 //     segment's, one where the slot had none: a first launch that touches
 //     many (class, shard) slots with a few requests each opens a page in
 //     each instead of a full segment (FineSizeClassesConfig's hundreds of
-//     classes), while a slot under heavy demand still reaches its full
-//     segment in a refill or two.
+//     classes). A slot's segment at least doubles from one refill to the
+//     next, and is the full one at once when the waiting requests need it.
 //  C5 A pool that runs out keeps started pages usable: a refill that finds
 //     no page shrinks every open segment to the page its cursor is in (the
 //     pages after it go back to the pool), and a request that finds nothing
