@@ -245,7 +245,7 @@ TEST(CudaSoak, SizeClassSlabsChurnLosesNothing) {
   SlabsHeap<CudaRunner> heap(CudaRunner::heap_bytes());
   const std::size_t fresh16 = heap.getAvailableSlots(16), fresh_pages = heap.getAvailableSlots(65536);
   CudaRunner::Buffer<std::uint32_t> counters(2);
-  const double seconds = CudaRunner::env_or("MANYALLOC_SOAK_SECONDS", 10);
+  const double seconds = positive_env_or("MANYALLOC_SOAK_SECONDS", 10);
   const auto t0 = std::chrono::steady_clock::now();
   unsigned launches = 0;
   std::uint64_t corrupt = 0, failed = 0;  // summed per launch: a 32-bit counter wraps over a soak

@@ -163,11 +163,17 @@ TEST(SlabPagePool, WholeWordRunGivesBackABatchThatHitATakenWord) {
   EXPECT_EQ(f.claim(90 * 32), 6u * 32u);
 }
 
+// A host thread that always claims from shard 0 (a plain HostThread's shard
+// follows the CPU it runs on, which the scheduler may change between calls).
+struct ShardZero : acc::HostThread {
+  unsigned processor_id() const { return 0; }
+};
+
 // Counts the loads of the words in [words_begin, words_end), to bound what a
 // search reads: words of the page bitmap (Word = std::uint32_t) or class
-// slots (Word = std::uint64_t).
+// slots (Word = std::uint64_t). Claims from shard 0.
 template <class Word>
-struct ReadCounter : acc::HostThread {
+struct ReadCounter : ShardZero {
   const Word* words_begin = nullptr;
   const Word* words_end = nullptr;
   mutable std::size_t reads = 0;
@@ -179,7 +185,6 @@ struct ReadCounter : acc::HostThread {
     if constexpr (std::is_same_v<Word, std::uint64_t>) count(p);
     return acc::HostThread::load64(p);
   }
-  unsigned processor_id() const { return 0; }  // shard 0
 
  private:
   void count(const Word* p) const {
@@ -442,11 +447,6 @@ struct DemandSizedConfig : CreationPolicies::SizeClassSlabsConfig {
   static constexpr bool demand_sized_segments = true;
 };
 
-// A host thread that always claims from shard 0 (a plain HostThread's shard
-// follows the CPU it runs on, which the scheduler may change between calls).
-struct ShardZero : acc::HostThread {
-  unsigned processor_id() const { return 0; }
-};
 
 template <class Config>
 std::vector<std::uint32_t> open_pages_after_each_refill_of_1kib(std::vector<void*>& ptrs, int requests,

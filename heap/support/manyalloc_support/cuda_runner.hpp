@@ -3,11 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "manyalloc/heap/heap.hpp"
+#include "manyalloc_support/test_env.hpp"
 
 namespace manyalloc::heap::testing {
 
@@ -30,12 +30,8 @@ struct CudaRunner {
   }
   // Full occupancy by default; MANYALLOC_TEST_WORKERS / MANYALLOC_TEST_HEAP_MB
   // shrink the tests for compute-sanitizer runs.
-  static std::uint32_t many_workers() { return env_or("MANYALLOC_TEST_WORKERS", 1u << 20); }
-  static std::size_t heap_bytes() { return std::size_t{env_or("MANYALLOC_TEST_HEAP_MB", 512)} << 20; }
-  static std::uint32_t env_or(const char* name, std::uint32_t fallback) {
-    const char* v = std::getenv(name);
-    return v != nullptr && *v != '\0' ? static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)) : fallback;
-  }
+  static std::uint32_t many_workers() { return positive_env_or("MANYALLOC_TEST_WORKERS", 1u << 20); }
+  static std::size_t heap_bytes() { return std::size_t{positive_env_or("MANYALLOC_TEST_HEAP_MB", 512)} << 20; }
 
   template <class F>
   static void run(std::uint32_t workers, const F& f) {

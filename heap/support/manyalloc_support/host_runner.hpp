@@ -7,7 +7,6 @@
 #include <barrier>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "manyalloc/heap/heap.hpp"
+#include "manyalloc_support/test_env.hpp"
 
 namespace manyalloc::heap::testing {
 
@@ -28,11 +28,7 @@ struct HostRunner {
   static std::uint32_t many_workers() { return 64; }
   // 8 MiB unless MANYALLOC_TEST_HEAP_MB says otherwise (scripts/test.sh gives
   // the ThreadSanitizer flavour 2 MiB: its races need threads, not chunks).
-  static std::size_t heap_bytes() {
-    const char* v = std::getenv("MANYALLOC_TEST_HEAP_MB");
-    const long mib = v != nullptr && *v != '\0' ? std::strtol(v, nullptr, 10) : 0;  // not a positive number: 8
-    return mib > 0 && mib <= (1l << 20) ? static_cast<std::size_t>(mib) << 20 : std::size_t{8} << 20;
-  }
+  static std::size_t heap_bytes() { return std::size_t{positive_env_or("MANYALLOC_TEST_HEAP_MB", 8)} << 20; }
 
   template <class F>
   static void run(std::uint32_t workers, const F& f) {
