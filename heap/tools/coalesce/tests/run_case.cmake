@@ -3,7 +3,7 @@
 #               copy) equals CORPUS/CASE.expected.cu
 #   idempotent  CASE.expected.cu rewritten again is unchanged
 #   nvcc        CASE.expected.cu compiles with NVCC (-c, NVCC_ARCH, default
-#               -arch=sm_90) against INCLUDES
+#               -arch=sm_90, and NVCC_FLAGS) against INCLUDES
 #   unparsable  CORPUS/CASE.cu: the tool fails with an error naming the file,
 #               and the file (rewritten in place) keeps its bytes
 # A case's first lines may hold "// manyalloc-coalesce-args: ARGS" (tool options).
@@ -53,7 +53,7 @@ elseif(MODE STREQUAL "nvcc")
   foreach(d IN LISTS INCLUDES)
     list(APPEND inc -I${d})
   endforeach()
-  run("nvcc on ${CASE}.expected.cu" ${NVCC} -c -std=c++20 ${NVCC_ARCH} --expt-relaxed-constexpr ${inc}
+  run("nvcc on ${CASE}.expected.cu" ${NVCC} -c -std=c++20 ${NVCC_ARCH} ${NVCC_FLAGS} --expt-relaxed-constexpr ${inc}
       ${expected} -o ${WORK}/${CASE}.o)
 elseif(MODE STREQUAL "unparsable")
   configure_file(${input} ${WORK}/${CASE}.cu COPYONLY)
