@@ -8,14 +8,15 @@
 #   tsan     ThreadSanitizer, the tests labelled 'tsan', host heaps of 2 MiB
 #            (MANYALLOC_TEST_HEAP_MB: races need many threads, not many chunks)
 # and, after the release flavour, scripts/check_test_labels.sh.
-# Without a GPU (no `nvidia-smi -L` that lists one), CUDA code is compiled to
-# PTX only (CMAKE_CUDA_ARCHITECTURES=90-virtual) and without device-code
-# optimisation (CMAKE_CUDA_FLAGS=-G): every kernel still goes through the
-# front end and PTX generation, so what does not compile fails here, but
-# nothing is spent optimising code no GPU will run. The GPU machine's build
-# (scripts/gpu_run.sh) compiles optimised sm_90 code. MANYALLOC_TEST_CUDA_ARCHITECTURES
-# and MANYALLOC_TEST_CUDA_FLAGS override the choices (set either to a value
-# for a GPU build, e.g. 90 and an empty string).
+# Without a GPU (no `nvidia-smi -L` that lists one), the CUDA tests are
+# compiled to PTX only (CMAKE_CUDA_ARCHITECTURES=90-virtual) and without
+# device-code optimisation (CMAKE_CUDA_FLAGS=-G): every test kernel still
+# goes through the front end and PTX generation, so what does not compile
+# fails here, but nothing is spent optimising code no GPU will run; the CUDA
+# benchmark programs are left out (MANYALLOC_BUILD_CUDA_BENCHMARKS=OFF). The
+# GPU machine's build (scripts/gpu_run.sh) compiles all of it as optimised
+# sm_90 code. MANYALLOC_TEST_CUDA_ARCHITECTURES, MANYALLOC_TEST_CUDA_FLAGS and
+# MANYALLOC_TEST_CUDA_BENCHMARKS (ON/OFF) override the choices.
 # Usage: scripts/test.sh [release|checked|tsan]...   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,13 +37,18 @@ fi
 if [[ -z ${MANYALLOC_TEST_CUDA_FLAGS+set} ]]; then
   if ((have_gpu)); then MANYALLOC_TEST_CUDA_FLAGS=""; else MANYALLOC_TEST_CUDA_FLAGS="-G"; fi
 fi
-echo "CUDA in the release flavour: architectures $MANYALLOC_TEST_CUDA_ARCHITECTURES, flags '${MANYALLOC_TEST_CUDA_FLAGS}'"
+if [[ -z ${MANYALLOC_TEST_CUDA_BENCHMARKS:-} ]]; then
+  if ((have_gpu)); then MANYALLOC_TEST_CUDA_BENCHMARKS=ON; else MANYALLOC_TEST_CUDA_BENCHMARKS=OFF; fi
+fi
+echo "CUDA in the release flavour: architectures $MANYALLOC_TEST_CUDA_ARCHITECTURES," \
+     "flags '${MANYALLOC_TEST_CUDA_FLAGS}', benchmark programs $MANYALLOC_TEST_CUDA_BENCHMARKS"
 
 status=0
 for f in "${flavours[@]}"; do
   case "$f" in
     release) cfg=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CUDA_ARCHITECTURES=$MANYALLOC_TEST_CUDA_ARCHITECTURES"
-                  "-DCMAKE_CUDA_FLAGS=$MANYALLOC_TEST_CUDA_FLAGS")
+                  "-DCMAKE_CUDA_FLAGS=$MANYALLOC_TEST_CUDA_FLAGS"
+                  "-DMANYALLOC_BUILD_CUDA_BENCHMARKS=$MANYALLOC_TEST_CUDA_BENCHMARKS")
              sel=(); test_env=() ;;
     checked) cfg=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMANYALLOC_CHECKED=ON
                   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"

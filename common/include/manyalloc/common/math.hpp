@@ -38,4 +38,40 @@ MANYALLOC_FN constexpr T round_down(T x, T multiple) {
   return x - x % multiple;
 }
 
+// y / d for y < 2^21 and 1 <= d < 2^21 (offsets in a page, chunk indices in
+// a segment, by a chunk size or a chunk count that is known only at run
+// time). On the device an unsigned division by a variable is a sequence of
+// about twenty instructions; a free of the heaps does up to three, which
+// made them cost several times the instructions of a free with
+// power-of-two sizes. Here y times the fast reciprocal of d ([PTX ISA]
+// rcp.approx.ftz.f32, within one unit in the last place; no subnormals
+// arise from integers) is within y / d * 2^-22 < 1/2 of y / d below 2^21, so
+// its truncation is the quotient or one off, and one multiply-subtract
+// settles it. Host code and constant evaluation divide.
+MANYALLOC_FN MANYALLOC_INLINE constexpr std::uint32_t small_quotient(std::uint32_t y, std::uint32_t d) {
+  if (std::is_constant_evaluated()) return y / d;
+#if defined(__CUDA_ARCH__)
+  float reciprocal;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(reciprocal) : "f"(static_cast<float>(d)));
+  auto q = static_cast<std::uint32_t>(static_cast<float>(y) * reciprocal);
+  const auto r = static_cast<std::int32_t>(y - q * d);
+  if (r < 0) {
+    --q;
+  } else if (r >= static_cast<std::int32_t>(d)) {
+    ++q;
+  }
+  return q;
+#else
+  return y / d;
+#endif
+}
+
+// y % d under small_quotient's bounds.
+MANYALLOC_FN MANYALLOC_INLINE constexpr std::uint32_t small_remainder(std::uint32_t y, std::uint32_t d) {
+  return y - small_quotient(y, d) * d;
+}
+
+// Bound of small_quotient's arguments (exclusive).
+inline constexpr std::uint32_t small_quotient_limit = 1u << 21;
+
 }  // namespace manyalloc

@@ -373,6 +373,7 @@ class SizeClassSlabs {
     std::uint32_t page = 0;   // the page of the pointer; for slab chunks the slab's first page (S2)
     std::uint32_t cls = 0;    // class index (slab chunks)
     std::uint32_t index = 0;  // chunk index in the slab
+    std::uint32_t per_page = 0;  // the class's chunks per page (slab chunks)
   };
 
   template <class Acc>
@@ -385,7 +386,7 @@ class SizeClassSlabs {
     }
     const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - h.data);
     at.page = static_cast<std::uint32_t>(offset >> h.slab_shift);
-    const std::size_t in_page = offset & (h.slab_bytes() - 1u);
+    const auto in_page = static_cast<std::uint32_t>(offset & (h.slab_bytes() - 1u));
     const std::uint32_t cls = acc.load(&h.pages[at.page].cls);
     const std::uint32_t lead = acc.load(&h.pages[at.page].lead);  // beside cls: both loads in flight together
     if (cls == 0u) {
@@ -396,9 +397,10 @@ class SizeClassSlabs {
     } else {
       at.cls = cls - 1u;
       const std::uint32_t bytes = Classes::bytes(at.cls);
-      const std::uint32_t n = Slots::per_page(at.cls);
-      const auto in_slab_page = static_cast<std::uint32_t>(in_page / bytes);
-      if (in_page % bytes != 0u || in_slab_page >= n) {
+      const std::uint32_t n = Slots::chunks_per_page(bytes);
+      at.per_page = n;
+      const std::uint32_t in_slab_page = small_quotient(in_page, bytes);
+      if (in_slab_page * bytes != in_page || in_slab_page >= n) {
         at.misuse = Misuse::not_a_chunk_start;
       } else if (lead > at.page || lead >= 32u) {
         at.misuse = Misuse::double_free;  // a stale entry of a free page (S1)
@@ -453,7 +455,7 @@ class SizeClassSlabs {
     // Loaded before the AND below (a release waits for it; a relaxed AND
     // has it in flight beside it).
     const std::uint32_t run = acc.load(&slab.run);
-    const std::uint32_t n = Slots::per_page(at.cls);
+    const std::uint32_t n = at.per_page;
     // One AND clears the group's bits: a 64-bit one on the slab's state
     // when the bits are there (S2: then it also says whether the slab is
     // empty), else a 32-bit one on their chunk-bit word, followed by the

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "manyalloc/common/math.hpp"
 #include "manyalloc/common/platform.hpp"
 
 namespace manyalloc::heap::detail {
@@ -40,24 +41,26 @@ MANYALLOC_FN constexpr std::uint32_t hierarchy_threshold(std::uint32_t pagesize)
   return (pagesize - 2u * static_cast<std::uint32_t>(sizeof(std::uint32_t))) / 33u;
 }
 
-// Precondition: 1 <= chunk_size <= pagesize.
+// Precondition: 1 <= chunk_size <= pagesize < small_quotient_limit (a
+// free and a claim compute it for the chunk size they read: divisions by a
+// value known only at run time, small_quotient's).
 MANYALLOC_FN constexpr PageGeometry page_geometry(std::uint32_t pagesize, std::uint32_t chunk_size) {
   PageGeometry g;
   if (chunk_size > hierarchy_threshold(pagesize)) {
-    const std::uint32_t fit = pagesize / chunk_size;
+    const std::uint32_t fit = small_quotient(pagesize, chunk_size);
     g.chunks = fit < 32u ? fit : 32u;
     return g;
   }
   g.hierarchical = true;
   const std::uint32_t word = sizeof(std::uint32_t);
   const std::uint32_t segment_bytes = chunk_size * 32u + word;
-  std::uint32_t full = pagesize / segment_bytes;
+  std::uint32_t full = small_quotient(pagesize, segment_bytes);
   if (full >= 32u) {
     g.full_segments = 32u;  // the table's mask has no bit for a 33rd segment
   } else {
     g.full_segments = full;
     const std::uint32_t used = full * segment_bytes + word;
-    g.additional = used < pagesize ? (pagesize - used) / chunk_size : 0u;
+    g.additional = used < pagesize ? small_quotient(pagesize - used, chunk_size) : 0u;
   }
   g.chunks = g.full_segments * 32u + g.additional;
   return g;

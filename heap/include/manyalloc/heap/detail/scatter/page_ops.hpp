@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "manyalloc/common/bits.hpp"
+#include "manyalloc/common/math.hpp"
 #include "manyalloc/common/report.hpp"
 #include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_geometry.hpp"
@@ -141,7 +142,7 @@ struct PageOps {
     // it is distinct for every worker on the page, so warps that share a
     // page do not collide, and lanes of one warp still get neighbouring chunks.
     const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
-                                               : take_in_mask(acc, e, g.chunks, reserved % g.chunks);
+                                               : take_in_mask(acc, e, g.chunks, small_remainder(reserved, g.chunks));
     if (index == g.chunks) {  // no bit came free within the walk's bound
       release_reservation(acc, h, page, g.chunks);
       return nullptr;
@@ -195,7 +196,7 @@ struct PageOps {
       }
       const std::uint32_t n = g.chunks_in_segment(segment);
       std::uint32_t* word = segment_word(h, page, segment);
-      std::uint32_t spot = reserved % n;
+      std::uint32_t spot = small_remainder(reserved, n);
       for (;;) {
         const std::uint32_t bit = 1u << spot;
         const std::uint32_t old = acc.atomic_or(word, bit);
@@ -232,7 +233,7 @@ struct PageOps {
   // chunk's start.
   MANYALLOC_FN static std::uint32_t chunk_index(const PageGeometry& g, std::uint32_t chunk_size,
                                                 std::uint32_t offset) {
-    const std::uint32_t index = offset / chunk_size;
+    const std::uint32_t index = small_quotient(offset, chunk_size);
     return index * chunk_size == offset && index < g.chunks ? index : g.chunks;
   }
   // The bit-field word that holds chunk `index`'s bit: the table's mask of

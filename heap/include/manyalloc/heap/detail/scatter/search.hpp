@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "manyalloc/common/bits.hpp"
+#include "manyalloc/common/math.hpp"
 #include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_ops.hpp"
 
@@ -72,8 +73,8 @@ struct SmallSearch {
     const std::uint32_t asking = whole_page ? Acc::warp_size : bits::popcount(same);
     const std::uint32_t rank = whole_page ? acc.lane_id() : bits::popcount(same & bits::low_mask(acc.lane_id()));
     const std::uint64_t warp_distance =
-        Hash::hashingDistWP + static_cast<std::uint64_t>(Hash::hashingDistWPRel) * (asking / chunks);
-    const std::uint64_t lane_distance = Hash::hashingDistWPRel != 0 ? rank / chunks : 0u;
+        Hash::hashingDistWP + static_cast<std::uint64_t>(Hash::hashingDistWPRel) * small_quotient(asking, chunks);
+    const std::uint64_t lane_distance = Hash::hashingDistWPRel != 0 ? small_quotient(rank, chunks) : 0u;
     const std::uint64_t h = static_cast<std::uint64_t>(request) * Hash::hashingK + processor_term(acc) +
                             static_cast<std::uint64_t>(acc.warp_id()) * warp_distance + lane_distance;
     return static_cast<std::uint32_t>(h % pages_per_block);

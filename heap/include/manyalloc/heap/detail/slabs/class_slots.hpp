@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "manyalloc/common/bits.hpp"
+#include "manyalloc/common/math.hpp"
 #include "manyalloc/heap/detail/slabs/page_pool.hpp"
 #include "manyalloc/heap/detail/slabs/size_classes.hpp"
 #include "manyalloc/heap/detail/slabs/invariants.hpp"
@@ -88,7 +89,12 @@ struct ClassSlots {
     }
   }
 
-  MANYALLOC_FN static std::uint32_t per_page(std::uint32_t cls) { return slab_bytes / class_bytes(cls); }
+  // Divisions by a class's size or chunk count take small_quotient (math.hpp):
+  // the page and chunk numbers stay below its bound.
+  static_assert(slab_bytes < small_quotient_limit && max_segment_chunks < small_quotient_limit,
+                "SizeClassSlabs: slab_bytes and a segment's chunks must stay below 2^21");
+  MANYALLOC_FN static std::uint32_t chunks_per_page(std::uint32_t bytes) { return small_quotient(slab_bytes, bytes); }
+  MANYALLOC_FN static std::uint32_t per_page(std::uint32_t cls) { return chunks_per_page(class_bytes(cls)); }
 
   // S2: a slab of class `cls` keeps one bit per chunk in `used` instead of a
   // count (the class has at most state_bit_chunks chunks per page, and a
@@ -148,7 +154,8 @@ struct ClassSlots {
                                          std::uint32_t offset) {
     const std::uint32_t n = per_page(cls);
     const std::uint32_t index = e.start + offset;
-    return h.page_data(e.base + index / n) + static_cast<std::size_t>(index % n) * class_bytes(cls);
+    const std::uint32_t page = small_quotient(index, n);
+    return h.page_data(e.base + page) + static_cast<std::size_t>(index - page * n) * class_bytes(cls);
   }
 
   // Calls f(word, mask) for each bitmap word of chunks [from, to) of the
@@ -158,11 +165,12 @@ struct ClassSlots {
   MANYALLOC_FN static void for_each_bit_word(const SlabLayout& h, std::uint32_t n, std::uint32_t base,
                                              std::uint32_t from, std::uint32_t to, F f) {
     for (std::uint32_t index = from; index < to;) {
-      const std::uint32_t in_page = index % n;
+      const std::uint32_t page = small_quotient(index, n);
+      const std::uint32_t in_page = index - page * n;
       std::uint32_t take = to - index;
       if (take > n - in_page) take = n - in_page;
       if (take > 32u - in_page % 32u) take = 32u - in_page % 32u;
-      f(h.chunk_word(base + index / n, n, in_page), bits::low_mask(take) << (in_page % 32u));
+      f(h.chunk_word(base + page, n, in_page), bits::low_mask(take) << (in_page % 32u));
       index += take;
     }
   }
