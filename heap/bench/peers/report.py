@@ -326,7 +326,11 @@ def main():
             L.append(f"\n![{title}]({p})\n")
             plots.append(p)
 
-    L += scatter_vs_upstream(rows)
+    # Every Scatter configuration of ours that ran: the default (ordered
+    # frees) and RelaxedFrees, whose frees order what upstream's do (none).
+    for name in ("Scatter", "Scatter+RelaxedFrees"):
+        if name in ours:
+            L += scatter_vs_upstream(rows, ours_name=name)
 
     L.append("\n## Where our best allocator loses to the best peer\n\n")
     L += [f"- {x}\n" for x in losses] or ["Nowhere.\n"]
