@@ -1,18 +1,26 @@
 // Probe: SizeClassSlabs alloc and free launches, L2 flushed between alloc and
 // free (as after the peers benchmark's check pass); medians of 11 launches.
+// PROBE_CONFIG names another SizeClassSlabs configuration; PROBE_HEAP_TYPE
+// another heap altogether, and PROBE_SKIP_8K leaves 8 KiB out
+// (../quotient_probe/scatter_variants.cu).
 #include "../probe_common.cuh"
 __global__ void flush_k(unsigned* buf, size_t n) { size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; if (i < n) buf[i] = unsigned(i); }
 int main(int argc, char** argv) {
   void** p; CK(cudaMalloc(&p, (1u << 20) * sizeof(void*)));
   const size_t flush_words = size_t{256} << 18;  // 256 MB
   unsigned* fl; CK(cudaMalloc(&fl, flush_words * 4));
-#ifdef PROBE_CONFIG
+#if defined(PROBE_HEAP_TYPE)
+  PROBE_HEAP_TYPE heap(size_t{16} << 30);
+#elif defined(PROBE_CONFIG)
   ProbeHeap<cp::SizeClassSlabs<PROBE_CONFIG>> heap(size_t{16} << 30);
 #else
   Heap heap(size_t{16} << 30);
 #endif
   auto h = heap.handle();
   for (unsigned n : {1u << 17, 1u << 20}) for (unsigned bytes : {16u, 1024u, 4096u, 8192u, 0u}) {
+#ifdef PROBE_SKIP_8K
+    if (bytes == 8192u) continue;
+#endif
     std::vector<float> a, f;
     for (int rep = 0; rep < 12; ++rep) {
       float ta = timed([&] { alloc_k<<<n / 256, 256>>>(h, p, n, bytes); });

@@ -1,25 +1,9 @@
 // Probe: Scatter alloc and free launches, the sequence of
 // ../free_variants_probe/free_variants.cu (L2 flushed between alloc and free,
-// medians of 11 launches after one), for the heap headers it is built against.
-#include "../probe_common.cuh"
+// medians of 11 launches after one) without 8 KiB (whole pages in Scatter),
+// for the heap headers it is built against.
 #include "manyalloc/heap/creation/scatter.hpp"
-__global__ void flush_k(unsigned* buf, size_t n) { size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; if (i < n) buf[i] = unsigned(i); }
-int main(int argc, char** argv) {
-  void** p; CK(cudaMalloc(&p, (1u << 20) * sizeof(void*)));
-  const size_t flush_words = size_t{256} << 18;  // 256 MB
-  unsigned* fl; CK(cudaMalloc(&fl, flush_words * 4));
-  ProbeHeap<cp::Scatter<>> heap(size_t{16} << 30);
-  auto h = heap.handle();
-  for (unsigned n : {1u << 17, 1u << 20}) for (unsigned bytes : {16u, 1024u, 4096u, 0u}) {
-    std::vector<float> a, f;
-    for (int rep = 0; rep < 12; ++rep) {
-      float ta = timed([&] { alloc_k<<<n / 256, 256>>>(h, p, n, bytes); });
-      flush_k<<<unsigned(flush_words / 256), 256>>>(fl, flush_words);
-      float tf = timed([&] { free_k<<<n / 256, 256>>>(h, p, n); });
-      if (rep > 0) { a.push_back(ta); f.push_back(tf); }
-    }
-    std::sort(a.begin(), a.end()); std::sort(f.begin(), f.end());
-    std::printf("%s n=%7u %5s alloc %7.1f us (%5.2f G/s) free %6.1f us (%5.2f G/s)\n", argc > 1 ? argv[1] : "", n,
-                bytes ? std::to_string(bytes).c_str() : "mixed", a[5], n / a[5] / 1e3, f[5], n / f[5] / 1e3);
-  }
-}
+#include "../probe_common.cuh"
+#define PROBE_HEAP_TYPE ProbeHeap<cp::Scatter<>>
+#define PROBE_SKIP_8K 1
+#include "../free_variants_probe/free_variants.cu"
