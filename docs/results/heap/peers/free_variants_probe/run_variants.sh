@@ -27,9 +27,5 @@ nvcc -std=c++17 -O3 -arch=sm_90 --expt-relaxed-constexpr -Igallatin/include -o /
   "$here/gallatin_probe.cu" > /tmp/fv_build_gallatin.log 2>&1 &
 runs+=(gallatin)
 wait
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-for round in 1 2; do
-  for t in "${runs[@]}"; do
-    if [[ -x /tmp/fv_$t ]]; then timeout 100 /tmp/fv_$t "$t r$round"; else echo "$t: build failed"; tail -5 /tmp/fv_build_$t.log; fi
-  done
-done
+source "$here/../probe_runs.sh"
+run_alternately fv_ fv_build_ 2 "${runs[@]}"

@@ -5,7 +5,8 @@
 # (heap/include and common/include), Gallatin's probe beside them, run
 # alternately twice; then Nsight Compute's instruction counts of the free
 # launches at 2^20 threads, and uncorrected.cu.
-#   docs/results/heap/peers/quotient_probe/run_quotient.sh NAME...
+#   [ROUNDS=2] [NCU=1] docs/results/heap/peers/quotient_probe/run_quotient.sh NAME...
+# (NCU=0: without the Nsight Compute part.)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 fv=$here/../free_variants_probe
@@ -23,13 +24,10 @@ nvcc -std=c++17 -O3 -arch=sm_90 --expt-relaxed-constexpr -I$P/gallatin/include -
 nvcc -O3 -arch=sm_90 -o /tmp/q_uncorrected $here/uncorrected.cu > /tmp/qb_unc.log 2>&1 &
 runs+=(gallatin)
 wait
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-for round in 1 2; do
-  for t in "${runs[@]}"; do
-    if [[ -x /tmp/q_$t ]]; then timeout 100 /tmp/q_$t "$t r$round"; else echo "$t: build failed"; tail -5 /tmp/qb_$t.log; fi
-  done
-done
+source "$here/../probe_runs.sh"
+run_alternately q_ qb_ "${ROUNDS:-2}" "${runs[@]}"
 /tmp/q_uncorrected
+[[ ${NCU:-1} == 1 ]] || exit 0
 # free_k launches (0-based) at 2^20 threads, 7th repetition: slabs 1 KiB 78, 4 KiB 90, mixed 114
 for t in "$@"; do
   for s in 78 90 114; do
