@@ -45,22 +45,18 @@ MANYALLOC_FN constexpr T round_down(T x, T multiple) {
 // made them cost several times the instructions of a free with
 // power-of-two sizes. Here y times the fast reciprocal of d ([PTX ISA]
 // rcp.approx.ftz.f32, within one unit in the last place; no subnormals
-// arise from integers) is within y / d * 2^-22 < 1/2 of y / d below 2^21, so
-// its truncation is the quotient or one off, and one multiply-subtract
-// settles it. Host code and constant evaluation divide.
+// arise from integers) is within y / d * 2^-22 of y / d. Below a multiple of
+// d, y / d lies at least 1/d under the next integer, more than that error
+// while y < 2^22, so the truncation is never above the quotient; at a
+// multiple it may fall just short, one below. One multiply-subtract settles
+// that. Host code and constant evaluation divide.
 MANYALLOC_FN MANYALLOC_INLINE constexpr std::uint32_t small_quotient(std::uint32_t y, std::uint32_t d) {
   if (std::is_constant_evaluated()) return y / d;
 #if defined(__CUDA_ARCH__)
   float reciprocal;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(reciprocal) : "f"(static_cast<float>(d)));
-  auto q = static_cast<std::uint32_t>(static_cast<float>(y) * reciprocal);
-  const auto r = static_cast<std::int32_t>(y - q * d);
-  if (r < 0) {
-    --q;
-  } else if (r >= static_cast<std::int32_t>(d)) {
-    ++q;
-  }
-  return q;
+  const auto q = static_cast<std::uint32_t>(static_cast<float>(y) * reciprocal);
+  return y - q * d >= d ? q + 1u : q;
 #else
   return y / d;
 #endif

@@ -43,8 +43,6 @@ class Scatter {
   using HeapProperties = HeapConfig;
   using HashingProperties = HashConfig;
   static constexpr std::uint32_t pagesize = HeapConfig::pagesize;
-  static_assert(pagesize < small_quotient_limit,
-                "Scatter: pagesize must be below 2 MiB (offsets in a page are divided by small_quotient)");
   static constexpr bool providesAvailableSlots = true;
   static constexpr bool needs_addressable_pool = true;
 

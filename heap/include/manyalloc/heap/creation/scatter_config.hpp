@@ -16,7 +16,8 @@
 namespace manyalloc::heap::CreationPolicies {
 
 struct ScatterHeapConfig {
-  // Bytes per page, a multiple of 4 from 64 B to 1 MiB; every chunk lives
+  // Bytes per page, a multiple of 4 from 64 B and below 2 MiB (offsets in a
+  // page are divided by small_quotient, common/math.hpp); every chunk lives
   // inside one page ([Steinberger2012] 5.2).
   static constexpr std::uint32_t pagesize = 4096;
   // Number of access blocks (super blocks, [Steinberger2012] 5.1) the pool is split into.
@@ -74,7 +75,7 @@ concept ScatterHeapConfiguration = requires {
   { C::wastefactor } -> std::convertible_to<std::uint32_t>;
   { C::resetfreedpages } -> std::convertible_to<bool>;
   { C::ordered_frees } -> std::convertible_to<bool>;
-} && (C::pagesize >= 64) && (C::pagesize % 4 == 0) && (C::pagesize <= (1u << 20)) && (C::accessblocks >= 1) &&
+} && (C::pagesize >= 64) && (C::pagesize % 4 == 0) && (C::pagesize < small_quotient_limit) && (C::accessblocks >= 1) &&
     (C::regionsize >= 1) && (C::regionsize <= 32) && (C::wastefactor >= 1);
 
 template <class C>

@@ -15,10 +15,12 @@
 namespace manyalloc::heap::CreationPolicies {
 
 struct SizeClassSlabsConfig {
-  // Bytes per page, a power of two from 4 KiB to 1 MiB (offsets in a page
-  // are divided by small_quotient, common/math.hpp). A slab is one page of
-  // one size class; a request larger than the largest class that fits twice
-  // into a page takes whole pages.
+  // Bytes per page, a power of two from 4 KiB to 1 MiB: offsets in a page
+  // and chunk indices in a segment (at most 32 pages of 16-byte chunks, two
+  // chunks per byte of a page) are divided by small_quotient
+  // (common/math.hpp), whose arguments stay below 2^21. A slab is one page
+  // of one size class; a request larger than the largest class that fits
+  // twice into a page takes whole pages.
   static constexpr std::uint32_t slab_bytes = 65536;
   // Most shards (slots) per size class; a heap uses fewer when it has few
   // pages, so that partly used segments stay a small share of the pool.
@@ -104,7 +106,7 @@ concept SizeClassSlabsConfiguration = requires {
   { C::classes_per_doubling } -> std::convertible_to<std::uint32_t>;
   { C::ordered_frees } -> std::convertible_to<bool>;
   { C::reuse_freed_chunks_from_bytes } -> std::convertible_to<std::uint32_t>;
-} && is_power_of_two(C::slab_bytes) && (C::slab_bytes >= 4096) && (C::slab_bytes <= (1u << 20)) &&
+} && is_power_of_two(C::slab_bytes) && (C::slab_bytes >= 4096) && (C::slab_bytes <= small_quotient_limit / 2) &&
     is_power_of_two(C::max_shards) && (C::max_shards >= 1) && (C::max_shards <= 1024) &&
     (C::segment_chunks >= 1) && is_power_of_two(C::classes_per_doubling) && (C::classes_per_doubling >= 2) &&
     (C::classes_per_doubling <= 32);

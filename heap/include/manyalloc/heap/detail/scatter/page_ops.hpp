@@ -142,7 +142,7 @@ struct PageOps {
     // it is distinct for every worker on the page, so warps that share a
     // page do not collide, and lanes of one warp still get neighbouring chunks.
     const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
-                                               : take_in_mask(acc, e, g.chunks, small_remainder(reserved, g.chunks));
+                                               : take_in_mask(acc, e, g.chunks, reserved);  // reserved < g.chunks (above)
     if (index == g.chunks) {  // no bit came free within the walk's bound
       release_reservation(acc, h, page, g.chunks);
       return nullptr;

@@ -90,11 +90,8 @@ struct ClassSlots {
   }
 
   // Divisions by a class's size or chunk count take small_quotient (math.hpp):
-  // offsets stay below slab_bytes, and chunk indices below a segment's
-  // chunks; a segment spans at most 32 pages (one word of the page bitmap),
-  // so those stay below slab_bytes / 16 * 32.
-  static_assert(slab_bytes / class_granule * 32u <= small_quotient_limit,
-                "SizeClassSlabs: slab_bytes must be at most 1 MiB (offsets and chunk indices below 2^21)");
+  // the configuration's concept bounds slab_bytes so that offsets and chunk
+  // indices stay within its range.
   MANYALLOC_FN static std::uint32_t chunks_per_page(std::uint32_t bytes) { return small_quotient(slab_bytes, bytes); }
   MANYALLOC_FN static std::uint32_t per_page(std::uint32_t cls) { return chunks_per_page(class_bytes(cls)); }
 
