@@ -2,8 +2,8 @@
 // but a fast reciprocal and a correction: quotients and remainders are
 // compared with the division operators. Every y below the bound for the
 // divisors up to 64, and for every divisor below the bound every multiple
-// of it and its two neighbours (a truncated float quotient can be one off
-// only at or next to a multiple). Without the correction the first kernel
+// of it and its two neighbours (the truncated float quotient can fall one
+// short only at a multiple; the neighbours are checked all the same). Without the correction the first kernel
 // finds tens of thousands of misses (quotient_probe/uncorrected.cu). Skips
 // itself when no GPU is present.
 #include <gtest/gtest.h>
