@@ -1,0 +1,79 @@
+// The probe loop shared by ours.cu (C++20, our headers) and upstream.cu
+// (C++17, alpaka and mallocMC): alloc and free launches of n threads, one
+// request each, L2 flushed between them; medians of 11 launches after one.
+// An adapter H has __device__ void* alloc(unsigned bytes) const and
+// __device__ void free(void*) const. Sizes: 16, 64, 256, 1024, 4096 B and
+// mixed (0: 16 B-4 KiB by a hash of the thread index).
+#pragma once
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+#define CK(x) probe_check((x), #x)
+inline void probe_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) { std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e)); std::exit(1); }
+}
+__device__ inline unsigned probe_size(unsigned i, unsigned bytes) {
+  if (bytes != 0) return bytes;
+  unsigned x = i * 2654435761u; x ^= x >> 15; x *= 2246822519u; x ^= x >> 13; return 16 + x % 4081; }
+template <class H> __global__ void alloc_k(H h, void** p, unsigned n, unsigned bytes) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] = h.alloc(probe_size(i, bytes)); }
+template <class H> __global__ void free_k(H h, void** p, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) h.free(p[i]); }
+__global__ void nulls_k(void* const* p, unsigned n, unsigned* count) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n && p[i] == nullptr) atomicAdd(count, 1u); }
+__global__ void flush_k(unsigned* buf, size_t n) { size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; if (i < n) buf[i] = unsigned(i); }
+template <class F> float timed(F f) { cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b); cudaEventRecord(a); f(); cudaEventRecord(b);
+  CK(cudaEventSynchronize(b)); float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); CK(cudaGetLastError()); return ms * 1000; }
+// What the peers benchmark's check does between the launches
+// (heap/bench/peers/verify.cu): every chunk written and read back, device
+// arrays allocated and freed around kernels of their own, a synchronize.
+__global__ void touch_k(void* const* p, unsigned n, unsigned bytes, unsigned* bad) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n || p[i] == nullptr) return;
+  volatile unsigned* w = static_cast<unsigned*>(p[i]); const unsigned last = (probe_size(i, bytes) - 4u) / 4u;
+  w[0] = i; w[last] = ~i; if (w[0] != i || w[last] != ~i) atomicAdd(bad, 1u); }
+__global__ void keys_k(void* const* p, unsigned n, unsigned long long* keys) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) keys[i] = reinterpret_cast<unsigned long long>(p[i]); }
+inline void verify_like(void* const* p, unsigned n, unsigned bytes, unsigned* bad) {
+  touch_k<<<n / 256, 256>>>(p, n, bytes, bad);
+  unsigned long long *keys, *more; CK(cudaMalloc(&keys, n * 8ull)); CK(cudaMalloc(&more, n * 24ull));
+  keys_k<<<n / 256, 256>>>(p, n, keys); CK(cudaMemcpy(more, keys, n * 8ull, cudaMemcpyDeviceToDevice));
+  CK(cudaDeviceSynchronize()); CK(cudaFree(more)); CK(cudaFree(keys)); CK(cudaDeviceSynchronize());
+}
+// Runs the loop for adapter h; `label` heads every line. A launch whose
+// requests fail is reported (fails=), not hidden. Between alloc and free:
+// the L2 flushed (verify false) or verify_like.
+// Make() returns a std::unique_ptr to a heap holder with adapter(); with
+// `fresh` a new heap for every (threads, size), as the peers benchmark
+// does, else one heap for all.
+template <class Make> void probe_loop(Make make, const char* label, bool only_2_17, bool verify, bool fresh) {
+  auto heap = make();
+  void** p; CK(cudaMalloc(&p, (1u << 20) * sizeof(void*)));
+  unsigned* nulls; CK(cudaMalloc(&nulls, sizeof(unsigned)));
+  const size_t flush_words = size_t{256} << 18;  // 256 MB
+  unsigned* fl; CK(cudaMalloc(&fl, flush_words * 4));
+  for (unsigned n : {1u << 17, 1u << 20}) {
+    if (only_2_17 && n != (1u << 17)) continue;
+    for (unsigned bytes : {16u, 64u, 256u, 1024u, 4096u, 0u}) {
+      if (fresh) { heap.reset(); heap = make(); }
+      const auto h = heap->adapter();
+      std::vector<float> a, f;
+      float cold_a = 0, cold_f = 0;
+      unsigned fails = 0;
+      for (int rep = 0; rep < 12; ++rep) {
+        float ta = timed([&] { alloc_k<<<n / 256, 256>>>(h, p, n, bytes); });
+        CK(cudaMemset(nulls, 0, sizeof(unsigned)));
+        nulls_k<<<n / 256, 256>>>(p, n, nulls);
+        unsigned got = 0; CK(cudaMemcpy(&got, nulls, sizeof got, cudaMemcpyDeviceToHost)); fails += got;
+        if (verify) verify_like(p, n, bytes, nulls); else flush_k<<<unsigned(flush_words / 256), 256>>>(fl, flush_words);
+        float tf = timed([&] { free_k<<<n / 256, 256>>>(h, p, n); });
+        if (rep > 0) { a.push_back(ta); f.push_back(tf); } else { cold_a = ta; cold_f = tf; }
+      }
+      std::sort(a.begin(), a.end()); std::sort(f.begin(), f.end());
+      std::printf("%s %s%s n=%7u %5s alloc %7.1f us free %6.1f us (min %5.1f max %5.1f) cold %7.1f / %6.1f us fails=%u\n", label,
+                  verify ? "verify" : "flush", fresh ? "+fresh" : "", n, bytes ? std::to_string(bytes).c_str() : "mixed", a[5],
+                  f[5], f[0], f[10], cold_a, cold_f, fails);
+    }
+  }
+  std::fflush(stdout);
+}
