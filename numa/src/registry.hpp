@@ -37,11 +37,12 @@ class Registry {
 
   // The descriptor whose segment contains p, or nullptr. Wait-free.
   Segment* lookup(const void* p) const noexcept {
-    const auto a = reinterpret_cast<std::uintptr_t>(p);
-    if (a >> address_bits) return nullptr;
-    const Slot* leaf = top_[a >> (segment_shift + leaf_bits)].load(std::memory_order_acquire);
+    // One compare of the top index checks the 48-bit range as well.
+    const std::uintptr_t top = reinterpret_cast<std::uintptr_t>(p) >> (segment_shift + leaf_bits);
+    if (top >= top_slots) return nullptr;
+    const Slot* leaf = top_[top].load(std::memory_order_acquire);
     if (leaf == nullptr) return nullptr;
-    return leaf[(a >> segment_shift) & (leaf_slots - 1)].load(std::memory_order_acquire);
+    return leaf[(reinterpret_cast<std::uintptr_t>(p) >> segment_shift) & (leaf_slots - 1)].load(std::memory_order_acquire);
   }
 
   // Makes sure the leaves covering [base, base + bytes) exist, so that a
