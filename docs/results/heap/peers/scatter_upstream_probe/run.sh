@@ -3,7 +3,8 @@
 # header tree .carry/ncu/NAME (heap/include, common/include; .carry/ncu/gen
 # holds build_config.hpp), as Scatter (NAME) and Scatter+RelaxedFrees
 # (NAMEr), and upstream.cu against mallocMC 2.6.0 (.carry/peers tarball,
-# .carry/boost), run alternately ROUNDS times at 2^17 threads, in each MODE
+# .carry/boost), and roofline.cu (no allocator: the limit), run alternately
+# ROUNDS times at 2^17 threads, in each MODE
 # (flush: the L2 flushed between alloc and free; verify: what the peers
 # benchmark's check does there, loop.cuh; verify_fresh: that and a fresh
 # heap for every size, as in the peers benchmark); then Nsight Compute's
@@ -26,6 +27,10 @@ m=$(dirname "$(dirname "$(find /tmp/mmc -path '*src/include/mallocMC/mallocMC.hp
 nvcc -std=c++17 "${flags[@]}" --extended-lambda -DALPAKA_ACC_GPU_CUDA_ENABLED -isystem "$m/../../alpaka/include" -isystem "$m" \
   -isystem .carry/boost/include -o /tmp/su_upstream $here/upstream.cu > /tmp/sub_upstream.log 2>&1 &
 runs+=(upstream)
+# The limit with no allocator in the way (roofline.cu): entry read and one atomic, entry read only.
+nvcc -std=c++17 "${flags[@]}" -o /tmp/su_roof $here/roofline.cu > /tmp/sub_roof.log 2>&1 &
+nvcc -std=c++17 "${flags[@]}" -DPROBE_FREE_READ_ONLY -o /tmp/su_roofread $here/roofline.cu > /tmp/sub_roofread.log 2>&1 &
+runs+=(roof roofread)
 wait
 for t in "${runs[@]}"; do [[ -x /tmp/su_$t ]] || { echo "$t: build failed"; tail -20 /tmp/sub_$t.log; }; done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

@@ -1,0 +1,49 @@
+// Probe: the limit of a 2^17-thread free launch in loop.cuh's harness, with
+// no allocator in the way. "Alloc" hands thread i the chunk at base + i *
+// 4 KiB (no search, no metadata); "free" does the least a Scatter free must:
+// read the page's entry (its chunk size) and clear the chunk's bit in it
+// with one atomic per lane, as upstream mallocMC does (ours clears the bits
+// of a warp's lanes on one page with one atomic and returns their
+// reservations with one more). PROBE_FREE_READ_ONLY: the free only reads the
+// entry (no atomic).
+#include <memory>
+#include "loop.cuh"
+struct Entry { unsigned chunk, fill, mask, pad; };
+struct Adapter {
+  char* base;
+  Entry* entries;
+  unsigned* sink;
+  __device__ void* alloc(unsigned) const {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    return base + std::size_t{i} * 4096;
+  }
+  __device__ void free(void* p) const {
+    const std::size_t off = static_cast<char*>(p) - base;
+    Entry& e = entries[off >> 12];
+    const unsigned chunk = *static_cast<volatile unsigned*>(&e.chunk);
+    const unsigned bit = 1u << ((off & 4095) / (chunk | 1u) % 32);
+#ifdef PROBE_FREE_READ_ONLY
+    if (chunk == 0xdeadbeefu) atomicAdd(sink, bit);
+#else
+    if (atomicAnd(&e.mask, ~bit) == 0xdeadbeefu) atomicAdd(sink, 1u);
+#endif
+  }
+};
+struct Holder {
+  char* base = nullptr;
+  Entry* entries = nullptr;
+  unsigned* sink = nullptr;
+  Holder() {
+    CK(cudaMalloc(&base, std::size_t{4096} << 20));  // 2^20 chunks of 4 KiB
+    CK(cudaMalloc(&entries, sizeof(Entry) << 20));
+    CK(cudaMemset(entries, 0xff, sizeof(Entry) << 20));
+    CK(cudaMalloc(&sink, 4));
+  }
+  ~Holder() { cudaFree(base); cudaFree(entries); cudaFree(sink); }
+  Adapter adapter() { return Adapter{base, entries, sink}; }
+};
+int main(int argc, char** argv) {
+  const std::string mode = argc > 3 ? argv[3] : "flush";
+  probe_loop([] { return std::make_unique<Holder>(); }, argc > 1 ? argv[1] : "", argc > 2 && std::string(argv[2]) == "2_17",
+             mode.rfind("verify", 0) == 0, mode.find("fresh") != std::string::npos);
+}
