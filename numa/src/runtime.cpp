@@ -13,6 +13,7 @@
 namespace manyalloc::numa {
 
 constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local std::uintptr_t t_owner __attribute__((tls_model("initial-exec"))) = no_owner;
 constinit thread_local bool t_heap_abandoned __attribute__((tls_model("initial-exec"))) = false;
 
 constinit Process g_process;
@@ -26,7 +27,7 @@ Context& g_ctx = g_process.context;
 void on_thread_exit(void* arg) {
   auto* h = static_cast<Heap*>(arg);
   if (h == nullptr) return;
-  t_heap = nullptr;
+  set_thread_heap(nullptr);
   t_heap_abandoned = true;
   heap_abandon(*h);
   heap_release(g_ctx, *h);
@@ -144,7 +145,7 @@ Heap* thread_heap_slow() noexcept {
   Context& c = g_ctx;
   Heap* h = heap_acquire(c, c.common());
   if (h == nullptr) return nullptr;
-  t_heap = h;  // before anything that may allocate (setspecific, hwloc)
+  set_thread_heap(h);  // before anything that may allocate (setspecific, hwloc)
   pthread_setspecific(g_process.key, h);
   if (c.opts.profile == Profile::numa) {
     // [Valat2014], "NUMA strategy": a thread bound inside one node uses that

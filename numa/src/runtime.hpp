@@ -31,6 +31,17 @@ inline Context& global() noexcept { return g_process.context; }
 // initialisation).
 extern constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec")));
 
+// t_heap as an integer, or 1 while it is nullptr: what the free fast path
+// compares a segment's owner with (Segment::heap is a heap or nullptr, never
+// 1), so that one compare checks both "the thread has a heap" and "it owns
+// the segment". Written wherever t_heap is (set_thread_heap).
+extern constinit thread_local std::uintptr_t t_owner __attribute__((tls_model("initial-exec")));
+inline constexpr std::uintptr_t no_owner = 1;
+inline void set_thread_heap(Heap* h) noexcept {
+  t_heap = h;
+  t_owner = h != nullptr ? reinterpret_cast<std::uintptr_t>(h) : no_owner;
+}
+
 // True once the thread's heap was abandoned at its exit (the pthread key's
 // destructor): a free after that makes no heap again (heap_for_free).
 extern constinit thread_local bool t_heap_abandoned __attribute__((tls_model("initial-exec")));

@@ -708,5 +708,20 @@ TEST(Heap, AbandonedHeapIsAdoptedWithItsChunks) {
   EXPECT_EQ(again->remote_frees.load(), 1u);
 }
 
+// The free fast path compares a segment's owner with t_owner alone
+// (runtime.hpp): t_owner must be t_heap as an integer, and while the thread
+// has no heap a value that no Segment::heap holds (nullptr is what large and
+// unowned segments hold).
+TEST(Runtime, TheOwnerKeyFollowsTheThreadsHeap) {
+  std::thread([] {
+    EXPECT_EQ(t_heap, nullptr);
+    EXPECT_EQ(t_owner, no_owner);
+    EXPECT_NE(t_owner, reinterpret_cast<std::uintptr_t>(static_cast<Heap*>(nullptr)));
+    Heap* h = thread_heap();
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(t_owner, reinterpret_cast<std::uintptr_t>(h));
+  }).join();
+}
+
 }  // namespace
 }  // namespace manyalloc::numa
