@@ -119,7 +119,7 @@ namespace {
 MA_EXPORT void* manyalloc_numa_malloc(std::size_t size) noexcept {
   Heap* h = t_heap;
   if (size <= table_max && h != nullptr) [[likely]] {
-    FreeCache& fc = cache_entry(*h, small_classes.cls[(size + 15) >> 4]);
+    FreeCache& fc = *cache_entry(*h, small_classes.cls[(size + 15) >> 4]);
     if (const std::uint32_t n = fc.count.load(std::memory_order_relaxed); n != 0) [[likely]]
       return cache_pop(fc, n);
   }

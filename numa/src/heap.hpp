@@ -267,12 +267,15 @@ inline void* heap_alloc_run(Heap& h, unsigned cls) {
   return heap_alloc_run_owned(h, cls);
 }
 
-// h.cache[index], computed from the array's address as an integer: the
-// compiler then folds the array's offset in the Heap into the loads'
-// displacement (a shift and an add on the fast paths, where indexing the
-// array cost four to six instructions with GCC 12).
-inline FreeCache& cache_entry(Heap& h, std::size_t index) {
-  return *reinterpret_cast<FreeCache*>(reinterpret_cast<std::uintptr_t>(h.cache) + index * sizeof(FreeCache));
+// &h.cache[index - shift], computed from the array's address as an
+// integer: the compiler then folds the array's offset in the Heap (and the
+// shift) into the loads' displacement, a shift and an add on the fast paths
+// where indexing the array cost four to six instructions with GCC 12.
+// index - shift must name an entry (no pointer past the array is formed).
+template <std::size_t shift = 0>
+inline FreeCache* cache_entry(Heap& h, std::size_t index) {
+  return reinterpret_cast<FreeCache*>(reinterpret_cast<std::uintptr_t>(h.cache) + index * sizeof(FreeCache) -
+                                      shift * sizeof(FreeCache));
 }
 
 // Takes the latest chunk of fc, which holds n != 0 (a separate step, so
@@ -314,10 +317,9 @@ inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
   const std::uint16_t info = slot->load(std::memory_order_relaxed);
   if (info == 0 || (a & 15) != 0) [[unlikely]]
     return false;
-  // The entry of page_info_cls(info) (info != 0): the - 1 applied to the
-  // entry's address, where it becomes part of the displacement instead of
-  // an instruction of its own.
-  FreeCache& fc = *(&cache_entry(h, std::size_t{info & 0xffu}) - 1);
+  // The entry of page_info_cls(info) == (info & 0xff) - 1 (info != 0),
+  // whose - 1 becomes part of the displacement instead of an instruction.
+  FreeCache& fc = *cache_entry<1>(h, std::size_t{info & 0xffu});
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
   if (n >= fc.cap) [[unlikely]]
     return false;

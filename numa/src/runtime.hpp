@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdint>
 
 #include "context.hpp"
 #include "heap.hpp"
@@ -37,6 +38,7 @@ extern constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exe
 // the segment". Written wherever t_heap is (set_thread_heap).
 extern constinit thread_local std::uintptr_t t_owner __attribute__((tls_model("initial-exec")));
 inline constexpr std::uintptr_t no_owner = 1;
+static_assert(alignof(Heap) > no_owner, "no_owner must be a value that no Heap's address can take");
 inline void set_thread_heap(Heap* h) noexcept {
   t_heap = h;
   t_owner = h != nullptr ? reinterpret_cast<std::uintptr_t>(h) : no_owner;
