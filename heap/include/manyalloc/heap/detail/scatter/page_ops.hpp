@@ -365,13 +365,22 @@ struct PageOps {
                                                std::uint32_t bit) {
     static_assert(!Config::resetfreedpages, "free_own_bits returns reservations before the clears land");
     PageEntry& e = h.pages[page];
-    // The return before the clear in program order: issued the other way
-    // round, the compiler tested the clear's result before it issued the
-    // return, and the two atomics took two round trips to memory instead of
-    // one (Nsight Compute's stall samples, scatter_upstream_probe).
     const bool lowest = acc.lane_id() == bits::find_first_set(group) - 1u;
-    const std::uint32_t before = lowest ? acc.atomic_sub(&e.fill, bits::popcount(group)) : 0u;
-    const std::uint32_t old = clear_bits(acc, h, page, g, word, bit);  // each lane's release of its own writes
+    std::uint32_t before = 0, old = 0;
+    if constexpr (Config::ordered_frees) {
+      // The clear is a release, whose fence waits for every earlier access:
+      // a return issued first would cost the same two round trips and
+      // leave the page counted with room while its bits are still set.
+      old = clear_bits(acc, h, page, g, word, bit);  // each lane's release of its own writes
+      before = lowest ? acc.atomic_sub(&e.fill, bits::popcount(group)) : 0u;
+    } else {
+      // The return before the clear in program order: issued the other way
+      // round, the compiler tested the clear's result before it issued the
+      // return, and the two atomics took two round trips to memory instead
+      // of one (Nsight Compute's stall samples, scatter_upstream_probe).
+      before = lowest ? acc.atomic_sub(&e.fill, bits::popcount(group)) : 0u;
+      old = clear_bits(acc, h, page, g, word, bit);
+    }
     FreeResult r;
     if ((old & bit) == 0u) {
       // Freed twice (by another lane of the group, or before): its
