@@ -158,11 +158,10 @@ namespace {
 MA_EXPORT void manyalloc_numa_free(void* p) noexcept {
   // The registry maps nullptr to no segment: free(NULL) takes the slow path.
   Segment* s = global().registry.lookup(p);
-  // One compare: the thread has a heap and it owns s (a small segment then;
-  // runtime.hpp, t_owner).
+  // One compare: the thread has a heap and it owns s (runtime.hpp, t_owner).
   const std::uintptr_t owner = t_owner;
-  if (s != nullptr && reinterpret_cast<std::uintptr_t>(s->heap.load(std::memory_order_relaxed)) == owner &&
-      heap_free_cached(*reinterpret_cast<Heap*>(owner), *static_cast<SmallSegment*>(s), p)) [[likely]]
+  if (SmallSegment* seg = owned_small(s, owner); seg != nullptr && heap_free_cached(*reinterpret_cast<Heap*>(owner), *seg, p))
+      [[likely]]
     return;
   free_slow(p, s);
 }

@@ -333,16 +333,23 @@ inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
 // nullptr.
 void small_free_slow(Context& c, Heap* self, SmallSegment& seg, void* p);
 
-// s as a small segment owned by h, or nullptr (s or h null, a large
-// segment, another heap's segment). A large segment's `heap` is nullptr
-// (invariants.hpp, Segment), so one comparison checks kind and owner.
-inline SmallSegment* owned_small(Segment* s, const Heap* h) {
-  if (s == nullptr || h == nullptr || s->heap.load(std::memory_order_relaxed) != h) return nullptr;
+// A heap's owner key: its address as an integer (what owned_small compares).
+inline std::uintptr_t owner_key(const Heap& h) { return reinterpret_cast<std::uintptr_t>(&h); }
+
+// s as a small segment owned by the heap whose owner key is `owner`, or
+// nullptr (s null, a large segment, another heap's or no heap's segment).
+// `owner` is owner_key of a heap or a value no heap's address takes (the
+// free fast path passes t_owner, runtime.hpp, which is no_owner while the
+// thread has no heap), never 0: Segment::heap is a heap or nullptr (a large
+// or unowned segment, invariants.hpp), so one compare checks kind and owner.
+inline SmallSegment* owned_small(Segment* s, std::uintptr_t owner) {
+  if (s == nullptr || reinterpret_cast<std::uintptr_t>(s->heap.load(std::memory_order_relaxed)) != owner)
+    return nullptr;
   return static_cast<SmallSegment*>(s);
 }
 
 inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {
-  if (owned_small(&seg, self) != nullptr && heap_free_cached(*self, seg, p)) [[likely]]
+  if (self != nullptr && owned_small(&seg, owner_key(*self)) != nullptr && heap_free_cached(*self, seg, p)) [[likely]]
     return;
   small_free_slow(c, self, seg, p);
 }

@@ -25,7 +25,7 @@ namespace {
 // The run of class cls of h whose pages hold p, or nullptr (p lies in no
 // small segment of h, or in a page of no run or of a run of another class).
 Run* owned_run_of(Heap& h, const void* p, unsigned cls) {
-  SmallSegment* seg = owned_small(h.ctx->registry.lookup(p), &h);
+  SmallSegment* seg = owned_small(h.ctx->registry.lookup(p), owner_key(h));
   if (seg == nullptr) return nullptr;
   const auto off = static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - seg->base);
   const std::uint16_t info = seg->page_info[off >> page_shift].load(std::memory_order_relaxed);

@@ -55,9 +55,7 @@ enum class SegKind : std::uint8_t { small = 1, large = 2 };
 // owner of that list. `heap` is the owner of a small segment (see
 // SmallSegment) and nullptr in a large one, which no heap owns: comparing
 // it with a heap tells both the kind and the owner at once (heap.hpp,
-// owned_small; on the free fast path api.cpp compares it with t_owner,
-// runtime.hpp, which is a heap's address or no_owner, a value `heap` never
-// holds). A small segment's bytes are
+// owned_small, which the free fast path calls with t_owner, runtime.hpp). A small segment's bytes are
 // segment_bytes, so that the offset of p in it is p % segment_bytes.
 struct Segment {
   SegKind kind;

@@ -32,16 +32,17 @@ inline Context& global() noexcept { return g_process.context; }
 // initialisation).
 extern constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec")));
 
-// t_heap as an integer, or 1 while it is nullptr: what the free fast path
-// compares a segment's owner with (Segment::heap is a heap or nullptr, never
-// 1), so that one compare checks both "the thread has a heap" and "it owns
-// the segment". Written wherever t_heap is (set_thread_heap).
+// owner_key(*t_heap), or no_owner while t_heap is nullptr: what the free
+// fast path passes to owned_small (heap.hpp; Segment::heap is a heap or
+// nullptr, never 1), so that one compare checks both "the thread has a
+// heap" and "it owns the segment". Written wherever t_heap is
+// (set_thread_heap).
 extern constinit thread_local std::uintptr_t t_owner __attribute__((tls_model("initial-exec")));
 inline constexpr std::uintptr_t no_owner = 1;
 static_assert(alignof(Heap) > no_owner, "no_owner must be a value that no Heap's address can take");
 inline void set_thread_heap(Heap* h) noexcept {
   t_heap = h;
-  t_owner = h != nullptr ? reinterpret_cast<std::uintptr_t>(h) : no_owner;
+  t_owner = h != nullptr ? owner_key(*h) : no_owner;
 }
 
 // True once the thread's heap was abandoned at its exit (the pthread key's
