@@ -1,5 +1,6 @@
 // What the heap probes under docs/results/heap/peers share: a SizeClassSlabs
-// heap through the host class, its alloc/free kernels and a launch timer.
+// heap through the host class and its alloc/free kernels, with probe_kernels.cuh
+// (request sizes, L2 flush, launch timer).
 // Built by hand: nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr with
 // the heap and common include directories and a generated build_config.hpp.
 #pragma once
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include "manyalloc/heap/heap.hpp"
 #include "manyalloc/heap/creation/size_class_slabs.hpp"
+#include "probe_kernels.cuh"
 namespace ma = manyalloc;
 namespace cp = ma::heap::CreationPolicies;
 template <class Creation = cp::SizeClassSlabs<>>
@@ -16,14 +18,7 @@ using ProbeHeap = ma::heap::Allocator<Creation, ma::heap::DistributionPolicies::
 using Heap = ProbeHeap<>;
 // CUDA errors: the back end's check (throws with the call named).
 #define CK(x) manyalloc::heap::acc::cuda_check((x), #x)
-// Request sizes: one size for every thread, or (bytes == 0) 16 B-4 KiB by a hash of the index.
-__device__ inline unsigned probe_size(unsigned i, unsigned bytes) {
-  if (bytes != 0) return bytes;
-  unsigned x = i * 2654435761u; x ^= x >> 15; x *= 2246822519u; x ^= x >> 13; return 16 + x % 4081; }
 template <class H> __global__ void alloc_k(H h, void** p, unsigned n, unsigned bytes) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; p[i] = h.alloc(a, probe_size(i, bytes)); } }
 template <class H> __global__ void free_k(H h, void** p, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; h.dealloc(a, p[i]); } }
-// Microseconds from one event before f() to one after it.
-template <class F> float timed(F f) { cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b); cudaEventRecord(a); f(); cudaEventRecord(b);
-  CK(cudaEventSynchronize(b)); float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); CK(cudaGetLastError()); return ms * 1000; }

@@ -4,7 +4,6 @@
 // another heap altogether, and PROBE_SKIP_8K leaves 8 KiB out
 // (../quotient_probe/scatter_variants.cu).
 #include "../probe_common.cuh"
-__global__ void flush_k(unsigned* buf, size_t n) { size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; if (i < n) buf[i] = unsigned(i); }
 int main(int argc, char** argv) {
   void** p; CK(cudaMalloc(&p, (1u << 20) * sizeof(void*)));
   const size_t flush_words = size_t{256} << 18;  // 256 MB

@@ -4,17 +4,12 @@
 #include <vector>
 #include <algorithm>
 #include <string>
+#include "../probe_kernels.cuh"
 using G = gallatin::allocators::Gallatin<16ULL * 1024 * 1024, 16ULL, 4096ULL>;
-__device__ inline unsigned probe_size(unsigned i, unsigned bytes) {
-  if (bytes != 0) return bytes;
-  unsigned x = i * 2654435761u; x ^= x >> 15; x *= 2246822519u; x ^= x >> 13; return 16 + x % 4081; }
 __global__ void alloc_k(G* g, void** p, unsigned n, unsigned bytes) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] = g->malloc(probe_size(i, bytes)); }
 __global__ void free_k(G* g, void** p, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n && p[i]) g->free(p[i]); }
-__global__ void flush_k(unsigned* buf, size_t n) { size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; if (i < n) buf[i] = unsigned(i); }
-template <class F> float timed(F f) { cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b); cudaEventRecord(a); f(); cudaEventRecord(b);
-  cudaEventSynchronize(b); float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); return ms * 1000; }
 int main(int argc, char** argv) {
   void** p; cudaMalloc(&p, (1u << 20) * sizeof(void*));
   const size_t flush_words = size_t{256} << 18;

@@ -9,22 +9,14 @@
 #include <cstdio>
 #include <string>
 #include <vector>
+#include "../probe_kernels.cuh"
 #define CK(x) probe_check((x), #x)
-inline void probe_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) { std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e)); std::exit(1); }
-}
-__device__ inline unsigned probe_size(unsigned i, unsigned bytes) {
-  if (bytes != 0) return bytes;
-  unsigned x = i * 2654435761u; x ^= x >> 15; x *= 2246822519u; x ^= x >> 13; return 16 + x % 4081; }
 template <class H> __global__ void alloc_k(H h, void** p, unsigned n, unsigned bytes) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] = h.alloc(probe_size(i, bytes)); }
 template <class H> __global__ void free_k(H h, void** p, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) h.free(p[i]); }
 __global__ void nulls_k(void* const* p, unsigned n, unsigned* count) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n && p[i] == nullptr) atomicAdd(count, 1u); }
-__global__ void flush_k(unsigned* buf, size_t n) { size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; if (i < n) buf[i] = unsigned(i); }
-template <class F> float timed(F f) { cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b); cudaEventRecord(a); f(); cudaEventRecord(b);
-  CK(cudaEventSynchronize(b)); float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); CK(cudaGetLastError()); return ms * 1000; }
 // What the peers benchmark's check does between the launches
 // (heap/bench/peers/verify.cu): every chunk written and read back, device
 // arrays allocated and freed around kernels of their own, a synchronize.
