@@ -35,6 +35,18 @@
 #                 soak_ab.log (~3 min)
 #     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
 #                 then checks that no memory was lost (test CudaSoak)
+#     soak-start  the same soak in a process session of its own (setsid), so
+#                 that it outlasts this call: a call lasts at most 600 s, the
+#                 build included, so a 600 s soak needs the next call too.
+#                 Starts from a copy of the test program; its log and exit
+#                 status go to build-gpu/soak-bg (kept while the machine
+#                 stays warm: call again within its warm period)
+#     soak-wait   waits for the soak of soak-start until SOAK_WAIT_UNTIL
+#                 seconds after this script's start (default 560), then
+#                 copies its log to $OUT/soak.log and reports its end or
+#                 how long it has run so far; stages after it run once it
+#                 returns (a GPU test beside a running soak is fine, a
+#                 timing is not)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
 #     figures     Figures 3 and 4 of [Steinberger2012] with every allocator of
 #                 the paper beside ours (Scatter, XMalloc as Scatter with
@@ -130,7 +142,7 @@ run_tests() {
   for t in "$heap_tests" "$dist_tests"; do
     name=$(basename "$t")
     say "== $name at full occupancy"
-    timeout 240 "$t" --gtest_output=json:"$OUT/$name.json" > "$OUT/$name.log" 2>&1
+    timeout "${TESTS_TIMEOUT_S:-240}" "$t" --gtest_output=json:"$OUT/$name.json" > "$OUT/$name.log" 2>&1
     rc=$?
     say "$name: exit $rc, $(grep -E '^\[  PASSED  \]|tests ran' "$OUT/$name.log" | tr '\n' ' ')"
     grep -E "^\[  FAILED  \]" "$OUT/$name.log" | tee -a "$LOG"
@@ -213,6 +225,30 @@ for stage in "${stages[@]}"; do
       rc=$?
       say "soak: exit $rc, $(grep -E '^soak:' "$OUT/soak.log")"
       [[ $rc -eq 0 ]] || status=1 ;;
+    soak-start)
+      bg=build-gpu/soak-bg
+      if [[ -f $bg/pid && ! -f $bg/rc ]] && kill -0 "$(cat "$bg/pid")" 2>/dev/null; then
+        say "soak-start: a soak is already running (pid $(cat "$bg/pid"))"; continue
+      fi
+      rm -rf "$bg" && mkdir -p "$bg" && cp "$heap_tests" "$bg/"
+      date -u +%FT%TZ > "$bg/started"
+      secs=${SOAK_SECONDS:-600}
+      setsid bash -c "echo \$\$ > $bg/pid; MANYALLOC_SOAK_SECONDS=$secs timeout $((secs + 120)) \
+        $bg/$(basename "$heap_tests") --gtest_filter='CudaSoak.*' > $bg/soak.log 2>&1; echo \$? > $bg/rc" \
+        < /dev/null > /dev/null 2>&1 &
+      say "soak-start: ${secs} s of SizeClassSlabs churn started in the background at $(cat "$bg/started")" ;;
+    soak-wait)
+      bg=build-gpu/soak-bg
+      if [[ ! -f $bg/started ]]; then say "soak-wait: no soak was started on this machine"; status=1; continue; fi
+      while [[ ! -f $bg/rc ]] && ((SECONDS < ${SOAK_WAIT_UNTIL:-560})); do sleep 2; done
+      [[ -f $bg/soak.log ]] && cp "$bg/soak.log" "$OUT/soak.log"
+      if [[ -f $bg/rc ]]; then
+        rc=$(cat "$bg/rc")
+        say "soak (started $(cat "$bg/started")): exit $rc, $(grep -E '^soak:' "$bg/soak.log")"
+        [[ $rc -eq 0 ]] || status=1
+      else
+        say "soak (started $(cat "$bg/started")): still running at $(date -u +%FT%TZ); call soak-wait again"
+      fi ;;
     soak-ab)
       say "== soak probe: base (.carry/base) and this tree, alternately"
       probe=docs/results/heap/peers/soak_probe/soak_probe.cu

@@ -249,6 +249,7 @@ TEST(CudaSoak, SizeClassSlabsChurnLosesNothing) {
   const auto t0 = std::chrono::steady_clock::now();
   unsigned launches = 0;
   std::uint64_t corrupt = 0, failed = 0;  // summed per launch: a 32-bit counter wraps over a soak
+  double elapsed = 0;                      // seconds of churn, measured (the last launch ends past `seconds`)
   do {
     counters.zero();
     CudaRunner::run(CudaRunner::many_workers(), Churn<SlabsHeap<CudaRunner>::Handle>{heap.handle(), 64, 14,
@@ -258,10 +259,11 @@ TEST(CudaSoak, SizeClassSlabsChurnLosesNothing) {
     corrupt += c[0];
     failed += c[1];
     ++launches;
-  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds);
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } while (elapsed < seconds);
   EXPECT_EQ(corrupt, 0u) << "corrupted chunks";
-  std::printf("soak: %u launches of %u workers x 64 rounds in %.0f s, %llu failed allocations (%.1f M per launch)\n",
-              launches, CudaRunner::many_workers(), seconds, static_cast<unsigned long long>(failed),
+  std::printf("soak: %u launches of %u workers x 64 rounds in %.1f s, %llu failed allocations (%.1f M per launch)\n",
+              launches, CudaRunner::many_workers(), elapsed, static_cast<unsigned long long>(failed),
               static_cast<double>(failed) / launches / 1e6);
   EXPECT_EQ(heap.getAvailableSlots(16), fresh16);
   EXPECT_EQ(heap.getAvailableSlots(65536), fresh_pages);
