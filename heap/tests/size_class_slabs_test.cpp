@@ -143,24 +143,45 @@ TEST(SlabPagePool, StaleFullHintDoesNotHidePages) {
   EXPECT_EQ(f.claim(33), 0u) << "stale busy hints must not hide whole free words";
 }
 
-// A run of whole words is taken several CAS at a time; a word taken behind
-// its hint (a claim in flight) makes the batch give back what it took, and
-// the search goes on past that word. Runs that span hint words set both.
+// A run of whole words is taken several CAS at a time, from the top of the
+// pool down (P4); a word taken behind its hint (a claim in flight) makes the
+// batch give back what it took, and the search goes on below that word.
+// Runs that span hint words set both.
 TEST(SlabPagePool, WholeWordRunGivesBackABatchThatHitATakenWord) {
   PoolFixture f(96 * 32);  // 96 words, three hint words
-  f.taken[5] = 1u;         // taken, but its busy hint is still clear
+  f.taken[90] = 1u;        // taken, but its busy hint is still clear
   f.shared.taken[0].value += 1;
-  const std::uint32_t p = f.claim(40 * 32 - 7);  // 40 words from word 6 on, 7 pages of the last given back
-  ASSERT_EQ(p, 6u * 32u);
-  for (std::uint32_t w = 0; w < 5; ++w) EXPECT_EQ(f.taken[w], 0u) << "word " << w << " not given back";
-  for (std::uint32_t w = 6; w < 45; ++w) EXPECT_EQ(f.taken[w], 0xffffffffu) << "word " << w;
-  EXPECT_EQ(f.taken[45], 0x01ffffffu) << "the tail of the last word goes back";
+  const std::uint32_t p = f.claim(40 * 32 - 7);  // words 50-89, 7 pages of the last given back
+  ASSERT_EQ(p, 50u * 32u);
+  for (std::uint32_t w = 91; w < 96; ++w) EXPECT_EQ(f.taken[w], 0u) << "word " << w << " not given back";
+  for (std::uint32_t w = 0; w < 50; ++w) EXPECT_EQ(f.taken[w], 0u) << "word " << w;
+  for (std::uint32_t w = 50; w < 89; ++w) EXPECT_EQ(f.taken[w], 0xffffffffu) << "word " << w;
+  EXPECT_EQ(f.taken[89], 0x01ffffffu) << "the tail of the last word goes back";
   EXPECT_EQ(slabs::PagePool::taken_pages(f.acc, f.h), 40u * 32u - 7u + 1u);
-  f.busy[0] |= 1u << 5;  // the claim in flight ends
+  f.busy[90 / 32] |= 1u << (90 % 32);  // the claim in flight ends
   f.expect_hints_exact();
   slabs::PagePool::release(f.acc, f.h, p, 40 * 32 - 7);
-  EXPECT_EQ(f.claim(91 * 32), slabs::no_page) << "word 5 splits the pool into runs of 5 and 90 words";
-  EXPECT_EQ(f.claim(90 * 32), 6u * 32u);
+  EXPECT_EQ(f.claim(91 * 32), slabs::no_page) << "word 90 splits the pool into runs of 90 and 5 words";
+  EXPECT_EQ(f.claim(90 * 32), 0u);
+}
+
+// P4: runs of whole words come from the top of the pool, and a run longer
+// than one batch of CAS (32 words) that meets a word taken behind its hint
+// in its second batch gives back the first batch too.
+TEST(SlabPagePool, WholeWordRunsComeFromTheTopAndGiveBackEveryBatch) {
+  PoolFixture f(256 * 32);  // 256 words, eight hint words
+  const std::uint32_t a = f.claim(32 * 32);
+  EXPECT_EQ(a, 224u * 32u) << "the highest 32 words";
+  f.taken[200] = 1u;  // taken behind its hint, in the second batch of the 100-word run of words 124-223
+  f.shared.taken[0].value += 1;
+  const std::uint32_t b = f.claim(100 * 32);
+  ASSERT_NE(b, slabs::no_page);
+  EXPECT_EQ(b, 100u * 32u) << "the highest run below word 200";
+  for (std::uint32_t w = 201; w < 224; ++w) EXPECT_EQ(f.taken[w], 0u) << "word " << w << " not given back";
+  for (std::uint32_t w = 100; w < 200; ++w) EXPECT_EQ(f.taken[w], 0xffffffffu) << "word " << w;
+  EXPECT_EQ(slabs::PagePool::taken_pages(f.acc, f.h), 132u * 32u + 1u);
+  f.busy[200 / 32] |= 1u << (200 % 32);
+  f.expect_hints_exact();
 }
 
 // A host thread that always claims from shard 0 (a plain HostThread's shard
@@ -423,7 +444,7 @@ TEST(SlabRefill, AFragmentedPoolCostsARefillFewBitmapReads) {
   ASSERT_EQ(slabs::segment_log_pages(Slots::per_page(cls), CreationPolicies::SizeClassSlabsConfig::segment_chunks), 5u);
   ASSERT_GE(h.open_budget, 32u);
   ASSERT_GT(h.words, 100u);
-  const std::uint32_t hashed = Slots::hash_start(h, cls * 977u, 0u) % h.words;
+  const std::uint32_t hashed = Slots::hash_start(acc::HostThread{}, h, cls * 977u, 0u) % h.words;
   for (std::uint32_t w = 0; w < h.words; ++w) take_bits(h, w, w == hashed ? 0xffffffffu : 1u);
   BitmapReadCounter counter;
   counter.words_begin = h.taken;

@@ -30,6 +30,15 @@ MANYALLOC_FN MANYALLOC_INLINE unsigned find_first_set(std::uint32_t word) {
 #endif
 }
 
+// Number of consecutive set bits from the highest bit down (32 for all ones).
+MANYALLOC_FN MANYALLOC_INLINE unsigned count_leading_ones(std::uint32_t word) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<unsigned>(__clz(static_cast<int>(~word)));
+#else
+  return word == 0xffffffffu ? 32u : static_cast<unsigned>(__builtin_clz(~word));
+#endif
+}
+
 MANYALLOC_FN MANYALLOC_INLINE unsigned popcount(std::uint32_t word) {
 #if defined(__CUDA_ARCH__)
   return static_cast<unsigned>(__popc(word));

@@ -5,10 +5,12 @@
 // Runs of up to 32 pages lie inside one bitmap word: a claim finds a word
 // whose free bits hold the run, and one atomic OR takes it (runs of more
 // than 16 pages look for an empty word through the `busy` hints first, as
-// such runs are rare beside taken pages). Longer runs
-// take whole words: a search over the `busy` hints (one bit per word, a
-// word every 32 pages) finds consecutive words with no taken page, and a
-// CAS from 0 claims each. Neither search looks at the pages themselves.
+// such runs are rare beside taken pages); their searches start in the
+// small-run window at the low end of the pool (P4). Longer runs take whole
+// words: a search from the top of the pool down over the `busy` hints (one
+// bit per word, a word every 32 pages) finds consecutive words with no
+// taken page, and a CAS from 0 claims each. Neither search looks at the
+// pages themselves.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,18 @@ struct PagePool {
     return sum;
   }
 
+  // P4: the words [0, window) in which hashed claims of at most 32 pages
+  // start. Both loads are issued before either is used.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t small_window(const Acc& acc, const SlabLayout& h) {
+    const std::uint32_t reached = acc.load(&h.shared->small_words);
+    const std::uint32_t usable_words = (usable(acc, h) + 31u) / 32u;
+    std::uint32_t window = h.words / 16u > 64u ? h.words / 16u : 64u;
+    if (reached > window) window = reached;
+    if (window > usable_words) window = usable_words;
+    return window != 0u ? window : 1u;
+  }
+
   // Bits of word w that name usable pages.
   MANYALLOC_FN static std::uint32_t valid_bits(std::uint32_t w, std::uint32_t limit) {
     const std::uint32_t first = w * 32u;
@@ -73,7 +87,10 @@ struct PagePool {
   MANYALLOC_FN static void after_claim(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t old,
                                        std::uint32_t claimed, std::uint32_t valid) {
     const std::uint32_t bit = 1u << (w % 32u);
-    if (old == 0u) acc.atomic_or(&h.busy[w / 32u], bit);
+    if (old == 0u) {
+      acc.atomic_or(&h.busy[w / 32u], bit);
+      acc.atomic_max(&h.shared->small_words, w + 1u);  // P4: the window reaches past this word
+    }
     if (((old | claimed) & valid) == valid) {
       // A release may have slipped in before the bit was set: read the word
       // again once the OR is done (its old value is waited for, so the
@@ -199,26 +216,37 @@ struct PagePool {
 
   // ---- runs of whole words (more than 32 pages) --------------------------------
   // Bit i set: word w + i (i < span, all in one hint word) may be claimed
-  // whole. Pass 0 reads the `busy` hint word once; pass 1 reads the words.
+  // whole. Pass 0 reads the `busy` hint word once; pass 1 reads the words,
+  // all `span` loads in flight together.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t free_words(const Acc& acc, const SlabLayout& h, int pass, std::uint32_t w,
                                                std::uint32_t span) {
     if (pass == 0) return ~(acc.load(&h.busy[w / 32u]) >> (w % 32u)) & bits::low_mask(span);
+    std::uint32_t taken[32];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t i = 0; i < 32u; ++i) taken[i] = i < span ? acc.load(&h.taken[w + i]) : 1u;
     std::uint32_t free = 0;
-    for (std::uint32_t i = 0; i < span; ++i) free |= (acc.load(&h.taken[w + i]) == 0u ? 1u : 0u) << i;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t i = 0; i < 32u; ++i) free |= (taken[i] == 0u ? 1u : 0u) << i;
     return free;
   }
 
   // Takes words [first, first + need) whole, `batch` CAS in flight at a time
-  // (held in registers: the batch is small enough not to raise the register
-  // count of a kernel that allocates).
+  // (one thread issues them all: the rounds of waiting for their results are
+  // what a long run costs, so the batch is as large as it can be without
+  // raising the register count of a kernel that allocates; 64 raised it).
   // Returns need, or the index of the first word it could not take, after
   // giving back what it took (P1, P2). A word taken whole is full and busy
   // until its owner releases pages of it, so its hints need no re-check.
+  // The pages of a batch are counted with one atomic (P2 needs only the sum).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t take_words(const Acc& acc, const SlabLayout& h, std::uint32_t first,
                                                std::uint32_t need) {
-    constexpr std::uint32_t batch = 16;
+    constexpr std::uint32_t batch = 32;
     std::uint32_t got = 0;
     while (got < need) {
       const std::uint32_t base = first + got;
@@ -228,19 +256,25 @@ struct PagePool {
 #pragma unroll
 #endif
       for (std::uint32_t i = 0; i < batch; ++i) old[i] = i < n ? acc.atomic_cas(&h.taken[base + i], 0u, 0xffffffffu) : 1u;
-      std::uint32_t won = 0;
+      std::uint64_t won = 0;  // bit i: word base + i taken here
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-      for (std::uint32_t i = 0; i < batch; ++i) won |= (old[i] == 0u ? 1u : 0u) << i;
-      if (won != bits::low_mask(n)) {
+      for (std::uint32_t i = 0; i < batch; ++i) won |= std::uint64_t{old[i] == 0u ? 1u : 0u} << i;
+      static_assert(batch <= 64u, "a batch's outcome is one bit per word of a 64-bit mask");
+      if (won != bits::low_mask64(n)) {
+        std::uint32_t lost = n;  // the first word of the batch not taken
         for (std::uint32_t i = 0; i < n; ++i) {
-          if (((won >> i) & 1u) != 0u) release_bits(acc, h, base + i, 0xffffffffu);  // not counted yet
+          if (((won >> i) & 1u) != 0u) {
+            release_bits(acc, h, base + i, 0xffffffffu);  // not counted yet
+          } else if (lost == n) {
+            lost = i;
+          }
         }
         if (got != 0u) release(acc, h, first * 32u, std::uint64_t{got} * 32u);
-        return got + static_cast<std::uint32_t>(bits::find_first_set(~won) - 1);
+        return got + lost;
       }
-      for (std::uint32_t i = 0; i < n; ++i) count_taken(acc, h, base + i, 32u);
+      count_taken(acc, h, base, 32u * n);
       for (std::uint32_t i = 0; i < n;) {  // the hint words the batch spans
         const std::uint32_t w = base + i;
         const std::uint32_t span = 32u - w % 32u < n - i ? 32u - w % 32u : n - i;
@@ -255,8 +289,10 @@ struct PagePool {
   }
 
   // k > 32 pages as ceil(k/32) whole words; the pages past k in the last word
-  // go back at once. Returns the first page or no_page. The search reads one
-  // hint word per 32 words (pass 0) and claims the first run long enough.
+  // go back at once. Returns the first page or no_page. The search runs from
+  // the top of the pool down (P4: small runs pack the low end), reads one
+  // hint word per 32 words (pass 0), and claims the highest run long enough.
+  // Pass 1, which trusts no hint, reads 32 words per step.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_words(const Acc& acc, const SlabLayout& h, std::uint64_t k) {
     const std::uint32_t limit = usable(acc, h);
@@ -264,15 +300,25 @@ struct PagePool {
     const auto need = static_cast<std::uint32_t>((k + 31u) / 32u);
     const std::uint32_t whole = limit / 32u;  // words whose pages are all usable (P3)
     for (int pass = 0; pass < 2; ++pass) {
-      std::uint32_t run = 0;  // candidate words just before w
-      for (std::uint32_t w = 0; w < whole;) {
-        const std::uint32_t span = 32u - w % 32u < whole - w ? 32u - w % 32u : whole - w;
-        const std::uint32_t free = free_words(acc, h, pass, w, span);
-        const std::uint32_t ones = free == 0xffffffffu ? 32u : static_cast<std::uint32_t>(bits::find_first_set(~free) - 1);
+      std::uint32_t top = whole;  // words at and above `top` are searched
+      std::uint32_t run = 0;      // words [top, top + run) may be claimed
+      std::uint32_t read_base = no_page, free = 0;  // the hint word's words last read, and their bits
+      while (top > 0u) {
+        const std::uint32_t base = (top - 1u) / 32u * 32u;
+        if (base != read_base) {
+          const std::uint32_t span = 32u < whole - base ? 32u : whole - base;
+          free = free_words(acc, h, pass, base, span);
+          read_base = base;
+        }
+        // Free words from top - 1 down, within this hint word's words.
+        const std::uint32_t span = top - base;
+        const std::uint32_t below = free & bits::low_mask(span);
+        const std::uint32_t lead = span == 32u ? below : below << (32u - span);
+        const std::uint32_t ones = bits::count_leading_ones(lead) < span ? bits::count_leading_ones(lead) : span;
         run += ones;
-        const std::uint32_t end = w + ones;  // the run so far is [end - run, end)
+        top -= ones;
         if (run >= need) {
-          const std::uint32_t first = end - run;
+          const std::uint32_t first = top + run - need;
           const std::uint32_t got = take_words(acc, h, first, need);
           if (got == need) {
             const std::uint32_t last = first + need - 1u;
@@ -280,15 +326,14 @@ struct PagePool {
             if (tail != 0u) release_in_word(acc, h, last, ~bits::low_mask(32u - tail));
             return first * 32u;
           }
+          top = first + got;  // the search goes on below the word that could not be taken
           run = 0;
-          w = first + got + 1u;  // past the word that could not be taken
+          read_base = no_page;  // its hint was stale: read again
           continue;
         }
-        if (ones < span) {
+        if (ones < span) {  // word top - 1 is not free
+          --top;
           run = 0;
-          w = end + 1u;
-        } else {
-          w = end;
         }
       }
     }
@@ -317,10 +362,8 @@ struct PagePool {
       acc.atomic_and(&h.busy[w / 32u], ~mask);
       i += span;
     }
-    for (std::uint32_t i = 0; i < n; ++i) {
-      count_released(acc, h, first + i, 32u);
-      (void)acc.atomic_and(&h.taken[first + i], 0u);
-    }
+    count_released(acc, h, first, 32u * n);
+    for (std::uint32_t i = 0; i < n; ++i) (void)acc.atomic_and(&h.taken[first + i], 0u);
   }
 
   // Gives pages [first, first + k) back (P1, P2): partial words one by one,
