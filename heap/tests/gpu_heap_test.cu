@@ -178,31 +178,6 @@ TEST(CudaSlabs, ColdMixedLaunchStaysWithinTheOpenBudget) {
   expect_cold_mixed_launch_within_the_open_budget<CreationPolicies::FineSizeClassesConfig>();
 }
 
-// Placement (slabs/invariants.hpp P4): with mixed small chunks of every
-// class live, one request of 1 GiB still finds 512 free words in a row of a
-// 4 GiB pool. Slot segments hashed over the whole pool left no such run
-// (the same request failed in the large-request probe of
-// docs/results/heap/peers/large_claim_probe).
-TEST(CudaSlabs, AOneGiBRequestFitsBesideMixedSmallChunks) {
-  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
-  using H = SlabsHeap<CudaRunner>::Handle;
-  SlabsHeap<CudaRunner> heap(std::size_t{4} << 30);
-  const std::uint32_t workers = CudaRunner::many_workers();
-  CudaRunner::Buffer<void*> ptrs(workers), large(1);
-  CudaRunner::Buffer<std::uint32_t> counters(3);  // mixed failures; then GrowProbe's two counters
-  CudaRunner::run(workers, MixedAlloc<H>{heap.handle(), ptrs.data(), counters.data(), 0});
-  ASSERT_EQ(counters.to_host()[0], 0u) << "mixed requests failed";
-  const std::size_t gib = std::size_t{1} << 30;
-  CudaRunner::run(1, GrowProbe<H>{heap.handle(), gib, large.data(), counters.data() + 1, 0});
-  EXPECT_EQ(counters.to_host()[1], 0u) << "the 1 GiB request failed beside " << workers << " small chunks";
-  CudaRunner::run(1, GrowProbe<H>{heap.handle(), gib, large.data(), counters.data() + 1, 2});
-  CudaRunner::run(workers, MixedAlloc<H>{heap.handle(), ptrs.data(), counters.data(), 1});
-  heap.creation().template release_open_segments<acc::Cuda>();
-  const auto st = heap.creation().statistics<acc::Cuda>();
-  EXPECT_EQ(st.misuse_reports, 0u);
-  EXPECT_EQ(st.pages_in_use, 0u);
-}
-
 // The back end zeroes heap metadata with a kernel of its own (acc::Cuda::
 // fill_zero); ranges of any alignment and length are zeroed exactly.
 TEST(CudaBackend, FillZeroClearsExactlyTheRange) {

@@ -347,7 +347,6 @@ struct CountedLane : acc::EmulatedThread {
   }
   std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return EmulatedThread::atomic_or(count(p), v); }
   std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return EmulatedThread::atomic_and(count(p), v); }
-  std::uint32_t atomic_max(std::uint32_t* p, std::uint32_t v) const { return EmulatedThread::atomic_max(count(p), v); }
   std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {
     return EmulatedThread::atomic_cas(count(p), e, d);
   }

@@ -444,7 +444,7 @@ TEST(SlabRefill, AFragmentedPoolCostsARefillFewBitmapReads) {
   ASSERT_EQ(slabs::segment_log_pages(Slots::per_page(cls), CreationPolicies::SizeClassSlabsConfig::segment_chunks), 5u);
   ASSERT_GE(h.open_budget, 32u);
   ASSERT_GT(h.words, 100u);
-  const std::uint32_t hashed = Slots::hash_start(acc::HostThread{}, h, cls * 977u, 0u) % h.words;
+  const std::uint32_t hashed = Slots::hash_start(h, cls * 977u, 0u) % h.words;
   for (std::uint32_t w = 0; w < h.words; ++w) take_bits(h, w, w == hashed ? 0xffffffffu : 1u);
   BitmapReadCounter counter;
   counter.words_begin = h.taken;

@@ -83,7 +83,6 @@ struct SimAcc : ma::heap::acc::HostThread {
   std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { ++c->atomics; auto o = *p; *p = o - v; return o; }
   std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { ++c->atomics; auto o = *p; *p = o | v; return o; }
   std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { ++c->atomics; auto o = *p; *p = o & v; return o; }
-  std::uint32_t atomic_max(std::uint32_t* p, std::uint32_t v) const { ++c->atomics; auto o = *p; *p = o < v ? v : o; return o; }
   std::uint32_t atomic_and_release(std::uint32_t* p, std::uint32_t v) const { return atomic_and(p, v); }
   std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { ++c->atomics; auto o = *p; *p = v; return o; }
   std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {

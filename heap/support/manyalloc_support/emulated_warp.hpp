@@ -119,7 +119,6 @@ class EmulatedThread {
   std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const { return host_.atomic_sub_release(p, v); }
   std::uint32_t atomic_and_release(std::uint32_t* p, std::uint32_t v) const { return host_.atomic_and_release(p, v); }
   std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return host_.atomic_or(p, v); }
-  std::uint32_t atomic_max(std::uint32_t* p, std::uint32_t v) const { return host_.atomic_max(p, v); }
   std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return host_.atomic_and(p, v); }
   std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return host_.atomic_exch(p, v); }
   std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {

@@ -47,7 +47,6 @@ concept Accelerator = requires(const A a, std::uint32_t* w, const std::uint32_t*
   { a.atomic_sub(w, v) } -> std::same_as<std::uint32_t>;
   { a.atomic_or(w, v) } -> std::same_as<std::uint32_t>;
   { a.atomic_and(w, v) } -> std::same_as<std::uint32_t>;
-  { a.atomic_max(w, v) } -> std::same_as<std::uint32_t>;  // unsigned maximum
   { a.atomic_exch(w, v) } -> std::same_as<std::uint32_t>;
   { a.atomic_cas(w, v, v) } -> std::same_as<std::uint32_t>;
   // Subtracts after this worker's earlier memory operations (and those it

@@ -111,7 +111,6 @@ class CudaThread {
   }
   __device__ std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return atomicOr(p, v); }
   __device__ std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return atomicAnd(p, v); }
-  __device__ std::uint32_t atomic_max(std::uint32_t* p, std::uint32_t v) const { return atomicMax(p, v); }
   __device__ std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return atomicExch(p, v); }
   __device__ std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {
     return atomicCAS(p, e, d);

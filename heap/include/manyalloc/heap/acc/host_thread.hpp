@@ -51,12 +51,6 @@ class HostThread {
   std::uint32_t atomic_and_release(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_and(v); }
   std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_or(v); }
   std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return ref(p).fetch_and(v); }
-  std::uint32_t atomic_max(std::uint32_t* p, std::uint32_t v) const {  // std::atomic_ref has no fetch_max before C++26
-    std::uint32_t old = ref(p).load();
-    while (old < v && !ref(p).compare_exchange_weak(old, v)) {
-    }
-    return old;
-  }
   std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return ref(p).exchange(v); }
   std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t expected, std::uint32_t desired) const {
     ref(p).compare_exchange_strong(expected, desired);

@@ -335,7 +335,7 @@ class SizeClassSlabs {
       // page; for any other lane left without a chunk (its group ran out of
       // room for extents, or its slot was busy) only before it fails.
       const bool reuse = Slots::reuses(cls);
-      const std::uint32_t start = Slots::hash_start(acc, layout_, acc.warp_id(), cls);
+      const std::uint32_t start = Slots::hash_start(layout_, acc.warp_id(), cls);
       if (reuse && dry) mine = Slots::from_freed_chunks(acc, layout_, cls, start);
       std::uint32_t from = cls;
       if (mine == nullptr) mine = Slots::from_larger_class(acc, layout_, from);
@@ -355,7 +355,7 @@ class SizeClassSlabs {
     const Layout& h = layout_;
     const std::uint64_t k = pages_for(bytes);
     if (k > h.page_count) return nullptr;
-    const std::uint32_t start = Slots::hash_start(acc, h, acc.warp_id() * 32u + acc.lane_id(), acc.processor_id());
+    const std::uint32_t start = Slots::hash_start(h, acc.warp_id() * 32u + acc.lane_id(), acc.processor_id());
     const std::uint32_t page = k <= 32u ? Pool::claim_in_word(acc, h, static_cast<std::uint32_t>(k), start)
                                         : Pool::claim_words(acc, h, k);
     if (page == heap::detail::slabs::no_page) return nullptr;

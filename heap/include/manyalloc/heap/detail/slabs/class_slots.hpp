@@ -227,12 +227,11 @@ struct ClassSlots {
     }
   }
 
-  // A word of the small-run window (P4) picked by a hash of a and b, where
-  // the searches of runs of at most 32 pages start.
-  template <class Acc>
-  MANYALLOC_FN static std::uint32_t hash_start(const Acc& acc, const SlabLayout& h, std::uint32_t a, std::uint32_t b) {
+  // A word of the pool picked by a hash of a and b, where the searches of
+  // runs of at most 32 pages start (P4).
+  MANYALLOC_FN static std::uint32_t hash_start(const SlabLayout& h, std::uint32_t a, std::uint32_t b) {
     const std::uint64_t x = (static_cast<std::uint64_t>(a) * 2654435761u) ^ (static_cast<std::uint64_t>(b) * 40503u);
-    return static_cast<std::uint32_t>(x % PagePool::small_window(acc, h));
+    return static_cast<std::uint32_t>(x % h.words);
   }
 
   struct Gathered {
@@ -285,7 +284,7 @@ struct ClassSlots {
                                   const SlotWord& seen, Gathered& g) {
     std::uint64_t* slot = h.slot(cls, shard);
     const std::uint32_t n = per_page(cls);
-    const std::uint32_t start = hash_start(acc, h, cls * 977u + shard, seen.generation);
+    const std::uint32_t start = hash_start(h, cls * 977u + shard, seen.generation);
     // The segment being replaced is used up: its pages leave the open count (C4).
     if (seen.base_plus_one != 0u) acc.atomic_sub(&h.shared->open_pages.value, 1u << seen.log_pages);
     // Reserve the segment's pages in the open count before claiming them,
@@ -694,7 +693,7 @@ struct ClassSlots {
   template <class Acc>
   MANYALLOC_FN static void gather(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t shard,
                                   std::uint32_t warp, Gathered& g) {
-    take_private_pages(acc, h, cls, hash_start(acc, h, warp, shard), g);
+    take_private_pages(acc, h, cls, hash_start(h, warp, shard), g);
     if (g.need == 0u) return;
     const SlotResult own = g.room(2) ? from_slot(acc, h, cls, shard, true, g) : SlotResult::busy;
     if (own == SlotResult::served) return;

@@ -20,22 +20,22 @@
 //  P2 The sum of `taken` counters in SlabShared equals the number of set
 //     bits once the claims and releases in flight have finished (claimers
 //     add after their OR succeeded, releasers subtract before their AND).
-//     Counter i counts the pages of words w with w % taken_shards == i, so
-//     that concurrent claims do not all update one word.
+//     A claim or release of pages of word w updates counter
+//     w % taken_shards (a run of whole words: the counter of its first word
+//     per batch), so that concurrent claims do not all update one word. Only
+//     the sum means anything: a counter alone may wrap below zero.
 //  P3 Bits at or above the usable page count (page_count - unmapped_pages)
 //     are treated as set by every search and are never set in memory.
-//  P4 (placement, a rule for speed and room, not for safety) Runs of at most
-//     32 pages (slot segments, a warp's private slab, small large requests)
-//     start their search at a hashed word below the small-run window:
-//     max(SlabShared::small_words, a sixteenth of the words, at least 64
-//     words), at most the usable words. A claim that takes pages of an empty
-//     word raises small_words past that word (an atomic max, so the window
-//     only grows, up to the highest word such claims have reached). Runs of
-//     whole words search from the top of the pool down. So small runs pack
-//     the low end and large ones the high end, and a request for a run of
-//     many words finds one after many small claims (hashed over the whole
-//     pool, a few thousand slot segments leave no long run of free words
-//     while most of the pool is free).
+//  P4 (placement, a rule for speed, not for safety) Runs of at most 32
+//     pages (slot segments, a warp's private slab, small large requests)
+//     start their search at a word hashed over the whole pool, so that a
+//     refill's first word is almost always empty and concurrent refills
+//     rarely meet. Runs of whole words search from the top of the pool
+//     down. The price: once slot segments are spread over the pool, no long
+//     run of free words may be left while most pages are free, and a large
+//     request then fails (docs/results/heap/peers/large_claim_probe: packing
+//     small runs at the low end instead made refills search and cut the
+//     alloc rates).
 //
 // Hint words (one bit per word of `taken`; a two-level summary tree of
 // fan-out 32 over the pages): `busy` bit set = the word has a taken page,
@@ -251,8 +251,7 @@ struct SlabShared {
   std::uint32_t unmapped_pages;
   std::uint32_t dry_refills;  // refills that found no free page (C5)
   std::uint32_t reused_chunks;  // freed chunks handed out again (C6)
-  std::uint32_t small_words;    // P4: the small-run window's high-water mark (words)
-  std::uint32_t line0[26];
+  std::uint32_t line0[27];
   Counter taken[taken_shards];  // P2
   Counter open_pages;           // pages of open segments (C4)
 };

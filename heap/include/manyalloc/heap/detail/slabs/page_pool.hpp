@@ -5,9 +5,9 @@
 // Runs of up to 32 pages lie inside one bitmap word: a claim finds a word
 // whose free bits hold the run, and one atomic OR takes it (runs of more
 // than 16 pages look for an empty word through the `busy` hints first, as
-// such runs are rare beside taken pages); their searches start in the
-// small-run window at the low end of the pool (P4). Longer runs take whole
-// words: a search from the top of the pool down over the `busy` hints (one
+// such runs are rare beside taken pages); their searches start at a hashed
+// word (P4). Longer runs take whole words: a search from the top of the
+// pool down over the `busy` hints (one
 // bit per word, a word every 32 pages) finds consecutive words with no
 // taken page, and a CAS from 0 claims each. Neither search looks at the
 // pages themselves.
@@ -45,18 +45,6 @@ struct PagePool {
     return sum;
   }
 
-  // P4: the words [0, window) in which hashed claims of at most 32 pages
-  // start. Both loads are issued before either is used.
-  template <class Acc>
-  MANYALLOC_FN static std::uint32_t small_window(const Acc& acc, const SlabLayout& h) {
-    const std::uint32_t reached = acc.load(&h.shared->small_words);
-    const std::uint32_t usable_words = (usable(acc, h) + 31u) / 32u;
-    std::uint32_t window = h.words / 16u > 64u ? h.words / 16u : 64u;
-    if (reached > window) window = reached;
-    if (window > usable_words) window = usable_words;
-    return window != 0u ? window : 1u;
-  }
-
   // Bits of word w that name usable pages.
   MANYALLOC_FN static std::uint32_t valid_bits(std::uint32_t w, std::uint32_t limit) {
     const std::uint32_t first = w * 32u;
@@ -87,10 +75,7 @@ struct PagePool {
   MANYALLOC_FN static void after_claim(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t old,
                                        std::uint32_t claimed, std::uint32_t valid) {
     const std::uint32_t bit = 1u << (w % 32u);
-    if (old == 0u) {
-      acc.atomic_or(&h.busy[w / 32u], bit);
-      acc.atomic_max(&h.shared->small_words, w + 1u);  // P4: the window reaches past this word
-    }
+    if (old == 0u) acc.atomic_or(&h.busy[w / 32u], bit);
     if (((old | claimed) & valid) == valid) {
       // A release may have slipped in before the bit was set: read the word
       // again once the OR is done (its old value is waited for, so the
@@ -290,7 +275,7 @@ struct PagePool {
 
   // k > 32 pages as ceil(k/32) whole words; the pages past k in the last word
   // go back at once. Returns the first page or no_page. The search runs from
-  // the top of the pool down (P4: small runs pack the low end), reads one
+  // the top of the pool down (P4), reads one
   // hint word per 32 words (pass 0), and claims the highest run long enough.
   // Pass 1, which trusts no hint, reads 32 words per step.
   template <class Acc>
