@@ -43,10 +43,11 @@
 #                 stays warm: call again within its warm period)
 #     soak-wait   waits for the soak of soak-start until SOAK_WAIT_UNTIL
 #                 seconds after this script's start (default 560), then
-#                 copies its log to $OUT/soak.log and reports its end or
-#                 how long it has run so far; stages after it run once it
-#                 returns (a GPU test beside a running soak is fine, a
-#                 timing is not)
+#                 copies its log to $OUT/soak.log and reports its end, how
+#                 long it has run so far, or that it died without a status;
+#                 stages after it run once it returns (a GPU test beside a
+#                 running soak is fine, a timing is not: run timing stages
+#                 only after the soak has ended)
 #     suite       the whole heap benchmark suite, all experiments (~4-5 min)
 #     figures     Figures 3 and 4 of [Steinberger2012] with every allocator of
 #                 the paper beside ours (Scatter, XMalloc as Scatter with
@@ -230,24 +231,42 @@ for stage in "${stages[@]}"; do
       if [[ -f $bg/pid && ! -f $bg/rc ]] && kill -0 "$(cat "$bg/pid")" 2>/dev/null; then
         say "soak-start: a soak is already running (pid $(cat "$bg/pid"))"; continue
       fi
-      rm -rf "$bg" && mkdir -p "$bg" && cp "$heap_tests" "$bg/"
+      # A finished soak that no soak-wait collected keeps its log.
+      [[ -f $bg/rc && ! -f $bg/collected ]] && mv "$bg" "$bg.$(date -u +%H%M%S)"
+      rm -rf "$bg" && mkdir -p "$bg"
+      if ! cp "$heap_tests" "$bg/"; then say "soak-start: no test program to run"; status=1; continue; fi
       date -u +%FT%TZ > "$bg/started"
+      date +%s > "$bg/started_s"
       secs=${SOAK_SECONDS:-600}
+      # The exit status is written to rc.tmp and renamed, so a reader never sees an empty rc.
       setsid bash -c "echo \$\$ > $bg/pid; MANYALLOC_SOAK_SECONDS=$secs timeout $((secs + 120)) \
-        $bg/$(basename "$heap_tests") --gtest_filter='CudaSoak.*' > $bg/soak.log 2>&1; echo \$? > $bg/rc" \
-        < /dev/null > /dev/null 2>&1 &
+        $bg/$(basename "$heap_tests") --gtest_filter='CudaSoak.*' > $bg/soak.log 2>&1; echo \$? > $bg/rc.tmp; \
+        mv $bg/rc.tmp $bg/rc" < /dev/null > /dev/null 2>&1 &
       say "soak-start: ${secs} s of SizeClassSlabs churn started in the background at $(cat "$bg/started")" ;;
     soak-wait)
       bg=build-gpu/soak-bg
       if [[ ! -f $bg/started ]]; then say "soak-wait: no soak was started on this machine"; status=1; continue; fi
-      while [[ ! -f $bg/rc ]] && ((SECONDS < ${SOAK_WAIT_UNTIL:-560})); do sleep 2; done
-      [[ -f $bg/soak.log ]] && cp "$bg/soak.log" "$OUT/soak.log"
+      while [[ ! -f $bg/rc ]] && ((SECONDS < ${SOAK_WAIT_UNTIL:-560})); do
+        # A soak killed before it wrote its status (out of memory, a signal) ends the wait.
+        if [[ -f $bg/pid ]] && ! kill -0 "$(cat "$bg/pid")" 2>/dev/null && [[ ! -f $bg/rc ]]; then
+          sleep 1; [[ -f $bg/rc ]] || break
+        fi
+        sleep 2
+      done
+      ran=$(( $(date +%s) - $(cat "$bg/started_s") ))
       if [[ -f $bg/rc ]]; then
         rc=$(cat "$bg/rc")
+        [[ -f $bg/soak.log ]] && cp "$bg/soak.log" "$OUT/soak.log"
+        touch "$bg/collected"
         say "soak (started $(cat "$bg/started")): exit $rc, $(grep -E '^soak:' "$bg/soak.log")"
         [[ $rc -eq 0 ]] || status=1
+      elif [[ -f $bg/pid ]] && kill -0 "$(cat "$bg/pid")" 2>/dev/null; then
+        [[ -f $bg/soak.log ]] && cp "$bg/soak.log" "$OUT/soak.log"
+        say "soak (started $(cat "$bg/started")): still running after $ran s; call soak-wait again"
       else
-        say "soak (started $(cat "$bg/started")): still running at $(date -u +%FT%TZ); call soak-wait again"
+        [[ -f $bg/soak.log ]] && cp "$bg/soak.log" "$OUT/soak.log"
+        say "soak (started $(cat "$bg/started")): ended after at most $ran s without an exit status (killed?)"
+        status=1
       fi ;;
     soak-ab)
       say "== soak probe: base (.carry/base) and this tree, alternately"

@@ -167,12 +167,12 @@ TEST(SlabPagePool, WholeWordRunGivesBackABatchThatHitATakenWord) {
 
 // P4: runs of whole words come from the top of the pool, and a run longer
 // than one batch of CAS (32 words) that meets a word taken behind its hint
-// in its second batch gives back the first batch too.
+// in its third batch gives back the two batches before it too.
 TEST(SlabPagePool, WholeWordRunsComeFromTheTopAndGiveBackEveryBatch) {
   PoolFixture f(256 * 32);  // 256 words, eight hint words
   const std::uint32_t a = f.claim(32 * 32);
   EXPECT_EQ(a, 224u * 32u) << "the highest 32 words";
-  f.taken[200] = 1u;  // taken behind its hint, in the second batch of the 100-word run of words 124-223
+  f.taken[200] = 1u;  // taken behind its hint, in the third batch (188-219) of the 100-word run of words 124-223
   f.shared.taken[0].value += 1;
   const std::uint32_t b = f.claim(100 * 32);
   ASSERT_NE(b, slabs::no_page);
@@ -226,6 +226,46 @@ void take_bits(const slabs::SlabLayout& h, std::uint32_t w, std::uint32_t mask) 
   const std::uint32_t valid = slabs::PagePool::valid_bits(w, h.page_count);
   if (h.taken[w] != 0u) h.busy[w / 32] |= 1u << (w % 32);
   if ((h.taken[w] & valid) == valid) h.full[w / 32] |= 1u << (w % 32);
+}
+
+// Runs of whole words against a reference search: in pools whose word
+// count is no multiple of 32 (a partial top hint word), with exact hints,
+// a claim takes the highest run of free words long enough, or fails only
+// when there is none; hints and counters stay exact.
+TEST(SlabPagePool, WholeWordRunsMatchAReferenceSearch) {
+  std::uint32_t x = 2463534242u;
+  const auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x;
+  };
+  for (int round = 0; round < 300; ++round) {
+    const std::uint32_t words = 2 + next() % 150;
+    PoolFixture f(words * 32);
+    for (std::uint32_t w = 0; w < words; ++w) {
+      if (next() % 3 == 0) take_bits(f.h, w, 1u << (next() % 32));
+    }
+    const std::uint32_t need = 2 + next() % 40;
+    std::uint32_t expect = slabs::no_page;  // first word of the highest free run of `need` words
+    for (std::uint32_t top = words, run = 0; top > 0; --top) {
+      run = f.taken[top - 1] == 0u ? run + 1 : 0;
+      if (run == need) {
+        expect = top - 1;
+        break;
+      }
+    }
+    const std::uint32_t before = slabs::PagePool::taken_pages(f.acc, f.h);
+    const std::uint32_t got = f.claim(std::uint64_t{need} * 32);
+    if (expect == slabs::no_page) {
+      EXPECT_EQ(got, slabs::no_page) << "round " << round;
+      EXPECT_EQ(slabs::PagePool::taken_pages(f.acc, f.h), before);
+    } else {
+      EXPECT_EQ(got, expect * 32) << "round " << round << ", " << words << " words, " << need << " needed";
+      EXPECT_EQ(slabs::PagePool::taken_pages(f.acc, f.h), before + need * 32);
+    }
+    f.expect_hints_exact();
+  }
 }
 
 // A run of 17..32 pages needs an empty word: the busy hints find one,

@@ -222,8 +222,8 @@ struct PagePool {
 
   // Takes words [first, first + need) whole, `batch` CAS in flight at a time
   // (one thread issues them all: the rounds of waiting for their results are
-  // what a long run costs, so the batch is as large as it can be without
-  // raising the register count of a kernel that allocates; 64 raised it).
+  // what a long run costs, so the batch is the largest that does not raise
+  // the register count of a kernel that allocates).
   // Returns need, or the index of the first word it could not take, after
   // giving back what it took (P1, P2). A word taken whole is full and busy
   // until its owner releases pages of it, so its hints need no re-check.
