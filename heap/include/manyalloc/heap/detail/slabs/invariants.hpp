@@ -32,11 +32,11 @@
 //     refill's first word is almost always empty and concurrent refills
 //     rarely meet. Runs of whole words search from the top of the usable
 //     pages down (in a pool that grows, a run taken before a growth lies
-//     below the pages the growth adds). The price: once slot segments are spread over the pool, no long
-//     run of free words may be left while most pages are free, and a large
-//     request then fails (docs/results/heap/peers/large_claim_probe: packing
-//     small runs at the low end instead made refills search and cut the
-//     alloc rates).
+//     below the pages the growth adds). The price: once slot segments are
+//     spread over the pool, no long run of free words may be left while
+//     most pages are free, and a large request then fails
+//     (docs/results/heap/peers/large_claim_probe: packing small runs at the
+//     low end instead made refills search and cut the alloc rates).
 //
 // Hint words (one bit per word of `taken`; a two-level summary tree of
 // fan-out 32 over the pages): `busy` bit set = the word has a taken page,
