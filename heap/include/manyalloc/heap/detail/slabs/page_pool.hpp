@@ -7,10 +7,9 @@
 // than 16 pages look for an empty word through the `busy` hints first, as
 // such runs are rare beside taken pages); their searches start at a hashed
 // word (P4). Longer runs take whole words: a search from the top of the
-// pool down over the `busy` hints (one
-// bit per word, a word every 32 pages) finds consecutive words with no
-// taken page, and a CAS from 0 claims each. Neither search looks at the
-// pages themselves.
+// pool down over the `busy` hints (one bit per word, a word every 32
+// pages) finds consecutive words with no taken page, and a CAS from 0
+// claims each. Neither search looks at the pages themselves.
 #pragma once
 
 #include <cstdint>
@@ -241,23 +240,18 @@ struct PagePool {
 #pragma unroll
 #endif
       for (std::uint32_t i = 0; i < batch; ++i) old[i] = i < n ? acc.atomic_cas(&h.taken[base + i], 0u, 0xffffffffu) : 1u;
-      std::uint64_t won = 0;  // bit i: word base + i taken here
+      static_assert(batch <= 32u, "a batch's outcome is one bit per word of a 32-bit mask");
+      std::uint32_t won = 0;  // bit i: word base + i taken here
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-      for (std::uint32_t i = 0; i < batch; ++i) won |= std::uint64_t{old[i] == 0u ? 1u : 0u} << i;
-      static_assert(batch <= 64u, "a batch's outcome is one bit per word of a 64-bit mask");
-      if (won != bits::low_mask64(n)) {
-        std::uint32_t lost = n;  // the first word of the batch not taken
+      for (std::uint32_t i = 0; i < batch; ++i) won |= (old[i] == 0u ? 1u : 0u) << i;
+      if (won != bits::low_mask(n)) {
         for (std::uint32_t i = 0; i < n; ++i) {
-          if (((won >> i) & 1u) != 0u) {
-            release_bits(acc, h, base + i, 0xffffffffu);  // not counted yet
-          } else if (lost == n) {
-            lost = i;
-          }
+          if (((won >> i) & 1u) != 0u) release_bits(acc, h, base + i, 0xffffffffu);  // not counted yet
         }
         if (got != 0u) release(acc, h, first * 32u, std::uint64_t{got} * 32u);
-        return got + lost;
+        return got + static_cast<std::uint32_t>(bits::find_first_set(~won) - 1);
       }
       count_taken(acc, h, base, 32u * n);
       for (std::uint32_t i = 0; i < n;) {  // the hint words the batch spans
@@ -275,9 +269,9 @@ struct PagePool {
 
   // k > 32 pages as ceil(k/32) whole words; the pages past k in the last word
   // go back at once. Returns the first page or no_page. The search runs from
-  // the top of the pool down (P4), reads one
-  // hint word per 32 words (pass 0), and claims the highest run long enough.
-  // Pass 1, which trusts no hint, reads 32 words per step.
+  // the top of the pool down (P4), reads one hint word per 32 words (pass
+  // 0), and claims the highest run long enough. Pass 1, which trusts no
+  // hint, reads 32 words per step.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_words(const Acc& acc, const SlabLayout& h, std::uint64_t k) {
     const std::uint32_t limit = usable(acc, h);
@@ -295,11 +289,11 @@ struct PagePool {
           free = free_words(acc, h, pass, base, span);
           read_base = base;
         }
-        // Free words from top - 1 down, within this hint word's words.
+        // Free words from top - 1 down, within this hint word's words: the
+        // bits of [base, top) moved to the top of the word (zeros below them
+        // end the count by `span` at most).
         const std::uint32_t span = top - base;
-        const std::uint32_t below = free & bits::low_mask(span);
-        const std::uint32_t lead = span == 32u ? below : below << (32u - span);
-        const std::uint32_t ones = bits::count_leading_ones(lead) < span ? bits::count_leading_ones(lead) : span;
+        const std::uint32_t ones = bits::count_leading_ones((free & bits::low_mask(span)) << (32u - span));
         run += ones;
         top -= ones;
         if (run >= need) {
