@@ -20,5 +20,8 @@ using Heap = ProbeHeap<>;
 #define CK(x) manyalloc::heap::acc::cuda_check((x), #x)
 template <class H> __global__ void alloc_k(H h, void** p, unsigned n, unsigned bytes) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; p[i] = h.alloc(a, probe_size(i, bytes)); } }
+// One thread's request of `bytes` into *slot, and its free.
+template <class H> __global__ void one_alloc_k(H h, void** slot, size_t bytes) { ma::heap::acc::CudaThread a; *slot = h.alloc(a, bytes); }
+template <class H> __global__ void one_free_k(H h, void** slot) { ma::heap::acc::CudaThread a; h.dealloc(a, *slot); }
 template <class H> __global__ void free_k(H h, void** p, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { ma::heap::acc::CudaThread a; h.dealloc(a, p[i]); } }

@@ -7,18 +7,13 @@
 #include <cstdint>
 #include <vector>
 
-template <class H> __global__ void one_k(H h, void** p, size_t bytes) { ma::heap::acc::CudaThread a; *p = h.alloc(a, bytes); }
-template <class H> __global__ void one_free_k(H h, void** p) { ma::heap::acc::CudaThread a; h.dealloc(a, *p); }
-
-static float median(std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
-
 // `rounds` alloc/free pairs of one 1 GiB request; prints the cold (first)
 // alloc and the medians, minima and maxima of the rest.
 static void series(const char* tag, const char* state, Heap& heap, void** slot, int rounds) {
   std::vector<float> a, f;
   unsigned nulls = 0;
   for (int r = 0; r < rounds; ++r) {
-    a.push_back(timed([&] { one_k<<<1, 1>>>(heap.handle(), slot, size_t{1} << 30); }));
+    a.push_back(timed([&] { one_alloc_k<<<1, 1>>>(heap.handle(), slot, size_t{1} << 30); }));
     void* got = nullptr;
     CK(cudaMemcpy(&got, slot, sizeof got, cudaMemcpyDeviceToHost));
     if (got == nullptr) ++nulls;
@@ -27,8 +22,8 @@ static void series(const char* tag, const char* state, Heap& heap, void** slot, 
   const float cold = a[0];
   std::vector<float> warm_a(a.begin() + 1, a.end());
   std::printf("%-6s %-12s alloc cold %6.1f us, warm median %6.1f (min %6.1f, max %6.1f); free median %6.1f (min %6.1f, max %6.1f) us; failed %u of %d\n",
-              tag, state, cold, median(warm_a), *std::min_element(warm_a.begin(), warm_a.end()),
-              *std::max_element(warm_a.begin(), warm_a.end()), median(f), *std::min_element(f.begin(), f.end()),
+              tag, state, cold, probe_median(warm_a), *std::min_element(warm_a.begin(), warm_a.end()),
+              *std::max_element(warm_a.begin(), warm_a.end()), probe_median(f), *std::min_element(f.begin(), f.end()),
               *std::max_element(f.begin(), f.end()), nulls, rounds);
 }
 

@@ -23,15 +23,13 @@ template <int BATCH> __global__ void claim_k(unsigned* words, unsigned n, unsign
 }
 __global__ void empty_k(unsigned* out) { *out = 1; }
 
-static float median(std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
-
 template <int BATCH> void row(unsigned* words, unsigned* won) {
   std::vector<float> t;
   for (int r = 0; r < 21; ++r) {
     probe_check(cudaMemset(words, 0, 512 * sizeof(unsigned)), "memset");
     t.push_back(timed([&] { claim_k<BATCH><<<1, 1>>>(words, 512, won); }));
   }
-  std::printf("roofline batch %3d: median %6.1f us (min %6.1f)\n", BATCH, median(t), *std::min_element(t.begin(), t.end()));
+  std::printf("roofline batch %3d: median %6.1f us (min %6.1f)\n", BATCH, probe_median(t), *std::min_element(t.begin(), t.end()));
 }
 
 int main() {
@@ -40,7 +38,7 @@ int main() {
   probe_check(cudaMalloc(&won, sizeof(unsigned)), "malloc");
   std::vector<float> e;
   for (int r = 0; r < 21; ++r) e.push_back(timed([&] { empty_k<<<1, 1>>>(won); }));
-  std::printf("empty one-thread launch: median %6.1f us\n", median(e));
+  std::printf("empty one-thread launch: median %6.1f us\n", probe_median(e));
   row<1>(words, won);
   row<16>(words, won);
   row<32>(words, won);

@@ -9,9 +9,6 @@
 // asks for 1 GiB beside them. Built against one header tree by run.sh.
 #include "../probe_common.cuh"
 #include <string>
-template <class H> __global__ void one_k(H h, void** slot, size_t bytes) { ma::heap::acc::CudaThread a; *slot = h.alloc(a, bytes); }
-template <class H> __global__ void one_free_k(H h, void** slot) { ma::heap::acc::CudaThread a; h.dealloc(a, *slot); }
-__global__ void busy_k(long long cycles) { long long t = clock64(); while (clock64() - t < cycles) {} }
 
 void series(const char* tree, unsigned n, unsigned bytes, void** p, void** slot) {
   std::vector<float> cold, warm, fr;
@@ -28,7 +25,7 @@ void series(const char* tree, unsigned n, unsigned bytes, void** p, void** slot)
       fr.push_back(timed([&] { free_k<<<n / 256, 256>>>(h, p, n); }));
     }
     alloc_k<<<n / 256, 256>>>(h, p, n, bytes);
-    large_us = timed([&] { one_k<<<1, 1>>>(h, slot, size_t{1} << 30); });
+    large_us = timed([&] { one_alloc_k<<<1, 1>>>(h, slot, size_t{1} << 30); });
     CK(cudaMemcpy(&large, slot, sizeof large, cudaMemcpyDeviceToHost));
     if (large != nullptr) one_free_k<<<1, 1>>>(h, slot);
     free_k<<<n / 256, 256>>>(h, p, n);

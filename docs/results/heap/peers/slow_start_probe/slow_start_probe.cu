@@ -5,7 +5,6 @@
 // by a free launch) on the last heap; free = median of those five frees.
 // Built against one header tree by run_probe.sh.
 #include "../probe_common.cuh"
-__global__ void busy_k(long long cycles) { long long t = clock64(); while (clock64() - t < cycles) {} }
 template <class C> void series(const char* name, unsigned n, unsigned bytes, void** p) {
   std::vector<float> cold, warm, fr;
   unsigned open = 0;
