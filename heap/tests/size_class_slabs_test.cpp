@@ -81,6 +81,7 @@ struct PoolFixture {
     h.full = full.data();
     h.page_count = pages;
     h.words = words;
+    h.small_words = words;  // no large-request zone (P4): these tests place runs themselves
   }
   std::uint32_t claim(std::uint64_t k, std::uint32_t start = 0) {
     return k <= 32 ? slabs::PagePool::claim_in_word(acc, h, static_cast<std::uint32_t>(k), start)

@@ -548,6 +548,8 @@ class SizeClassSlabs {
       l.page_count = static_cast<std::uint32_t>(n);
       l.words = static_cast<std::uint32_t>((n + 31) / 32);
       const std::size_t hint_words = (l.words + 31) / 32;
+      const std::uint32_t zone = l.words / 8u * Config::large_zone_eighths;  // P4
+      l.small_words = l.words > zone ? l.words - zone : 1u;
       // Open segments may hold about an eighth of the pages (C4); there are
       // at most as many shards as leave every class one page in each.
       l.open_budget = static_cast<std::uint32_t>(n / 8 > 0 ? n / 8 : 1);

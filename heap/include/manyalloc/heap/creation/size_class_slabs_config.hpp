@@ -72,6 +72,15 @@ struct SizeClassSlabsConfig {
   // 0: every class; never_reuse: no class.
   static constexpr std::uint32_t reuse_freed_chunks_from_bytes = 4096;
   static constexpr std::uint32_t never_reuse = 0xffffffffu;
+  // Eighths of the pool (0 to 7) kept at its top for large requests: slot
+  // segments, warps' private slabs and requests of at most 32 pages start
+  // their search below this zone (slabs/invariants.hpp P4), so that however
+  // their chunks spread, a request of up to the zone's size finds a run of
+  // free pages there while it is free. Small runs still go into the zone
+  // when the rest of the pool is full, and large runs extend below it. 0:
+  // small runs are spread over the whole pool (a large request may then fail
+  // beside small chunks that hold a small share of the pool).
+  static constexpr std::uint32_t large_zone_eighths = 2;
 };
 
 // 32 classes per doubling: for heaps that must hold as many requested bytes
@@ -106,9 +115,10 @@ concept SizeClassSlabsConfiguration = requires {
   { C::classes_per_doubling } -> std::convertible_to<std::uint32_t>;
   { C::ordered_frees } -> std::convertible_to<bool>;
   { C::reuse_freed_chunks_from_bytes } -> std::convertible_to<std::uint32_t>;
+  { C::large_zone_eighths } -> std::convertible_to<std::uint32_t>;
 } && is_power_of_two(C::slab_bytes) && (C::slab_bytes >= 4096) && (C::slab_bytes <= small_quotient_limit / 2) &&
     is_power_of_two(C::max_shards) && (C::max_shards >= 1) && (C::max_shards <= 1024) &&
     (C::segment_chunks >= 1) && is_power_of_two(C::classes_per_doubling) && (C::classes_per_doubling >= 2) &&
-    (C::classes_per_doubling <= 32);
+    (C::classes_per_doubling <= 32) && (C::large_zone_eighths <= 7);
 
 }  // namespace manyalloc::heap::CreationPolicies

@@ -227,11 +227,11 @@ struct ClassSlots {
     }
   }
 
-  // A word of the pool picked by a hash of a and b, where the searches of
-  // runs of at most 32 pages start (P4).
+  // A word below the large-request zone picked by a hash of a and b, where
+  // the searches of runs of at most 32 pages start (P4).
   MANYALLOC_FN static std::uint32_t hash_start(const SlabLayout& h, std::uint32_t a, std::uint32_t b) {
     const std::uint64_t x = (static_cast<std::uint64_t>(a) * 2654435761u) ^ (static_cast<std::uint64_t>(b) * 40503u);
-    return static_cast<std::uint32_t>(x % h.words);
+    return static_cast<std::uint32_t>(x % h.small_words);
   }
 
   struct Gathered {

@@ -26,17 +26,22 @@
 //     the sum means anything: a counter alone may wrap below zero.
 //  P3 Bits at or above the usable page count (page_count - unmapped_pages)
 //     are treated as set by every search and are never set in memory.
-//  P4 (placement, a rule for speed, not for safety) Runs of at most 32
-//     pages (slot segments, a warp's private slab, small large requests)
-//     start their search at a word hashed over the whole pool, so that a
-//     refill's first word is almost always empty and concurrent refills
-//     rarely meet. Runs of whole words search from the top of the usable
-//     pages down (in a pool that grows, a run taken before a growth lies
-//     below the pages the growth adds). The price: once slot segments are
-//     spread over the pool, no long run of free words may be left while
-//     most pages are free, and a large request then fails
-//     (docs/results/heap/peers/large_claim_probe: packing small runs at the
-//     low end instead made refills search and cut the alloc rates).
+//  P4 (placement, a rule for speed and room, not for safety) The top
+//     Config::large_zone_eighths eighths of the words are the large-request
+//     zone. Runs of at most 32 pages (slot segments, a warp's private slab,
+//     small large requests) start their search at a word hashed over the
+//     words below the zone, so that a refill's first word is almost always
+//     empty and concurrent refills rarely meet; their searches go on into
+//     the zone only when the words below are full. Runs of whole words
+//     search from the top of the usable pages down (in a pool that grows, a
+//     run taken before a growth lies below the pages the growth adds), so
+//     they take the zone first. Without the zone, slot segments spread over
+//     the whole pool left no long run of free words while most pages were
+//     free, and a 1 GiB request failed in a 16 GiB pool holding 256 MiB of
+//     small chunks (docs/results/heap/peers/placement_probe). Keeping the
+//     small runs in a window sized by a count of busy words instead cost
+//     the count's atomics on every claim, and packing them at the low end
+//     made refills search (large_claim_probe).
 //
 // Hint words (one bit per word of `taken`; a two-level summary tree of
 // fan-out 32 over the pages): `busy` bit set = the word has a taken page,
@@ -302,6 +307,7 @@ struct SlabLayout {
   std::uint32_t* class_flags = nullptr; // one word per size class: room_flag | shrink_flag (C7)
   std::uint32_t page_count = 0;
   std::uint32_t words = 0;             // ceil(page_count / 32)
+  std::uint32_t small_words = 1;       // words below the large-request zone (P4), 1..words
   std::uint32_t shards = 1;            // a power of two
   std::uint32_t bitmap_words = 0;      // chunk-bitmap words per page
   std::uint32_t open_budget = 0;       // most pages open segments should hold (C4)

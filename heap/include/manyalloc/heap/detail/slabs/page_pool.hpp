@@ -128,15 +128,17 @@ struct PagePool {
     return no_page;
   }
 
-  // k (1..32) pages at the start of a word with no taken page, found
-  // through the `busy` hints from word `start` on: one load per 32 words.
-  // Reads at most `hint_words` hint words; no_page when none was found
-  // (hints may be stale: this is no proof that no such word exists).
+  // k (1..32) pages at the start of a word with no taken page below the
+  // large-request zone (P4), found through the `busy` hints from word
+  // `start` on: one load per 32 words. Reads at most `hint_words` hint
+  // words; no_page when none was found (hints may be stale: this is no
+  // proof that no such word exists).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_in_empty_word(const Acc& acc, const SlabLayout& h, std::uint32_t k,
                                                         std::uint32_t start, std::uint32_t hint_words) {
     const std::uint32_t limit = usable(acc, h);
-    const std::uint32_t words = (limit + 31u) / 32u;  // words with a usable page (P3)
+    std::uint32_t words = (limit + 31u) / 32u;  // words with a usable page (P3)
+    if (words > h.small_words) words = h.small_words;  // none of the large-request zone (P4)
     if (words == 0u) return no_page;
     const std::uint32_t hints = (words + 31u) / 32u;
     std::uint32_t hw = start % words / 32u;
@@ -152,13 +154,16 @@ struct PagePool {
   }
 
   // k (1..32) consecutive pages, searching from word `start`; no_page when
-  // no word holds such a run.
+  // no word holds such a run. The words are visited in P4's order: those
+  // below the large-request zone from `start` on, wrapping to word 0 at the
+  // zone's bottom, then the zone from its bottom up, so that a small run
+  // enters the zone only once every word below it is full.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_in_word(const Acc& acc, const SlabLayout& h, std::uint32_t k,
                                                   std::uint32_t start) {
     const std::uint32_t limit = usable(acc, h);
-    const std::uint32_t words = h.words;
-    start %= words;
+    const std::uint32_t words = h.words, small = h.small_words;
+    start %= small;
     // Fast path: the start word (spread by the caller's hash) has room.
     const std::uint32_t first = try_word(acc, h, start, k, limit);
     if (first != no_page) return first;
@@ -174,25 +179,25 @@ struct PagePool {
       if (page != no_page) return page;
     }
     for (int pass = long_run ? 1 : 0; pass < 2; ++pass) {
-      std::uint32_t w = start;
-      for (std::uint32_t seen = 0; seen < words;) {
-        if (pass == 0 && w % 32u == 0u && seen + 32u <= words) {
+      // The i-th word visited is w, and the words up to `end` follow it in
+      // the order (one stretch of [start, small), [0, start) or the zone).
+      for (std::uint32_t i = 0; i < words;) {
+        const std::uint32_t to_wrap = small - start;
+        const std::uint32_t w = i < to_wrap ? start + i : i < small ? i - to_wrap : i;
+        const std::uint32_t end = i < to_wrap ? small : i < small ? start : words;
+        if (pass == 0 && w % 32u == 0u && w + 32u <= end) {
           // A whole hint word: jump over the words marked full.
-          const std::uint32_t not_full = ~acc.load(&h.full[w / 32u]);
-          if (not_full == 0u) {
-            seen += 32u;
-            w = (w + 32u) % words;
+          if (~acc.load(&h.full[w / 32u]) == 0u) {
+            i += 32u;
             continue;
           }
         } else if (pass == 0 && ((acc.load(&h.full[w / 32u]) >> (w % 32u)) & 1u) != 0u) {
-          ++seen;
-          w = (w + 1u) % words;
+          ++i;
           continue;
         }
         const std::uint32_t page = try_word(acc, h, w, k, limit);
         if (page != no_page) return page;
-        ++seen;
-        w = (w + 1u) % words;
+        ++i;
       }
     }
     return no_page;
