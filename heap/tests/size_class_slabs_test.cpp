@@ -284,6 +284,26 @@ TEST(SlabPagePool, LongRunsAreFoundThroughTheBusyHints) {
   f.expect_hints_exact();
 }
 
+// With a large-request zone (P4: the top 256 of 1024 words), a long run
+// looks for an empty word below the zone first, from its start word on,
+// and takes a word of the zone only when none below is empty; both
+// searches go through the `busy` hints, not word by word.
+TEST(SlabPagePool, LongRunsPreferEmptyWordsBelowTheZoneAndFindTheZoneThroughTheHints) {
+  PoolFixture f(1024 * 32);
+  f.h.small_words = 768;
+  for (std::uint32_t w = 0; w < 768; ++w) take_bits(f.h, w, w == 5u ? 0u : 1u);
+  BitmapReadCounter counter;
+  counter.words_begin = f.taken.data();
+  counter.words_end = f.taken.data() + f.taken.size();
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 767u), 5u * 32u)
+      << "the empty word below the zone, though the zone's words follow the start word";
+  EXPECT_LE(counter.reads, 8u) << "words of the bitmap read to find it";
+  counter.reads = 0;
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 767u), 768u * 32u) << "then the zone's lowest word";
+  EXPECT_LE(counter.reads, 8u) << "words of the bitmap read to find the zone once every word below it is busy";
+  f.expect_hints_exact();
+}
+
 using EmulatedHeap = SlabsHeap<HostRunner>;
 
 // Lanes of emulated warps ask for sizes of a few classes at once (several

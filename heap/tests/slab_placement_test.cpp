@@ -36,8 +36,8 @@ struct NoZone : CreationPolicies::SizeClassSlabsConfig {
   static constexpr std::uint32_t large_zone_eighths = 0;
 };
 
-// Requests of 19 sizes (16 B to 32 KiB) from each of 128 shards open about
-// 2,400 slot segments. `small` asks for them, then one thread asks for 1 GiB.
+// Requests of 19 sizes (16 B to about 23 KiB) from each of 128 shards, which
+// open a slot segment in up to 19 x 128 slots, then one request of 1 GiB.
 // Returns whether the 1 GiB request was served; every chunk is freed again.
 template <class Config>
 bool one_gib_after_small_requests_of_every_class_and_shard(std::uint32_t* lowest_large_page = nullptr,
@@ -71,9 +71,9 @@ bool one_gib_after_small_requests_of_every_class_and_shard(std::uint32_t* lowest
   return large != nullptr;
 }
 
-// Hashed over the whole 8 GiB pool (4,096 words), the segments leave no 512
-// free words in a row; below the zone (a quarter of the words), they leave
-// the zone whole.
+// Hashed over the whole 8 GiB pool (about 4,060 words), the segments leave
+// no 512 free words in a row; below the zone (a quarter of the words), they
+// leave the zone whole.
 TEST(SlabPlacement, AOneGiBRunFitsAfterSmallRequestsOfEveryClassAndShard) {
   std::uint32_t large_page = 0, highest_small = 0;
   ASSERT_TRUE(one_gib_after_small_requests_of_every_class_and_shard<CreationPolicies::SizeClassSlabsConfig>(

@@ -77,9 +77,11 @@ struct SizeClassSlabsConfig {
   // their search below this zone (slabs/invariants.hpp P4), so that however
   // their chunks spread, a request of up to the zone's size finds a run of
   // free pages there while it is free. Small runs still go into the zone
-  // when the rest of the pool is full, and large runs extend below it. 0:
-  // small runs are spread over the whole pool (a large request may then fail
-  // beside small chunks that hold a small share of the pool).
+  // when the rest of the pool is full, and large runs extend below it. The
+  // zone is the top of the reserved pool: a pool that grows has it once it
+  // maps the zone's pages. 0: small runs are spread over the whole pool (a
+  // large request may then fail beside small chunks that hold a small share
+  // of the pool).
   static constexpr std::uint32_t large_zone_eighths = 2;
 };
 

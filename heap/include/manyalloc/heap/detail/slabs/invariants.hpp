@@ -27,21 +27,23 @@
 //  P3 Bits at or above the usable page count (page_count - unmapped_pages)
 //     are treated as set by every search and are never set in memory.
 //  P4 (placement, a rule for speed and room, not for safety) The top
-//     Config::large_zone_eighths eighths of the words are the large-request
-//     zone. Runs of at most 32 pages (slot segments, a warp's private slab,
-//     small large requests) start their search at a word hashed over the
-//     words below the zone, so that a refill's first word is almost always
-//     empty and concurrent refills rarely meet; their searches go on into
-//     the zone only when the words below are full. Runs of whole words
-//     search from the top of the usable pages down (in a pool that grows, a
-//     run taken before a growth lies below the pages the growth adds), so
-//     they take the zone first. Without the zone, slot segments spread over
-//     the whole pool left no long run of free words while most pages were
-//     free, and a 1 GiB request failed in a 16 GiB pool holding 256 MiB of
-//     small chunks (docs/results/heap/peers/placement_probe). Keeping the
-//     small runs in a window sized by a count of busy words instead cost
-//     the count's atomics on every claim, and packing them at the low end
-//     made refills search (large_claim_probe).
+//     Config::large_zone_eighths eighths of the words (SlabLayout::
+//     small_words and up) are the large-request zone. Runs of at most 32
+//     pages (slot segments, a warp's private slab, small large requests)
+//     start their search at a word hashed over the words below the zone,
+//     so that a refill's first word is almost always empty and concurrent
+//     refills rarely meet; their searches wrap at the zone's bottom and go
+//     on into the zone only once no word below it has room. Runs of whole
+//     words search from the top of the usable pages down (in a pool that
+//     grows, a run taken before a growth lies below the pages the growth
+//     adds), so they take the zone first -- once the zone's pages are
+//     mapped: the zone is the top of the reserved words, and while a
+//     growing pool maps fewer, its long runs come from below the zone.
+//     Without the zone, slot segments spread over the whole pool left no
+//     long run of free words while most pages were free; a window sized
+//     by a count of busy words cost that count's atomics on every claim,
+//     and packing small runs at the low end made refills search
+//     (docs/results/heap/peers/placement_probe, large_claim_probe).
 //
 // Hint words (one bit per word of `taken`; a two-level summary tree of
 // fan-out 32 over the pages): `busy` bit set = the word has a taken page,

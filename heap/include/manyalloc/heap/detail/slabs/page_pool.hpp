@@ -6,7 +6,7 @@
 // whose free bits hold the run, and one atomic OR takes it (runs of more
 // than 16 pages look for an empty word through the `busy` hints first, as
 // such runs are rare beside taken pages); their searches start at a hashed
-// word (P4). Longer runs take whole words: a search from the top of the
+// word below the large-request zone and reach the zone last (P4). Longer runs take whole words: a search from the top of the
 // pool down over the `busy` hints (one bit per word, a word every 32
 // pages) finds consecutive words with no taken page, and a CAS from 0
 // claims each. Neither search looks at the pages themselves.
@@ -128,27 +128,31 @@ struct PagePool {
     return no_page;
   }
 
-  // k (1..32) pages at the start of a word with no taken page below the
-  // large-request zone (P4), found through the `busy` hints from word
-  // `start` on: one load per 32 words. Reads at most `hint_words` hint
+  // k (1..32) pages at the start of a word with no taken page among the
+  // words [first, end) (below the large-request zone, or the zone: P4),
+  // found through the `busy` hints from word `start` on, wrapping within
+  // the range: one load per 32 words. Reads at most `hint_words` hint
   // words; no_page when none was found (hints may be stale: this is no
   // proof that no such word exists).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_in_empty_word(const Acc& acc, const SlabLayout& h, std::uint32_t k,
-                                                        std::uint32_t start, std::uint32_t hint_words) {
+                                                        std::uint32_t first, std::uint32_t end, std::uint32_t start,
+                                                        std::uint32_t hint_words) {
     const std::uint32_t limit = usable(acc, h);
-    std::uint32_t words = (limit + 31u) / 32u;  // words with a usable page (P3)
-    if (words > h.small_words) words = h.small_words;  // none of the large-request zone (P4)
-    if (words == 0u) return no_page;
-    const std::uint32_t hints = (words + 31u) / 32u;
-    std::uint32_t hw = start % words / 32u;
-    for (std::uint32_t i = 0; i < hints && i < hint_words; ++i) {
-      const std::uint32_t in_range = hw + 1u < hints ? 0xffffffffu : bits::low_mask(words - hw * 32u);
+    const std::uint32_t usable_words = (limit + 31u) / 32u;  // words with a usable page (P3)
+    if (end > usable_words) end = usable_words;
+    if (first >= end) return no_page;
+    const std::uint32_t lo = first / 32u, hi = (end - 1u) / 32u;  // the range's hint words
+    std::uint32_t hw = start >= first && start < end ? start / 32u : lo;
+    for (std::uint32_t i = 0; i <= hi - lo && i < hint_words; ++i) {
+      std::uint32_t in_range = 0xffffffffu;
+      if (hw == lo) in_range &= ~bits::low_mask(first % 32u);
+      if (hw == hi) in_range &= bits::low_mask(end - hw * 32u);
       for (std::uint32_t empty = ~acc.load(&h.busy[hw]) & in_range; empty != 0u; empty &= empty - 1u) {
         const std::uint32_t page = try_word(acc, h, hw * 32u + bits::find_first_set(empty) - 1u, k, limit);
         if (page != no_page) return page;
       }
-      hw = hw + 1u < hints ? hw + 1u : 0u;
+      hw = hw < hi ? hw + 1u : lo;
     }
     return no_page;
   }
@@ -173,9 +177,11 @@ struct PagePool {
     // Long runs are rare in words that have taken pages: look for an empty
     // word through the `busy` hints (one load per 32 words) instead of
     // reading every word, then run only the pass that trusts no hint.
+    // Below the zone first, then the zone (P4).
     const bool long_run = k > 16u;
     if (long_run) {
-      const std::uint32_t page = claim_in_empty_word(acc, h, k, start, words);
+      std::uint32_t page = claim_in_empty_word(acc, h, k, 0u, small, start, words);
+      if (page == no_page) page = claim_in_empty_word(acc, h, k, small, words, small, words);
       if (page != no_page) return page;
     }
     for (int pass = long_run ? 1 : 0; pass < 2; ++pass) {
