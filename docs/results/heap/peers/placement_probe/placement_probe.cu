@@ -8,8 +8,7 @@
 // frees; then one more alloc launch whose chunks stay live, and one thread
 // asks for 1 GiB beside them. Built against one header tree by run.sh. The
 // one-thread kernels are launched once before the series (a kernel's first
-// launch in a process loads it: in the runs of 2026-11-29 before this
-// warm-up, the first series' 1 GiB request took 0.5-1.5 ms).
+// launch in a process loads it, which the first series would time; README).
 #include "../probe_common.cuh"
 #include <string>
 
