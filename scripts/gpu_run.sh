@@ -254,17 +254,15 @@ for stage in "${stages[@]}"; do
         sleep 2
       done
       ran=$(( $(date +%s) - $(cat "$bg/started_s") ))
+      [[ -f $bg/soak.log ]] && cp "$bg/soak.log" "$OUT/soak.log"
       if [[ -f $bg/rc ]]; then
         rc=$(cat "$bg/rc")
-        [[ -f $bg/soak.log ]] && cp "$bg/soak.log" "$OUT/soak.log"
         touch "$bg/collected"
         say "soak (started $(cat "$bg/started")): exit $rc, $(grep -E '^soak:' "$bg/soak.log")"
         [[ $rc -eq 0 ]] || status=1
       elif [[ -f $bg/pid ]] && kill -0 "$(cat "$bg/pid")" 2>/dev/null; then
-        [[ -f $bg/soak.log ]] && cp "$bg/soak.log" "$OUT/soak.log"
         say "soak (started $(cat "$bg/started")): still running after $ran s; call soak-wait again"
       else
-        [[ -f $bg/soak.log ]] && cp "$bg/soak.log" "$OUT/soak.log"
         say "soak (started $(cat "$bg/started")): ended after at most $ran s without an exit status (killed?)"
         status=1
       fi ;;

@@ -183,55 +183,39 @@ TEST(CudaSlabs, ColdMixedLaunchStaysWithinTheOpenBudget) {
 // (4 GiB; warps' private slabs), one request of 1 GiB finds 512 free words
 // in a row of a 16 GiB pool, in the large-request zone. Hashed over the
 // whole pool, the small runs left no such run
-// (docs/results/heap/peers/placement_probe).
-template <class Fill>
-void expect_one_gib_beside(std::uint32_t workers, Fill fill, Fill empty, const char* what) {
+// (docs/results/heap/peers/placement_probe). `launch(handle, ptrs,
+// failures, free)` runs the small requests' allocs (free: their frees).
+template <class Launch>
+void expect_one_gib_beside(std::uint32_t workers, const char* what, Launch launch) {
   using H = SlabsHeap<CudaRunner>::Handle;
   SlabsHeap<CudaRunner> heap(std::size_t{16} << 30);
   CudaRunner::Buffer<void*> ptrs(workers), large(1);
-  CudaRunner::Buffer<std::uint32_t> counters(3);  // fill failures; then GrowProbe's two counters
-  fill.heap = empty.heap = heap.handle();
-  fill.ptrs = empty.ptrs = ptrs.data();
-  fill.failures = empty.failures = counters.data();
-  CudaRunner::run(workers, fill);
+  CudaRunner::Buffer<std::uint32_t> counters(3);  // small requests' failures; then GrowProbe's two counters
+  launch(heap.handle(), ptrs.data(), counters.data(), false);
   ASSERT_EQ(counters.to_host()[0], 0u) << what << ": small requests failed";
   const std::size_t gib = std::size_t{1} << 30;
   for (int step = 0; step < 3; ++step) CudaRunner::run(1, GrowProbe<H>{heap.handle(), gib, large.data(), counters.data() + 1, step});
   const auto c = counters.to_host();
   EXPECT_EQ(c[1], 0u) << "the 1 GiB request failed beside " << workers << " " << what;
   EXPECT_EQ(c[2], 0u) << "the 1 GiB chunk was overwritten";
-  CudaRunner::run(workers, empty);
+  launch(heap.handle(), ptrs.data(), counters.data(), true);
   heap.creation().template release_open_segments<acc::Cuda>();
   const auto st = heap.creation().statistics<acc::Cuda>();
   EXPECT_EQ(st.misuse_reports, 0u);
   EXPECT_EQ(st.pages_in_use, 0u) << what << ": pages lost";
 }
 
-// Each worker asks for `bytes` and keeps the chunk (step 0) or frees it (1).
-template <class Handle>
-struct SizedAlloc {
-  Handle heap;
-  void** ptrs;
-  std::uint32_t* failures;
-  int step;
-  std::uint32_t bytes;
-  template <class Acc>
-  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
-    if (step == 1) {
-      heap.dealloc(acc, ptrs[w]);
-      return;
-    }
-    alloc_tagged(heap, acc, bytes, w, ptrs, failures);
-  }
-};
-
 TEST(CudaSlabs, AOneGiBRequestFitsBesideSmallChunks) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
   using H = SlabsHeap<CudaRunner>::Handle;
-  expect_one_gib_beside(std::min(CudaRunner::many_workers(), 1u << 17), MixedAlloc<H>{{}, nullptr, nullptr, 0},
-                        MixedAlloc<H>{{}, nullptr, nullptr, 1}, "mixed chunks of 16 B-4 KiB");
-  expect_one_gib_beside(std::min(CudaRunner::many_workers(), 1u << 20), SizedAlloc<H>{{}, nullptr, nullptr, 0, 4096},
-                        SizedAlloc<H>{{}, nullptr, nullptr, 1, 4096}, "chunks of 4 KiB");
+  const std::uint32_t mixed = std::min(CudaRunner::many_workers(), 1u << 17);
+  expect_one_gib_beside(mixed, "mixed chunks of 16 B-4 KiB", [mixed](H h, void** p, std::uint32_t* failures, bool free) {
+    CudaRunner::run(mixed, MixedAlloc<H>{h, p, failures, free ? 1 : 0});
+  });
+  const std::uint32_t pages = std::min(CudaRunner::many_workers(), 1u << 20);
+  expect_one_gib_beside(pages, "chunks of 4 KiB", [pages](H h, void** p, std::uint32_t* failures, bool free) {
+    CudaRunner::run(pages, GrowProbe<H>{h, 4096, p, failures, free ? 2 : 0});
+  });
 }
 
 // The back end zeroes heap metadata with a kernel of its own (acc::Cuda::

@@ -309,12 +309,11 @@ struct ClassSlots {
     // a search of the words themselves: once single pages are spread over
     // most words, such searches read thousands of words one after another.
     const std::uint32_t limit = PagePool::usable(acc, h);
-    const std::uint32_t hashed = start % h.words;
-    std::uint32_t page = PagePool::try_word(acc, h, hashed, 1u << log, limit);
+    std::uint32_t page = PagePool::try_word(acc, h, start, 1u << log, limit);
     if (page == no_page && log > 0u)
       page = PagePool::claim_in_empty_word(acc, h, 1u << log, 0u, h.small_words, start, refill_hint_words);
     for (std::uint32_t l = log; page == no_page && l-- > 0u;) {
-      page = PagePool::try_word(acc, h, hashed, 1u << l, limit);
+      page = PagePool::try_word(acc, h, start, 1u << l, limit);
       if (page != no_page) log = l;
     }
     if (page == no_page) {

@@ -6,10 +6,11 @@
 // whose free bits hold the run, and one atomic OR takes it (runs of more
 // than 16 pages look for an empty word through the `busy` hints first, as
 // such runs are rare beside taken pages); their searches start at a hashed
-// word below the large-request zone and reach the zone last (P4). Longer runs take whole words: a search from the top of the
-// pool down over the `busy` hints (one bit per word, a word every 32
-// pages) finds consecutive words with no taken page, and a CAS from 0
-// claims each. Neither search looks at the pages themselves.
+// word below the large-request zone and reach the zone last (P4). Longer
+// runs take whole words: a search from the top of the pool down over the
+// `busy` hints (one bit per word, a word every 32 pages) finds consecutive
+// words with no taken page, and a CAS from 0 claims each. Neither search
+// looks at the pages themselves.
 #pragma once
 
 #include <cstdint>
@@ -184,11 +185,11 @@ struct PagePool {
       if (page == no_page) page = claim_in_empty_word(acc, h, k, small, words, small, words);
       if (page != no_page) return page;
     }
+    const std::uint32_t to_wrap = small - start;  // words visited before the wrap to word 0
     for (int pass = long_run ? 1 : 0; pass < 2; ++pass) {
       // The i-th word visited is w, and the words up to `end` follow it in
       // the order (one stretch of [start, small), [0, start) or the zone).
       for (std::uint32_t i = 0; i < words;) {
-        const std::uint32_t to_wrap = small - start;
         const std::uint32_t w = i < to_wrap ? start + i : i < small ? i - to_wrap : i;
         const std::uint32_t end = i < to_wrap ? small : i < small ? start : words;
         if (pass == 0 && w % 32u == 0u && w + 32u <= end) {
