@@ -14,9 +14,5 @@ for t in "$@"; do
 done
 nvcc -std=c++17 "${flags[@]}" -o /tmp/lc_roof "$here/roofline.cu" > /tmp/lcb_roof.log 2>&1 &
 wait
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-for ((round = 1; round <= ${ROUNDS:-2}; ++round)); do
-  for t in "$@" roof; do
-    if [[ -x /tmp/lc_$t ]]; then timeout 100 /tmp/lc_$t "$t"; else echo "$t: build failed"; tail -20 /tmp/lcb_$t.log; fi
-  done
-done
+source "$here/../probe_runs.sh"
+run_alternately lc_ lcb_ "${ROUNDS:-2}" "$@" roof

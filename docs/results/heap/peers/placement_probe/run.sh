@@ -13,10 +13,5 @@ for t in "$@"; do
     -o /tmp/pp_$t "$here/placement_probe.cu" > /tmp/ppb_$t.log 2>&1 &
 done
 wait
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-for ((round = 1; round <= ${ROUNDS:-2}; ++round)); do
-  for t in "$@"; do
-    echo "== round $round: $t"
-    if [[ -x /tmp/pp_$t ]]; then timeout 200 /tmp/pp_$t "$t"; else echo "$t: build failed"; tail -20 /tmp/ppb_$t.log; fi
-  done
-done
+source "$here/../probe_runs.sh"
+run_alternately pp_ ppb_ "${ROUNDS:-2}" "$@"
