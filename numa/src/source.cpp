@@ -10,7 +10,13 @@ namespace manyalloc::numa {
 
 namespace {
 
-constexpr std::size_t max_cached_large = 64;  // bounds the best-fit scan
+// Bounds the best-fit scan of the large cache (under the source's lock): as
+// many blocks as the default cache budget holds 2 MiB segments, so that the
+// budget in bytes, not the count, decides what stays cached. A bound of 64
+// blocks unmapped the 65th and later ones freed together (a thread's large
+// arrays at its exit) while the cache had room, and the next threads faulted
+// them in afresh (mstress: numa/DESIGN.md, "Large cache").
+constexpr std::size_t max_cached_large = Options{}.cache_max / segment_bytes;
 
 void push(Segment*& head, Segment* s) {
   s->prev = nullptr;

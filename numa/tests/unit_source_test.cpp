@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "large.hpp"
 #include "meta_pool.hpp"
@@ -157,6 +158,31 @@ TEST(Source, LargeCacheBestFitSplitAndGrow) {
   source_release_cache(*c, s);
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
   EXPECT_EQ(c->misuses.load(), 0u);
+}
+
+// Many large blocks freed together (a thread's arrays at its exit) stay
+// cached while the cache budget has room, however many they are, and the
+// next blocks of those sizes reuse them: no unmap, no fresh mapping. With a
+// bound of 64 cached blocks the 65th and later were unmapped (mstress:
+// numa/DESIGN.md, "Large cache").
+TEST(Source, LargeCacheKeepsWhatItsBudgetHolds) {
+  auto c = make_context();  // uma: a 1 GiB budget
+  Source& s = c->common();
+  constexpr int blocks = 200;  // 400 MiB of 2 MiB segments
+  std::vector<LargeSegment*> v;
+  for (int i = 0; i < blocks; ++i) v.push_back(source_take_large(*c, s, segment_bytes));
+  for (LargeSegment* l : v) ASSERT_NE(l, nullptr);
+  const std::uint64_t unmaps = c->os_calls.unmap_bytes.load();
+  for (LargeSegment* l : v) source_give_large(*c, l);
+  EXPECT_EQ(s.cached_bytes.load(), blocks * segment_bytes);
+  EXPECT_EQ(c->os_calls.unmap_bytes.load(), unmaps);
+  const std::uint64_t maps = s.os_maps.load();
+  for (LargeSegment*& l : v) l = source_take_large(*c, s, segment_bytes);
+  EXPECT_EQ(s.os_maps.load(), maps);
+  EXPECT_EQ(s.reuses.load(), static_cast<std::uint64_t>(blocks));
+  for (LargeSegment* l : v) source_give_large(*c, l);
+  source_release_cache(*c, s);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
 }
 
 TEST(Large, ColourOffsetsDifferModulo4KiB) {
