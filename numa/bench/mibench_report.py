@@ -113,6 +113,19 @@ def main():
                 v = val(w, t, x, "peak_rss_bytes")
                 row.append("-" if v is None else f"{v / 2**20:.1f}" + (f" ({v / gb:.2f})" if gb else ""))
             L.append(f"| {w}{' †' if w in quick else ''} | " + " | ".join(row) + " |")
+        # Where the time of the allocators that lose goes is often the kernel's
+        # (page faults after a decommit or unmap): both from GNU time's record.
+        L += ["", f"## {t} threads: minor page faults in thousands and system seconds (medians)", "",
+              "Each cell: page faults / system time; from the same GNU time record as the peak RSS.", ""]
+        L.append("| workload | " + " | ".join(allocs) + " |")
+        L.append("|---" * (len(allocs) + 1) + "|")
+        for w in workloads:
+            row = []
+            for x in allocs:
+                pf, sy = val(w, t, x, "page_faults"), val(w, t, x, "sys_s")
+                row.append("-" if pf is None else f"{pf / 1e3:.0f} K / {sy:.2f} s" if sy is not None
+                           else f"{pf / 1e3:.0f} K")
+            L.append(f"| {w}{' †' if w in quick else ''} | " + " | ".join(row) + " |")
         L += ["", f"## {t} threads: our profiles against the field", ""]
         L.append("| profile | fastest on | within 10 % of the fastest | worst ratio to the fastest "
                  "| time vs glibc (geomean) | RSS above 1.1x glibc on |")
