@@ -8,7 +8,8 @@ Writes OUT_DIR/report.md, OUT_DIR/mibench-<threads>t.png, and copies of the
 raw records and meta. Per thread count: the bench.sh score (seconds, lower
 is better) of every workload under every allocator, median over repetitions,
 with its ratio to the best allocator on that workload; then peak RSS with its
-ratio to glibc's; then, per profile of ours, where it is the fastest, within
+ratio to glibc's; then minor page faults and system seconds (GNU time's, medians
+over the repetitions that have them); then, per profile of ours, where it is the fastest, within
 10 % of the fastest, and its worst ratio.
 """
 import argparse
@@ -116,15 +117,15 @@ def main():
         # Where the time of the allocators that lose goes is often the kernel's
         # (page faults after a decommit or unmap): both from GNU time's record.
         L += ["", f"## {t} threads: minor page faults in thousands and system seconds (medians)", "",
-              "Each cell: page faults / system time; from the same GNU time record as the peak RSS.", ""]
+              "Each cell: page faults / system time, from GNU time like the peak RSS.", ""]
         L.append("| workload | " + " | ".join(allocs) + " |")
         L.append("|---" * (len(allocs) + 1) + "|")
         for w in workloads:
             row = []
             for x in allocs:
                 pf, sy = val(w, t, x, "page_faults"), val(w, t, x, "sys_s")
-                row.append("-" if pf is None else f"{pf / 1e3:.0f} K / {sy:.2f} s" if sy is not None
-                           else f"{pf / 1e3:.0f} K")
+                cell = [f"{pf / 1e3:.1f} K" if pf is not None else "-", f"{sy:.2f} s" if sy is not None else "-"]
+                row.append("-" if pf is None and sy is None else " / ".join(cell))
             L.append(f"| {w}{' †' if w in quick else ''} | " + " | ".join(row) + " |")
         L += ["", f"## {t} threads: our profiles against the field", ""]
         L.append("| profile | fastest on | within 10 % of the fastest | worst ratio to the fastest "

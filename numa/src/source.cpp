@@ -10,13 +10,10 @@ namespace manyalloc::numa {
 
 namespace {
 
-// Bounds the best-fit scan of the large cache (under the source's lock): as
-// many blocks as the default cache budget holds 2 MiB segments, so that the
-// budget in bytes, not the count, decides what stays cached. A bound of 64
-// blocks unmapped the 65th and later ones freed together (a thread's large
-// arrays at its exit) while the cache had room, and the next threads faulted
-// them in afresh (mstress: numa/DESIGN.md, "Large cache").
-constexpr std::size_t max_cached_large = Options{}.cache_max / segment_bytes;
+// Bounds on the count of cached large blocks (large_slots): the best-fit
+// scan of the cache runs under the source's lock.
+constexpr std::size_t min_cached_large = 64;
+constexpr std::size_t max_cached_large = 4096;
 
 void push(Segment*& head, Segment* s) {
   s->prev = nullptr;
@@ -80,6 +77,15 @@ std::size_t cache_budget(const Context& c, const Source& s) {
   return share > c.opts.cache_max ? share : c.opts.cache_max;
 }
 
+// How many large blocks the cache of s may hold: as many 2 MiB segments as
+// its budget holds (at least min_cached_large, at most max_cached_large), so
+// that the budget in bytes, not the count, decides what stays cached
+// (numa/DESIGN.md, "Large cache").
+std::size_t large_slots(const Context& c, const Source& s) {
+  const std::size_t n = cache_budget(c, s) / segment_bytes;
+  return n < min_cached_large ? min_cached_large : n > max_cached_large ? max_cached_large : n;
+}
+
 // Unmaps the cached large segments beyond the cache's budget
 // (cache_budget), the oldest first, all but `keep`. The newest large
 // segment freed is cached even when it exceeds the budget
@@ -92,11 +98,13 @@ void restore_budget(Context& c, Source& s, const Segment* keep = nullptr) {
   Segment* evicted = nullptr;
   {
     SpinGuard g(s.lock);
+    Segment* last = s.large_cache;  // the lists are ordered newest first
+    while (last != nullptr && last->next != nullptr) last = last->next;
     while (s.cached_bytes.load(std::memory_order_relaxed) > limit) {
-      Segment* oldest = nullptr;  // the lists are ordered newest first
-      for (Segment* it = s.large_cache; it != nullptr; it = it->next)
-        if (it != keep) oldest = it;
+      Segment* oldest = last;
+      if (oldest == keep) oldest = oldest->prev;
       if (oldest == nullptr) break;
+      last = oldest == last ? oldest->prev : last;
       unlink(s.large_cache, oldest);
       --s.large_count;
       s.cached_bytes.fetch_sub(oldest->bytes, std::memory_order_relaxed);
@@ -131,7 +139,7 @@ bool split_large(Context& c, LargeSegment* seg, std::size_t bytes) {
   bool cached = false;
   {
     SpinGuard g(s.lock);
-    if (s.large_count < max_cached_large) {
+    if (s.large_count < large_slots(c, s)) {
       cache_push(c, s, s.large_cache, tail, c.os->now());
       ++s.large_count;
       cached = true;
@@ -262,6 +270,7 @@ LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
       auto* l = static_cast<LargeSegment*>(it);
       if (l->bytes >= bytes) {
         if (best == nullptr || l->bytes < best->bytes) best = l;
+        if (l->bytes == bytes) break;  // nothing fits better; the newest such block
       } else if (smaller == nullptr || l->bytes > smaller->bytes) {
         smaller = l;
       }
@@ -321,7 +330,7 @@ void source_give_large(Context& c, LargeSegment* seg) {
     // (mimalloc-bench's malloc-large: numa/DESIGN.md). Older ones beyond the
     // budget make room (restore_budget).
     SpinGuard g(s.lock);
-    if (c.opts.cache_max != 0 && s.large_count < max_cached_large) {
+    if (c.opts.cache_max != 0 && s.large_count < large_slots(c, s)) {
       cache_push(c, s, s.large_cache, seg, now);
       ++s.large_count;
       cached = true;
