@@ -86,6 +86,24 @@ std::size_t large_slots(const Context& c, const Source& s) {
   return n < min_cached_large ? min_cached_large : n > max_cached_large ? max_cached_large : n;
 }
 
+// Caches the large segment seg, the newest, under s.lock: when the cache
+// holds large_slots blocks already, the oldest makes room. Returns the
+// segment the caller unmaps once the lock is released (the evicted one),
+// or nullptr.
+Segment* cache_large_locked(Context& c, Source& s, Segment* seg, std::uint64_t now) {
+  Segment* evicted = nullptr;
+  if (s.large_count >= large_slots(c, s)) {
+    evicted = s.large_cache;  // the lists are ordered newest first
+    while (evicted->next != nullptr) evicted = evicted->next;
+    unlink(s.large_cache, evicted);
+    --s.large_count;
+    s.cached_bytes.fetch_sub(evicted->bytes, std::memory_order_relaxed);
+  }
+  cache_push(c, s, s.large_cache, seg, now);
+  ++s.large_count;
+  return evicted;
+}
+
 // Unmaps the cached large segments beyond the cache's budget
 // (cache_budget), the oldest first, all but `keep`. The newest large
 // segment freed is cached even when it exceeds the budget
@@ -136,17 +154,13 @@ bool split_large(Context& c, LargeSegment* seg, std::size_t bytes) {
   seg->bytes = bytes;
   if (seg->touched > bytes) seg->touched = bytes;
   c.registry.set(tail->base, tail->bytes, tail);  // publishes the initialised descriptor
-  bool cached = false;
+  Segment* evicted;
   {
     SpinGuard g(s.lock);
-    if (s.large_count < large_slots(c, s)) {
-      cache_push(c, s, s.large_cache, tail, c.os->now());
-      ++s.large_count;
-      cached = true;
-    }
+    evicted = cache_large_locked(c, s, tail, c.os->now());
   }
-  if (!cached) unmap_segment(c, tail);
-  else restore_budget(c, s);
+  if (evicted != nullptr) unmap_segment(c, evicted);
+  restore_budget(c, s);
   return true;
 }
 
@@ -323,6 +337,7 @@ void source_give_large(Context& c, LargeSegment* seg) {
   Source& s = *seg->source;
   const std::uint64_t now = c.os->now();
   bool cached = false;
+  Segment* evicted = nullptr;
   {
     // The newest freed block is cached whatever its size (unless the cache
     // is off): a program that frees a block and allocates another soon
@@ -330,12 +345,12 @@ void source_give_large(Context& c, LargeSegment* seg) {
     // (mimalloc-bench's malloc-large: numa/DESIGN.md). Older ones beyond the
     // budget make room (restore_budget).
     SpinGuard g(s.lock);
-    if (c.opts.cache_max != 0 && s.large_count < large_slots(c, s)) {
-      cache_push(c, s, s.large_cache, seg, now);
-      ++s.large_count;
+    if (c.opts.cache_max != 0) {
+      evicted = cache_large_locked(c, s, seg, now);
       cached = true;
     }
   }
+  if (evicted != nullptr) unmap_segment(c, evicted);
   if (!cached) unmap_segment(c, seg);
   else restore_budget(c, s, seg);
   source_decay(c, s);

@@ -191,6 +191,25 @@ TEST(Source, LargeCacheKeepsWhatItsBudgetHolds) {
   EXPECT_EQ(s.mapped_bytes.load(), 0u);
 }
 
+// Where the count of cached blocks binds before their bytes (a budget of
+// more than 8 GiB of 2 MiB blocks), the block freed last is still cached and
+// the oldest makes room, as the budget in bytes does (source.hpp).
+TEST(Source, LargeCacheAtItsCountKeepsTheNewestBlock) {
+  auto c = make_context(Profile::uma, std::size_t{16} << 30);
+  Faults::clock_ns = 1'000'000'000'000;
+  Source& s = c->common();
+  std::vector<LargeSegment*> v;
+  for (int i = 0; i < 4100; ++i) v.push_back(source_take_large(*c, s, segment_bytes));
+  for (LargeSegment* l : v) ASSERT_NE(l, nullptr);
+  for (LargeSegment* l : v) source_give_large(*c, l);
+  EXPECT_EQ(s.large_count, 4096u);
+  EXPECT_EQ(s.cached_bytes.load(), 4096 * segment_bytes);
+  EXPECT_EQ(source_take_large(*c, s, segment_bytes), v.back());  // the newest, an exact fit
+  source_give_large(*c, v.back());
+  source_release_cache(*c, s);
+  EXPECT_EQ(s.mapped_bytes.load(), 0u);
+}
+
 TEST(Large, ColourOffsetsDifferModulo4KiB) {
   std::set<std::size_t> low;
   for (std::uint32_t k = 0; k < 64; ++k) {
