@@ -90,43 +90,42 @@ def main():
             vs = [(val(w, t, x, "score_s"), x) for x in allocs]
             vs = [v for v in vs if v[0] is not None]
             best[w] = min(vs) if vs else (None, None)
+        def table(cell, best_column=False):
+            """One row per workload, one column per allocator; cell(w, x) -> text."""
+            rows = ["| workload | " + " | ".join(allocs) + (" | best |" if best_column else " |"),
+                    "|---" * (len(allocs) + (2 if best_column else 1)) + "|"]
+            for w in workloads:
+                rows.append(f"| {w}{' †' if w in quick else ''} | " + " | ".join(cell(w, x) for x in allocs) +
+                            (f" | {best[w][1]} |" if best_column else " |"))
+            return rows
+
+        def score_cell(w, x):
+            v = val(w, t, x, "score_s")
+            if v is None:
+                return "-"
+            cell = f"{v:.3f} ({v / best[w][0]:.2f})" if best[w][0] else f"{v:.3f}"
+            return f"**{cell}**" if x == best[w][1] else cell
+
+        def rss_cell(w, x):
+            v, gb = val(w, t, x, "peak_rss_bytes"), val(w, t, "glibc", "peak_rss_bytes")
+            return "-" if v is None else f"{v / 2**20:.1f}" + (f" ({v / gb:.2f})" if gb else "")
+
+        def faults_cell(w, x):
+            pf, sy = val(w, t, x, "page_faults"), val(w, t, x, "sys_s")
+            if pf is None and sy is None:
+                return "-"
+            return " / ".join([f"{pf / 1e3:.1f} K" if pf is not None else "-", f"{sy:.2f} s" if sy is not None else "-"])
+
         L += [f"## {t} threads: bench.sh score in seconds (median), ratio to the best", "",
               "Each cell: score_s (ratio to the fastest allocator on that workload); **bold** = fastest.", ""]
-        L.append("| workload | " + " | ".join(allocs) + " | best |")
-        L.append("|---" * (len(allocs) + 2) + "|")
-        for w in workloads:
-            row = []
-            for x in allocs:
-                v = val(w, t, x, "score_s")
-                if v is None:
-                    row.append("-")
-                    continue
-                cell = f"{v:.3f} ({v / best[w][0]:.2f})" if best[w][0] else f"{v:.3f}"
-                row.append(f"**{cell}**" if x == best[w][1] else cell)
-            L.append(f"| {w}{' †' if w in quick else ''} | " + " | ".join(row) + f" | {best[w][1]} |")
+        L += table(score_cell, best_column=True)
         L += ["", f"## {t} threads: peak RSS in MiB (median), ratio to glibc", ""]
-        L.append("| workload | " + " | ".join(allocs) + " |")
-        L.append("|---" * (len(allocs) + 1) + "|")
-        for w in workloads:
-            gb = val(w, t, "glibc", "peak_rss_bytes")
-            row = []
-            for x in allocs:
-                v = val(w, t, x, "peak_rss_bytes")
-                row.append("-" if v is None else f"{v / 2**20:.1f}" + (f" ({v / gb:.2f})" if gb else ""))
-            L.append(f"| {w}{' †' if w in quick else ''} | " + " | ".join(row) + " |")
+        L += table(rss_cell)
         # Where the time of the allocators that lose goes is often the kernel's
         # (page faults after a decommit or unmap): both from GNU time's record.
         L += ["", f"## {t} threads: minor page faults in thousands and system seconds (medians)", "",
               "Each cell: page faults / system time, from GNU time like the peak RSS.", ""]
-        L.append("| workload | " + " | ".join(allocs) + " |")
-        L.append("|---" * (len(allocs) + 1) + "|")
-        for w in workloads:
-            row = []
-            for x in allocs:
-                pf, sy = val(w, t, x, "page_faults"), val(w, t, x, "sys_s")
-                cell = [f"{pf / 1e3:.1f} K" if pf is not None else "-", f"{sy:.2f} s" if sy is not None else "-"]
-                row.append("-" if pf is None and sy is None else " / ".join(cell))
-            L.append(f"| {w}{' †' if w in quick else ''} | " + " | ".join(row) + " |")
+        L += table(faults_cell)
         L += ["", f"## {t} threads: our profiles against the field", ""]
         L.append("| profile | fastest on | within 10 % of the fastest | worst ratio to the fastest "
                  "| time vs glibc (geomean) | RSS above 1.1x glibc on |")
