@@ -11,6 +11,7 @@
 #include <functional>
 #include <random>
 #include <type_traits>
+#include <set>
 #include <vector>
 
 #include "generic/test_heaps.hpp"
@@ -685,6 +686,42 @@ TEST(SlabUsableShare, ARequestTakesALargerClassWhenThePoolRunsOut) {
   EXPECT_GT(heap.creation().statistics<acc::HostThreads>().dry_refills, 0u);
   for (void* p : got) handle.dealloc(acc, p);
   handle.dealloc(acc, big);
+  heap.creation().release_open_segments<acc::HostThreads>();
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
+}
+
+// C5 under contention: a chunk of a larger class is claimed by a CAS on its
+// slot that stops at the segment's end (ClassSlots::from_open_segments), so
+// workers racing for the last chunks of the open segments get each chunk
+// once, some requests are served by the larger classes, and the pool comes
+// back whole.
+TEST(SlabUsableShare, WorkersRacingForLargerClassesGetEachChunkOnce) {
+  EmulatedHeap heap(std::size_t{16} << 20);
+  const auto handle = heap.handle();
+  const acc::HostThread acc;
+  std::vector<void*> opened;  // each opens a segment of its class, kept so that its page stays started
+  for (std::size_t bytes : {2048, 4096, 8192}) opened.push_back(handle.alloc(acc, bytes));
+  for (void* p : opened) ASSERT_NE(p, nullptr);
+  std::vector<std::vector<void*>> got(4);
+  HostRunner::run(4, [&](const acc::HostThread& a, std::uint32_t w) {
+    while (void* p = handle.alloc(a, 1024)) got[w].push_back(p);
+  });
+  const auto& l = heap.creation().layout();
+  using Classes = slabs::SizeClasses<CreationPolicies::SizeClassSlabsConfig::classes_per_doubling>;
+  const std::uint32_t own = Classes::of(1024) + 1u;  // a page's cls field: class + 1 (S2)
+  std::set<void*> distinct;
+  std::size_t n = 0, from_larger = 0;
+  for (const auto& g : got)
+    for (void* p : g) {
+      distinct.insert(p);
+      ++n;
+      from_larger += l.pages[page_of(l, p)].cls != own ? 1 : 0;
+    }
+  EXPECT_EQ(distinct.size(), n) << "a chunk was handed out twice";
+  EXPECT_GT(from_larger, 0u) << "no request was served by a larger class (C5)";
+  for (const auto& g : got)
+    for (void* p : g) handle.dealloc(acc, p);
+  for (void* p : opened) handle.dealloc(acc, p);
   heap.creation().release_open_segments<acc::HostThreads>();
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
 }

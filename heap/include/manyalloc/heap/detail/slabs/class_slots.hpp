@@ -633,15 +633,28 @@ struct ClassSlots {
   }
 
   // One chunk of class c from any of its open segments that still has
-  // chunks (read first, so that empty slots, whose next claim would have to
-  // refill them, are left alone); nullptr when none had one.
+  // chunks; nullptr when none had one. The claim is a CAS that raises the
+  // cursor by one only while it is below the segment's end, so it never
+  // crosses the end and never becomes the slot's refiller (C1, C2): this
+  // last resort leaves empty slots alone and needs none of from_slot's
+  // refill path, whose second inlined copy raised the register count of
+  // every kernel that allocates (docs/results/heap/peers/README.md).
+  // A few attempts per slot: under contention a request moves on and may
+  // fail, as it may when the segments run out.
   template <class Acc>
   MANYALLOC_FN static std::byte* from_open_segments(const Acc& acc, const SlabLayout& h, std::uint32_t c) {
+    constexpr std::uint32_t attempts = 8;
     for (std::uint32_t s = 0; s < h.shards; ++s) {
-      if (segment_room(c, acc.load64(h.slot(c, s))) == 0u) continue;
-      Gathered g;
-      g.need = 1;
-      if (from_slot(acc, h, c, s, false, g) == SlotResult::served && g.count == 1u) return address(h, c, g.extents[0], 0);
+      std::uint64_t* slot = h.slot(c, s);
+      for (std::uint32_t attempt = 0; attempt < attempts; ++attempt) {
+        const std::uint64_t word = acc.load64(slot);
+        if (segment_room(c, word) == 0u) break;
+        if (acc.atomic_cas64(slot, word, word + 1u) != word) continue;
+        const SlotWord seen = SlotWord::decode(word);
+        const Extent e{seen.base_plus_one - 1u, seen.cursor, 1u};
+        set_bits(acc, h, c, e);  // S3, as take_extent does
+        return address(h, c, e, 0);
+      }
     }
     return nullptr;
   }
