@@ -4,14 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <barrier>
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
-#include <type_traits>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include "generic/test_heaps.hpp"
@@ -691,39 +692,63 @@ TEST(SlabUsableShare, ARequestTakesALargerClassWhenThePoolRunsOut) {
 }
 
 // C5 under contention: a chunk of a larger class is claimed by a CAS on its
-// slot that stops at the segment's end (ClassSlots::from_open_segments), so
-// workers racing for the last chunks of the open segments get each chunk
-// once, some requests are served by the larger classes, and the pool comes
-// back whole.
+// slot that stops at the segment's end (ClassSlots::from_open_segments).
+// One worker fills the pool with 1 KiB chunks until the first one comes
+// from a larger class; then four workers, started together, race for the
+// rest of the larger classes' open segments. Each chunk is handed out once,
+// a worker stops only when no larger class has room left (a lost CAS is
+// retried, not a failure), and the pool comes back whole. 1536 B keeps its
+// chunk bits apart from the state (set_bits must set them: S3).
 TEST(SlabUsableShare, WorkersRacingForLargerClassesGetEachChunkOnce) {
+  using Slots = slabs::ClassSlots<CreationPolicies::SizeClassSlabsConfig>;
   EmulatedHeap heap(std::size_t{16} << 20);
   const auto handle = heap.handle();
+  const auto& l = heap.creation().layout();
   const acc::HostThread acc;
   std::vector<void*> opened;  // each opens a segment of its class, kept so that its page stays started
-  for (std::size_t bytes : {2048, 4096, 8192}) opened.push_back(handle.alloc(acc, bytes));
+  for (std::size_t bytes : {1536, 2048, 4096, 8192}) opened.push_back(handle.alloc(acc, bytes));
   for (void* p : opened) ASSERT_NE(p, nullptr);
+  const std::uint32_t own = Slots::Classes::of(1024);
+  auto from_larger = [&](const void* p) { return l.pages[page_of(l, p)].cls != own + 1u; };  // cls: class + 1 (S2)
+  const std::size_t bound = (std::size_t{16} << 20) / 1024 + 1;  // more requests than the pool holds: a fault
+  std::vector<void*> filled;
+  while (filled.size() < bound) {
+    void* p = handle.alloc(acc, 1024);
+    ASSERT_NE(p, nullptr) << "the pool ran out before a larger class served a request";
+    filled.push_back(p);
+    if (from_larger(p)) break;
+  }
   std::vector<std::vector<void*>> got(4);
+  std::barrier start(4);
   HostRunner::run(4, [&](const acc::HostThread& a, std::uint32_t w) {
-    while (void* p = handle.alloc(a, 1024)) got[w].push_back(p);
+    start.arrive_and_wait();
+    while (got[w].size() < bound)
+      if (void* p = handle.alloc(a, 1024)) got[w].push_back(p);
+      else break;
   });
-  const auto& l = heap.creation().layout();
-  using Classes = slabs::SizeClasses<CreationPolicies::SizeClassSlabsConfig::classes_per_doubling>;
-  const std::uint32_t own = Classes::of(1024) + 1u;  // a page's cls field: class + 1 (S2)
-  std::set<void*> distinct;
-  std::size_t n = 0, from_larger = 0;
-  for (const auto& g : got)
+  std::set<void*> distinct(filled.begin(), filled.end());
+  std::size_t n = filled.size(), larger = 0;
+  for (const auto& g : got) {
+    EXPECT_LT(g.size(), bound) << "a worker never failed";
     for (void* p : g) {
       distinct.insert(p);
       ++n;
-      from_larger += l.pages[page_of(l, p)].cls != own ? 1 : 0;
+      larger += from_larger(p) ? 1 : 0;
     }
+  }
   EXPECT_EQ(distinct.size(), n) << "a chunk was handed out twice";
-  EXPECT_GT(from_larger, 0u) << "no request was served by a larger class (C5)";
+  EXPECT_GT(larger, 0u) << "no raced request was served by a larger class (C5)";
+  for (std::uint32_t c = own + 1u; c < Slots::class_count; ++c)
+    for (std::uint32_t sh = 0; sh < l.shards; ++sh)
+      EXPECT_EQ(Slots::segment_room(c, *l.slot(c, sh)), 0u) << "class " << c << " kept room while requests failed";
+  for (void* p : filled) handle.dealloc(acc, p);
   for (const auto& g : got)
     for (void* p : g) handle.dealloc(acc, p);
   for (void* p : opened) handle.dealloc(acc, p);
   heap.creation().release_open_segments<acc::HostThreads>();
-  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
+  const auto st = heap.creation().statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 0u) << "a chunk's bit was not set when it was handed out, or set twice";
+  EXPECT_EQ(st.pages_in_use, 0u);
 }
 
 // C6's last resort: before a request of a class without C6 fails, it takes

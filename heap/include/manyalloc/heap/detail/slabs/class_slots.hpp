@@ -638,18 +638,21 @@ struct ClassSlots {
   // crosses the end and never becomes the slot's refiller (C1, C2): this
   // last resort leaves empty slots alone and needs none of from_slot's
   // refill path, whose second inlined copy raised the register count of
-  // every kernel that allocates (docs/results/heap/peers/README.md).
-  // A few attempts per slot: under contention a request moves on and may
-  // fail, as it may when the segments run out.
+  // every kernel that allocates (docs/results/heap/peers/README.md). A
+  // failed CAS retries with the word it returned as long as the segment has
+  // room: each failure is another worker's claim, exchange or shrink, so the
+  // lanes of a warp that race for one slot are all served while it has
+  // chunks (lock-free, one lane per round).
   template <class Acc>
   MANYALLOC_FN static std::byte* from_open_segments(const Acc& acc, const SlabLayout& h, std::uint32_t c) {
-    constexpr std::uint32_t attempts = 8;
     for (std::uint32_t s = 0; s < h.shards; ++s) {
       std::uint64_t* slot = h.slot(c, s);
-      for (std::uint32_t attempt = 0; attempt < attempts; ++attempt) {
-        const std::uint64_t word = acc.load64(slot);
-        if (segment_room(c, word) == 0u) break;
-        if (acc.atomic_cas64(slot, word, word + 1u) != word) continue;
+      for (std::uint64_t word = acc.load64(slot); segment_room(c, word) != 0u;) {
+        const std::uint64_t got = acc.atomic_cas64(slot, word, word + 1u);
+        if (got != word) {
+          word = got;
+          continue;
+        }
         const SlotWord seen = SlotWord::decode(word);
         const Extent e{seen.base_plus_one - 1u, seen.cursor, 1u};
         set_bits(acc, h, c, e);  // S3, as take_extent does
