@@ -8,9 +8,9 @@ Writes OUT_DIR/report.md, OUT_DIR/mibench-<threads>t.png, and copies of the
 raw records and meta. Per thread count: the bench.sh score (seconds, lower
 is better) of every workload under every allocator, median over repetitions,
 with its ratio to the best allocator on that workload; then peak RSS with its
-ratio to glibc's; then minor page faults and system seconds (GNU time's, medians
-over the repetitions that have them); then, per profile of ours, where it is the fastest, within
-10 % of the fastest, and its worst ratio.
+ratio to glibc's; then minor page faults and system seconds (GNU time's,
+medians over the repetitions that have them); then, per profile of ours,
+where it is the fastest, within 10 % of the fastest, and its worst ratio.
 """
 import argparse
 import json

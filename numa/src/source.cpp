@@ -77,6 +77,20 @@ std::size_t cache_budget(const Context& c, const Source& s) {
   return share > c.opts.cache_max ? share : c.opts.cache_max;
 }
 
+// The oldest segment of a cache list (the lists are ordered newest first),
+// or nullptr when the list is empty.
+Segment* oldest_of(Segment* list) {
+  while (list != nullptr && list->next != nullptr) list = list->next;
+  return list;
+}
+
+// Takes the large segment seg out of the cache of s (under s.lock).
+void uncache_large(Source& s, Segment* seg) {
+  unlink(s.large_cache, seg);
+  --s.large_count;
+  s.cached_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
+}
+
 // How many large blocks the cache of s may hold: as many 2 MiB segments as
 // its budget holds (at least min_cached_large, at most max_cached_large), so
 // that the budget in bytes, not the count, decides what stays cached
@@ -84,24 +98,6 @@ std::size_t cache_budget(const Context& c, const Source& s) {
 std::size_t large_slots(const Context& c, const Source& s) {
   const std::size_t n = cache_budget(c, s) / segment_bytes;
   return n < min_cached_large ? min_cached_large : n > max_cached_large ? max_cached_large : n;
-}
-
-// Caches the large segment seg, the newest, under s.lock: when the cache
-// holds large_slots blocks already, the oldest makes room. Returns the
-// segment the caller unmaps once the lock is released (the evicted one),
-// or nullptr.
-Segment* cache_large_locked(Context& c, Source& s, Segment* seg, std::uint64_t now) {
-  Segment* evicted = nullptr;
-  if (s.large_count >= large_slots(c, s)) {
-    evicted = s.large_cache;  // the lists are ordered newest first
-    while (evicted->next != nullptr) evicted = evicted->next;
-    unlink(s.large_cache, evicted);
-    --s.large_count;
-    s.cached_bytes.fetch_sub(evicted->bytes, std::memory_order_relaxed);
-  }
-  cache_push(c, s, s.large_cache, seg, now);
-  ++s.large_count;
-  return evicted;
 }
 
 // Unmaps the cached large segments beyond the cache's budget
@@ -116,16 +112,13 @@ void restore_budget(Context& c, Source& s, const Segment* keep = nullptr) {
   Segment* evicted = nullptr;
   {
     SpinGuard g(s.lock);
-    Segment* last = s.large_cache;  // the lists are ordered newest first
-    while (last != nullptr && last->next != nullptr) last = last->next;
+    Segment* last = oldest_of(s.large_cache);
     while (s.cached_bytes.load(std::memory_order_relaxed) > limit) {
       Segment* oldest = last;
       if (oldest == keep) oldest = oldest->prev;
       if (oldest == nullptr) break;
       last = oldest == last ? oldest->prev : last;
-      unlink(s.large_cache, oldest);
-      --s.large_count;
-      s.cached_bytes.fetch_sub(oldest->bytes, std::memory_order_relaxed);
+      uncache_large(s, oldest);
       oldest->next = evicted;
       evicted = oldest;
     }
@@ -135,6 +128,24 @@ void restore_budget(Context& c, Source& s, const Segment* keep = nullptr) {
     unmap_segment(c, evicted);
     evicted = after;
   }
+}
+
+// Caches the large segment seg, the newest: when the cache holds
+// large_slots blocks already, the oldest makes room, and then those beyond
+// the budget in bytes, all but `keep` (restore_budget).
+void cache_large(Context& c, Source& s, Segment* seg, const Segment* keep) {
+  Segment* evicted = nullptr;
+  {
+    SpinGuard g(s.lock);
+    if (s.large_count >= large_slots(c, s)) {
+      evicted = oldest_of(s.large_cache);
+      uncache_large(s, evicted);
+    }
+    cache_push(c, s, s.large_cache, seg, c.os->now());
+    ++s.large_count;
+  }
+  if (evicted != nullptr) unmap_segment(c, evicted);
+  restore_budget(c, s, keep);
 }
 
 // Cuts the cached segment seg (taken out of the cache by the caller) to
@@ -154,13 +165,7 @@ bool split_large(Context& c, LargeSegment* seg, std::size_t bytes) {
   seg->bytes = bytes;
   if (seg->touched > bytes) seg->touched = bytes;
   c.registry.set(tail->base, tail->bytes, tail);  // publishes the initialised descriptor
-  Segment* evicted;
-  {
-    SpinGuard g(s.lock);
-    evicted = cache_large_locked(c, s, tail, c.os->now());
-  }
-  if (evicted != nullptr) unmap_segment(c, evicted);
-  restore_budget(c, s);
+  cache_large(c, s, tail, nullptr);
   return true;
 }
 
@@ -290,11 +295,7 @@ LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
       }
     }
     seg = best ? best : smaller;
-    if (seg != nullptr) {
-      unlink(s.large_cache, seg);
-      --s.large_count;
-      s.cached_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
-    }
+    if (seg != nullptr) uncache_large(s, seg);
   }
   if (seg != nullptr) {
     const std::size_t reused = seg->touched < bytes ? seg->touched : bytes;
@@ -335,24 +336,13 @@ LargeSegment* source_take_large(Context& c, Source& s, std::size_t bytes) {
 
 void source_give_large(Context& c, LargeSegment* seg) {
   Source& s = *seg->source;
-  const std::uint64_t now = c.os->now();
-  bool cached = false;
-  Segment* evicted = nullptr;
-  {
-    // The newest freed block is cached whatever its size (unless the cache
-    // is off): a program that frees a block and allocates another soon
-    // reuses its pages instead of unmapping them and faulting in new ones
-    // (mimalloc-bench's malloc-large: numa/DESIGN.md). Older ones beyond the
-    // budget make room (restore_budget).
-    SpinGuard g(s.lock);
-    if (c.opts.cache_max != 0) {
-      evicted = cache_large_locked(c, s, seg, now);
-      cached = true;
-    }
-  }
-  if (evicted != nullptr) unmap_segment(c, evicted);
-  if (!cached) unmap_segment(c, seg);
-  else restore_budget(c, s, seg);
+  // The newest freed block is cached whatever its size (unless the cache
+  // is off): a program that frees a block and allocates another soon
+  // reuses its pages instead of unmapping them and faulting in new ones
+  // (mimalloc-bench's malloc-large: numa/DESIGN.md). Older ones beyond the
+  // budget make room (restore_budget).
+  if (c.opts.cache_max == 0) unmap_segment(c, seg);
+  else cache_large(c, s, seg, seg);
   source_decay(c, s);
 }
 

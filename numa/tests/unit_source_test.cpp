@@ -165,7 +165,8 @@ TEST(Source, LargeCacheBestFitSplitAndGrow) {
 // next blocks of those sizes reuse them: no unmap, no fresh mapping. With a
 // bound of 64 cached blocks the 65th and later were unmapped (mstress:
 // numa/DESIGN.md, "Large cache"). Beyond the budget the cache holds the
-// budget. The clock stands still: the decay (1 s) must not run in between.
+// budget. The clock stands still, so that the decay unmaps nothing between
+// the gives and the takes.
 TEST(Source, LargeCacheKeepsWhatItsBudgetHolds) {
   auto c = make_context();  // uma: a 1 GiB budget
   Faults::clock_ns = 1'000'000'000'000;
