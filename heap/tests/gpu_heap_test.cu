@@ -218,6 +218,84 @@ TEST(CudaSlabs, AOneGiBRequestFitsBesideSmallChunks) {
   });
 }
 
+// C5's last resort on the GPU: whole warps whose class (1024 B) and the
+// pool have run out claim chunks from the open segments of larger classes,
+// up to 32 lanes on one slot word at once (class_slots.hpp
+// from_open_segments: a lost CAS retries with the word it got back). A
+// 16 MiB pool has one shard, so every claim of a class meets on one slot.
+// Twice as many workers as the pool holds ask once each. Each chunk goes to
+// one worker (its tags survive), some requests are served by a larger
+// class, and no larger class keeps room behind a failed request.
+template <class Handle>
+struct LargerClassProbe {
+  Handle heap;
+  heap::detail::slabs::SlabLayout layout;
+  std::uint32_t own_cls;  // SlabPage::cls of the requested class (class + 1, S2)
+  void** ptrs;
+  std::uint32_t* counters;  // [0] failed, [1] corrupt, [2] served by a larger class
+  int step;                 // 0 alloc+tag, 1 check and count, 2 free
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    if (step == 0) return alloc_tagged(heap, acc, 1024, w, ptrs, counters);
+    auto* p = static_cast<std::uint32_t*>(ptrs[w]);
+    if (p == nullptr) return;
+    if (step == 2) return heap.dealloc(acc, p);
+    if (p[0] != w || p[255] != ~w) atomicAdd(counters + 1, 1u);
+    const auto page = static_cast<std::uint32_t>((reinterpret_cast<std::byte*>(p) - layout.data) >> layout.slab_shift);
+    if (layout.pages[page].cls != own_cls) atomicAdd(counters + 2, 1u);
+  }
+};
+// One worker opens a segment of each of `sizes` and keeps the chunk (step
+// 0), or frees them (step 1).
+template <class Handle>
+struct OpenSegments {
+  Handle heap;
+  void** ptrs;
+  int step;
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t) const {
+    constexpr std::size_t sizes[] = {1536, 2048, 4096, 8192};
+    for (int i = 0; i < 4; ++i) {
+      if (step == 0) ptrs[i] = heap.alloc(acc, sizes[i]);
+      else heap.dealloc(acc, ptrs[i]);
+    }
+  }
+};
+
+TEST(CudaSlabs, FullWarpsRacingForLargerClassesGetEachChunkOnce) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  using Heap = SlabsHeap<CudaRunner>;
+  using Slots = heap::detail::slabs::ClassSlots<CreationPolicies::SizeClassSlabsConfig>;
+  const std::size_t pool = std::size_t{16} << 20;
+  Heap heap(pool);
+  const auto& l = heap.creation().layout();
+  ASSERT_EQ(l.shards, 1u) << "the test wants every claim of a class on one slot";
+  CudaRunner::Buffer<void*> opened(4);
+  CudaRunner::run(1, OpenSegments<Heap::Handle>{heap.handle(), opened.data(), 0});
+  for (void* p : opened.to_host()) ASSERT_NE(p, nullptr);
+  const auto workers = static_cast<std::uint32_t>(2 * pool / 1024);
+  CudaRunner::Buffer<void*> ptrs(workers);
+  CudaRunner::Buffer<std::uint32_t> counters(3);
+  const std::uint32_t own = Slots::Classes::of(1024) + 1u;
+  for (int step = 0; step < 2; ++step)
+    CudaRunner::run(workers, LargerClassProbe<Heap::Handle>{heap.handle(), l, own, ptrs.data(), counters.data(), step});
+  const auto c = counters.to_host();
+  EXPECT_GT(c[0], workers / 4) << "the requests must run the pool dry";
+  EXPECT_EQ(c[1], 0u) << "a chunk was handed out twice";
+  EXPECT_GT(c[2], 0u) << "no request was served by a larger class (C5)";
+  std::vector<std::uint64_t> slots(Slots::class_count);
+  ASSERT_EQ(cudaMemcpy(slots.data(), l.slot(0, 0), slots.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (std::uint32_t cls = own; cls < Slots::class_count; ++cls)
+    EXPECT_EQ(Slots::segment_room(cls, slots[cls]), 0u) << "class " << cls << " kept room while requests failed";
+  CudaRunner::run(workers, LargerClassProbe<Heap::Handle>{heap.handle(), l, own, ptrs.data(), counters.data(), 2});
+  CudaRunner::run(1, OpenSegments<Heap::Handle>{heap.handle(), opened.data(), 1});
+  heap.creation().release_open_segments<acc::Cuda>();
+  const auto st = heap.creation().statistics<acc::Cuda>();
+  EXPECT_EQ(st.misuse_reports, 0u) << "a chunk's bit was not set when it was handed out, or set twice";
+  EXPECT_EQ(st.pages_in_use, 0u) << "memory lost";
+}
+
 // The back end zeroes heap metadata with a kernel of its own (acc::Cuda::
 // fill_zero); ranges of any alignment and length are zeroed exactly.
 TEST(CudaBackend, FillZeroClearsExactlyTheRange) {
