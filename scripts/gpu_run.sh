@@ -7,7 +7,8 @@
 #     tests       GPU tests of the heap and of the distribution policies at
 #                 full occupancy, then compute-sanitizer memcheck and racecheck
 #                 on a small configuration
-#     sanitizers  only the compute-sanitizer part of `tests`
+#     sanitizers  only the compute-sanitizer part of `tests` (SANITIZER_TOOLS
+#                 picks the tools; default "memcheck racecheck")
 #     throughput  heap throughput, 2^20 threads, 16/64/256 B (~1 min)
 #     coalescing  distribution-policy benchmark ([Blach2022], section 4)
 #     coalescing-scale  unit benchmark at 400 floats with DeviceMalloc at
@@ -33,6 +34,12 @@
 #                 against those; run alternately, SOAK_AB_ROUNDS (2) rounds
 #                 of SOAK_AB_CONFIGS (default,never_reuse,reuse_all): log
 #                 soak_ab.log (~3 min)
+#     peers-ab    the peers benchmark's PEERS_AB_EXPERIMENTS (throughput,
+#                 churn) built twice, against .carry/base's heap headers (as for soak-ab) and
+#                 this tree's, run alternately PEERS_AB_ROUNDS (2) rounds for
+#                 PEERS_AB_ALLOCATORS (SizeClassSlabs,Ouroboros): the JSONL
+#                 of each in $OUT/peers_ab_{base,new}.jsonl, medians of the
+#                 warm launches last (~5 min)
 #     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
 #                 then checks that no memory was lost (test CudaSoak)
 #     soak-start  the same soak in a process session of its own (setsid), so
@@ -110,7 +117,7 @@ targets=(manyalloc_heap_gpu_tests manyalloc_heap_distribution_gpu_tests manyallo
 [[ " ${stages[*]} " == *" pic "* ]] && targets+=(manyalloc_heap_pic_cuda)
 [[ "${stages[*]}" == "pic pic-peers" ]] && targets=(manyalloc_heap_pic_cuda)
 # A run of the peers stage alone builds only the peers benchmark (in the stage).
-[[ "${stages[*]}" == peers ]] && targets=()
+[[ "${stages[*]}" == peers || "${stages[*]}" == peers-ab ]] && targets=()
 rewrite_opt=()
 if [[ " ${stages[*]} " == *" coalescing-rewrite "* ]]; then
   [[ "${stages[*]}" == coalescing-rewrite ]] && targets=()  # alone: build only its benchmark
@@ -158,7 +165,7 @@ run_sanitizers() {
   say "== compute-sanitizer memcheck and racecheck (small configuration)"
   small=(env MANYALLOC_TEST_WORKERS=4096 MANYALLOC_TEST_HEAP_MB=16 MANYALLOC_SOAK_SECONDS=1)
   heap_filter='--gtest_filter=-*HeapLargerThan4GiB*:*ExactSlots*:*ListBased*:*MultiList*'
-  for tool in memcheck racecheck; do
+  for tool in ${SANITIZER_TOOLS:-memcheck racecheck}; do
     for t in "$heap_tests" "$dist_tests"; do
       name=$(basename "$t")_$tool
       timeout 90 "${small[@]}" compute-sanitizer --tool $tool --error-exitcode 9 "$t" "$heap_filter" \
@@ -289,6 +296,36 @@ for stage in "${stages[@]}"; do
         done
       done
       grep -E "^== |median" "$OUT/soak_ab.log" | tee -a "$LOG" ;;
+    peers-ab)
+      say "== peers A/B: the throughput experiment on .carry/base's heap headers and this tree's"
+      if [[ ! -d .carry/base/heap/include ]]; then say "peers-ab: no .carry/base"; status=1; continue; fi
+      if ! build_peers_bench; then say "peers BUILD FAILED"; tail -30 "$blog" | tee -a "$LOG"; status=1; continue; fi
+      pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
+      cp "$pb" build-gpu/peers_bench_new
+      # Only the headers that differ are swapped in (fewer files rebuilt), then put
+      # back with fresh times (so that a later build of this tree rebuilds them).
+      keep=build-gpu/peers_ab_keep; rm -rf "$keep"; swapped=()
+      while read -r f; do
+        if ! cmp -s ".carry/base/$f" "$f"; then
+          mkdir -p "$keep/$(dirname "$f")"; [[ -f $f ]] && cp -p "$f" "$keep/$f"; cp ".carry/base/$f" "$f"; swapped+=("$f")
+        fi
+      done < <(cd .carry/base && find heap/include common/include -type f)
+      say "peers-ab: ${#swapped[@]} headers differ: ${swapped[*]}"
+      t0=$SECONDS
+      cmake --build build-gpu -j"$(nproc)" --target manyalloc_heap_peers_bench >> "$OUT/build_peers_base.log" 2>&1 \
+        && cp "$pb" build-gpu/peers_bench_base || { say "peers-ab: base BUILD FAILED"; status=1; }
+      for f in "${swapped[@]}"; do if [[ -f $keep/$f ]]; then cp "$keep/$f" "$f"; else rm -f "$f"; fi; done
+      say "peers-ab: base build $((SECONDS - t0)) s"
+      [[ -x build-gpu/peers_bench_base ]] || continue
+      rm -f "$OUT"/peers_ab_*.jsonl
+      for ((round = 1; round <= ${PEERS_AB_ROUNDS:-2}; ++round)); do
+        for v in base new; do
+          timeout 150 build-gpu/peers_bench_$v --experiments "${PEERS_AB_EXPERIMENTS:-throughput,churn}" --timeout 100 --deadline-s 140 \
+            --allocators "${PEERS_AB_ALLOCATORS:-SizeClassSlabs,Ouroboros}" --out "$OUT/peers_ab_$v.jsonl" \
+            >> "$OUT/bench_peers_ab.log" 2>&1 || { say "peers-ab $v round $round: exit $?"; status=1; }
+        done
+      done
+      python3 scripts/ab_table.py "$OUT/peers_ab_base.jsonl" "$OUT/peers_ab_new.jsonl" | tee -a "$LOG" ;;
     repeat)
       say "== distribution GPU tests, 20 repetitions"
       timeout 150 "$dist_tests" --gtest_repeat=20 --gtest_brief=1 > "$OUT/dist_tests_repeat.log" 2>&1

@@ -691,14 +691,16 @@ TEST(SlabUsableShare, ARequestTakesALargerClassWhenThePoolRunsOut) {
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
 }
 
-// C5 under contention: a chunk of a larger class is claimed by a CAS on its
-// slot that stops at the segment's end (ClassSlots::from_open_segments).
-// One worker fills the pool with 1 KiB chunks until the first one comes
-// from a larger class; then four workers, started together, race for the
-// rest of the larger classes' open segments. Each chunk is handed out once,
-// a worker stops only when no larger class has room left (a lost CAS is
-// retried, not a failure), and the pool comes back whole. 1536 B keeps its
-// chunk bits apart from the state (set_bits must set them: S3).
+// C5 under contention: a request of a class that has run dry, in a pool
+// with no free page, claims a chunk from a larger class's open segment
+// (ClassSlots::from_open_segments). One worker fills the pool with 1 KiB
+// chunks until the first one comes from a larger class; then four workers,
+// started together, race for the rest of the larger classes' open segments
+// until each has failed once. Each chunk is handed out once; once they
+// stop, one more request fails only if no larger class has room left (a
+// worker may give up on a slot that another is refilling, never on room it
+// can reach); the pool comes back whole. 1536 B keeps its chunk bits apart
+// from the state (set_bits must set them: S3).
 TEST(SlabUsableShare, WorkersRacingForLargerClassesGetEachChunkOnce) {
   using Slots = slabs::ClassSlots<CreationPolicies::SizeClassSlabsConfig>;
   EmulatedHeap heap(std::size_t{16} << 20);
@@ -738,9 +740,16 @@ TEST(SlabUsableShare, WorkersRacingForLargerClassesGetEachChunkOnce) {
   }
   EXPECT_EQ(distinct.size(), n) << "a chunk was handed out twice";
   EXPECT_GT(larger, 0u) << "no raced request was served by a larger class (C5)";
-  for (std::uint32_t c = own + 1u; c < Slots::class_count; ++c)
-    for (std::uint32_t sh = 0; sh < l.shards; ++sh)
-      EXPECT_EQ(Slots::segment_room(c, *l.slot(c, sh)), 0u) << "class " << c << " kept room while requests failed";
+  void* last = handle.alloc(acc, 1024);
+  if (last == nullptr) {
+    for (std::uint32_t c = own + 1u; c < Slots::class_count; ++c)
+      for (std::uint32_t sh = 0; sh < l.shards; ++sh)
+        EXPECT_EQ(Slots::segment_room(c, *l.slot(c, sh)), 0u) << "class " << c << " kept room while a request failed";
+  }
+  if (last != nullptr) {
+    EXPECT_EQ(distinct.count(last), 0u) << "the last request got a live chunk";
+    filled.push_back(last);
+  }
   for (void* p : filled) handle.dealloc(acc, p);
   for (const auto& g : got)
     for (void* p : g) handle.dealloc(acc, p);

@@ -633,31 +633,15 @@ struct ClassSlots {
   }
 
   // One chunk of class c from any of its open segments that still has
-  // chunks; nullptr when none had one. The claim is a CAS that raises the
-  // cursor by one only while it is below the segment's end, so it never
-  // crosses the end and never becomes the slot's refiller (C1, C2): this
-  // last resort leaves empty slots alone and needs none of from_slot's
-  // refill path, whose second inlined copy raised the register count of
-  // every kernel that allocates (docs/results/heap/peers/README.md). A
-  // failed CAS retries with the word it returned as long as the segment has
-  // room: each failure is another worker's claim, exchange or shrink, so the
-  // lanes of a warp that race for one slot are all served while it has
-  // chunks (lock-free, one lane per round).
+  // chunks (read first, so that empty slots, whose next claim would have to
+  // refill them, are left alone); nullptr when none had one.
   template <class Acc>
   MANYALLOC_FN static std::byte* from_open_segments(const Acc& acc, const SlabLayout& h, std::uint32_t c) {
     for (std::uint32_t s = 0; s < h.shards; ++s) {
-      std::uint64_t* slot = h.slot(c, s);
-      for (std::uint64_t word = acc.load64(slot); segment_room(c, word) != 0u;) {
-        const std::uint64_t got = acc.atomic_cas64(slot, word, word + 1u);
-        if (got != word) {
-          word = got;
-          continue;
-        }
-        const SlotWord seen = SlotWord::decode(word);
-        const Extent e{seen.base_plus_one - 1u, seen.cursor, 1u};
-        set_bits(acc, h, c, e);  // S3, as take_extent does
-        return address(h, c, e, 0);
-      }
+      if (segment_room(c, acc.load64(h.slot(c, s))) == 0u) continue;
+      Gathered g;
+      g.need = 1;
+      if (from_slot(acc, h, c, s, false, g) == SlotResult::served && g.count == 1u) return address(h, c, g.extents[0], 0);
     }
     return nullptr;
   }

@@ -126,9 +126,6 @@
 //
 //  C1 One atomic add of n to a slot claims chunks [cursor, cursor + n) of
 //     the segment it names, together with the segment, so no lock is needed.
-//     C5's last resort claims one chunk with a CAS from a slot word whose
-//     cursor is below the end to the same word with cursor + 1: a claim that
-//     cannot cross the end, so it never becomes the refiller of C2.
 //  C2 The claim with cursor <= end < cursor + n (end = chunks in the segment)
 //     exists exactly once per segment: its worker takes the chunks up to the
 //     end and must replace the segment (refill) by an exchange of the whole
