@@ -219,15 +219,19 @@ inline std::uint32_t run_take(Heap& h, Run& r, void** out, std::uint32_t want) {
 void heap_cache_flush(Heap& h, unsigned cls, bool half);
 void heap_cache_flush_all(Heap& h);
 
+// Most chunks one refill takes: a bitmap word's (run_take reads one word).
+inline constexpr std::uint32_t refill_max = 64;
+
 // An allocation of class cls from r, a run of that class with a free chunk,
 // when the free cache of cls is empty (owner only): the cache is refilled
-// with up to half its capacity from one bitmap word of r and its top chunk
-// handed out, so that the next allocations of the class take the cache's
-// fast path (a program holding more live chunks of a class than the cache
-// takes would otherwise come to the run at every allocation). Without a
-// cache (check mode) or with one of under four chunks, one chunk.
+// with up to half its capacity, at most refill_max, from one bitmap word of
+// r and its top chunk handed out, so that the next allocations of the
+// class take the cache's fast path (a program holding more live chunks of
+// a class than the cache takes would otherwise come to the run at every
+// allocation). Without a cache (check mode) or with one of under four
+// chunks, one chunk.
 inline void* heap_refill(Heap& h, Run& r, unsigned cls) {
-  const std::uint32_t want = h.cache[cls].cap / 2;
+  const std::uint32_t want = std::min(h.cache[cls].cap / 2, refill_max);
   if (want <= 1) return run_pop(h, r);
   void** stack = h.cache_stack(cls);
   const std::uint32_t k = run_take(h, r, stack, want);

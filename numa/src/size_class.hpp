@@ -106,11 +106,15 @@ struct ClassInfo {
   std::uint32_t chunks;
   std::uint64_t recip;
 };
-// Free cache capacity (heap.hpp): up to 64 chunks but about 16 KiB per
+// Free cache capacity (heap.hpp): up to 512 chunks but about 16 KiB per
 // class (at least 4 chunks), none above 8 KiB. Cached chunks were written
 // by the program and stay resident; 64 chunks of every class up to 16 KiB
-// could hold 1.8 MiB per thread, which showed in the peak RSS of t-test1.
-inline constexpr unsigned cache_max = 64;
+// could hold 1.8 MiB per thread, which showed in the peak RSS of t-test1,
+// so the bytes are bounded. The count is bounded too (a stack slot per
+// chunk): 512 lets a thread keep a few hundred small chunks of a class
+// live and freed again without every chunk passing through its run's
+// bitmap (numa/DESIGN.md, "Fast paths", 2026-11-29).
+inline constexpr unsigned cache_max = 512;
 constexpr std::uint32_t cache_capacity(unsigned c) {
   const std::size_t s = class_size(c);
   if (s > 8192) return 0;
@@ -127,9 +131,10 @@ constexpr std::uint32_t cache_capacity(unsigned c) {
 constexpr std::uint32_t lowmem_cache_capacity(unsigned c) { return (cache_capacity(c) + 1) / 2; }
 
 // The classes' stacks are packed in one array of cache_slot_count pointers
-// (Heap::cache_slots), class c's from cache_layout.first[c]: rows of
-// cache_max pointers for every class took 26 KiB per heap, and each class
-// a thread used made its row's page resident.
+// (Heap::cache_slots), class c's from cache_layout.first[c]: rows of the
+// largest capacity for every class took 26 KiB per heap when it was 64
+// (and each class a thread used made its row's page resident); packed,
+// the stacks of every class take cache_slot_count * 8 bytes.
 struct CacheLayout {
   std::uint16_t first[num_classes];
   std::uint32_t total;

@@ -434,26 +434,29 @@ TEST(Heap, LocalDoubleFreeAndInteriorPointerAreReportedNotApplied) {
 }
 
 // An allocation that finds the free cache empty refills it with up to half
-// its capacity from one bitmap word (heap.hpp, heap_alloc_run_owned): the
-// next allocations come from the cache, lowest address first, and only the
-// chunks handed out count as in use.
+// its capacity, at most one bitmap word's chunks, from one bitmap word
+// (heap.hpp, heap_refill): the next allocations come from the cache, lowest
+// address first, and only the chunks handed out count as in use.
 TEST(Heap, EmptyCacheIsRefilledFromTheRunLowestAddressFirst) {
-  HeapFixture f;
-  const unsigned cls = size_to_class(32);
-  const std::uint32_t half = f.h->cache[cls].cap / 2;
-  ASSERT_GT(half, 1u);
-  auto* first = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
-  EXPECT_EQ(f.h->cache[cls].count.load(), half - 1);
-  EXPECT_EQ(heap_small_in_use(*f.h), class_size(cls));
-  for (std::uint32_t i = 1; i < half; ++i)
-    EXPECT_EQ(heap_alloc(*f.h, cls), first + i * class_size(cls));
-  EXPECT_EQ(f.h->cache[cls].count.load(), 0u);
-  EXPECT_EQ(heap_small_in_use(*f.h), half * class_size(cls));
-  // Without a cache (check mode) an allocation takes one chunk.
-  heap_set_cache(*f.h, false);
-  EXPECT_EQ(heap_alloc(*f.h, cls), first + half * class_size(cls));
-  EXPECT_EQ(heap_small_in_use(*f.h), (half + 1) * class_size(cls));
-  EXPECT_EQ(f.c->misuses.load(), 0u);
+  // 32 B: a cache of 512 chunks, refilled with a whole word; 512 B: of 32, with half of it.
+  for (std::size_t bytes : {32, 512}) {
+    HeapFixture f;
+    const unsigned cls = size_to_class(bytes);
+    const std::uint32_t half = std::min(f.h->cache[cls].cap / 2, refill_max);
+    ASSERT_GT(half, 1u);
+    auto* first = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+    EXPECT_EQ(f.h->cache[cls].count.load(), half - 1) << bytes;
+    EXPECT_EQ(heap_small_in_use(*f.h), class_size(cls));
+    for (std::uint32_t i = 1; i < half; ++i)
+      EXPECT_EQ(heap_alloc(*f.h, cls), first + i * class_size(cls)) << bytes;
+    EXPECT_EQ(f.h->cache[cls].count.load(), 0u);
+    EXPECT_EQ(heap_small_in_use(*f.h), half * class_size(cls));
+    // Without a cache (check mode) an allocation takes one chunk.
+    heap_set_cache(*f.h, false);
+    EXPECT_EQ(heap_alloc(*f.h, cls), first + half * class_size(cls));
+    EXPECT_EQ(heap_small_in_use(*f.h), (half + 1) * class_size(cls));
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
 }
 
 // Writing the cache back looks a run up once for consecutive entries in it
