@@ -13,7 +13,7 @@
 // every pooled type (Heap, SmallSegment, LargeSegment) is defined so that
 // all-zero bytes are its value-initialised state. Writing those zeros would
 // fault in every page of every descriptor (a SmallSegment is about 40 KiB,
-// a Heap about 11 KiB) although most of it is never used: this kept
+// a Heap about 26 KiB) although most of it is never used: this kept
 // hundreds of KiB resident per process for nothing. A slot of several
 // pages gets the same treatment when it is freed: its pages after the first
 // are decommitted (they read as zero again), and reuse clears only the
