@@ -162,7 +162,7 @@ run_tests() {
 # The list-based baselines (one lock per list) are left out: under the
 # sanitizers their full-heap tests alone outlast the time limit.
 run_sanitizers() {
-  say "== compute-sanitizer memcheck and racecheck (small configuration)"
+  say "== compute-sanitizer ${SANITIZER_TOOLS:-memcheck racecheck} (small configuration)"
   small=(env MANYALLOC_TEST_WORKERS=4096 MANYALLOC_TEST_HEAP_MB=16 MANYALLOC_SOAK_SECONDS=1)
   heap_filter='--gtest_filter=-*HeapLargerThan4GiB*:*ExactSlots*:*ListBased*:*MultiList*'
   for tool in ${SANITIZER_TOOLS:-memcheck racecheck}; do
@@ -297,14 +297,21 @@ for stage in "${stages[@]}"; do
       done
       grep -E "^== |median" "$OUT/soak_ab.log" | tee -a "$LOG" ;;
     peers-ab)
-      say "== peers A/B: the throughput experiment on .carry/base's heap headers and this tree's"
+      say "== peers A/B: ${PEERS_AB_EXPERIMENTS:-throughput,churn} on .carry/base's heap headers and this tree's"
       if [[ ! -d .carry/base/heap/include ]]; then say "peers-ab: no .carry/base"; status=1; continue; fi
       if ! build_peers_bench; then say "peers BUILD FAILED"; tail -30 "$blog" | tee -a "$LOG"; status=1; continue; fi
       pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
       cp "$pb" build-gpu/peers_bench_new
       # Only the headers that differ are swapped in (fewer files rebuilt), then put
-      # back with fresh times (so that a later build of this tree rebuilds them).
+      # back with fresh times (so that a later build of this tree rebuilds them),
+      # also when the call is ended during the base build (the trap).
       keep=build-gpu/peers_ab_keep; rm -rf "$keep"; swapped=()
+      restore_swapped() {
+        for f in "${swapped[@]}"; do if [[ -f $keep/$f ]]; then cp "$keep/$f" "$f"; else rm -f "$f"; fi; done
+        swapped=()
+      }
+      trap 'restore_swapped; exit 143' TERM INT
+      rm -f build-gpu/peers_bench_base
       while read -r f; do
         if ! cmp -s ".carry/base/$f" "$f"; then
           mkdir -p "$keep/$(dirname "$f")"; [[ -f $f ]] && cp -p "$f" "$keep/$f"; cp ".carry/base/$f" "$f"; swapped+=("$f")
@@ -314,7 +321,8 @@ for stage in "${stages[@]}"; do
       t0=$SECONDS
       cmake --build build-gpu -j"$(nproc)" --target manyalloc_heap_peers_bench >> "$OUT/build_peers_base.log" 2>&1 \
         && cp "$pb" build-gpu/peers_bench_base || { say "peers-ab: base BUILD FAILED"; status=1; }
-      for f in "${swapped[@]}"; do if [[ -f $keep/$f ]]; then cp "$keep/$f" "$f"; else rm -f "$f"; fi; done
+      restore_swapped
+      trap - TERM INT
       say "peers-ab: base build $((SECONDS - t0)) s"
       [[ -x build-gpu/peers_bench_base ]] || continue
       rm -f "$OUT"/peers_ab_*.jsonl

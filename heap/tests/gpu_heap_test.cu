@@ -224,8 +224,9 @@ TEST(CudaSlabs, AOneGiBRequestFitsBesideSmallChunks) {
 // A 16 MiB pool has one shard, so every claim of a class meets on one slot.
 // Twice as many workers as the pool holds ask once each. Each chunk goes to
 // one worker (its tags survive), some requests are served by a larger
-// class, one more request afterwards fails only if no larger class has room
-// left, and nothing is lost.
+// class, one more request afterwards fails only if no larger class whose
+// room flag is set has room left (C7: on the GPU a flag may be left clear
+// beside room), and nothing is lost.
 template <class Handle>
 struct LargerClassProbe {
   Handle heap;
@@ -276,25 +277,35 @@ TEST(CudaSlabs, FullWarpsRacingForLargerClassesGetEachChunkOnce) {
   const auto workers = static_cast<std::uint32_t>(2 * pool / 1024);
   CudaRunner::Buffer<void*> ptrs(workers);
   CudaRunner::Buffer<std::uint32_t> counters(3);
-  const std::uint32_t own = Slots::Classes::of(1024) + 1u;
-  for (int step = 0; step < 2; ++step)
-    CudaRunner::run(workers, LargerClassProbe<Heap::Handle>{heap.handle(), l, own, ptrs.data(), counters.data(), step});
+  const std::uint32_t first_larger = Slots::Classes::of(1024) + 1u;  // also SlabPage::cls of 1 KiB (class + 1, S2)
+  using Probe = LargerClassProbe<Heap::Handle>;
+  CudaRunner::run(workers, Probe{heap.handle(), l, first_larger, ptrs.data(), counters.data(), 0});
+  // One more request once the race is over; then every tag is checked (the
+  // last chunk's too: it must be none of the live ones).
+  CudaRunner::Buffer<void*> last(1);
+  CudaRunner::Buffer<std::uint32_t> last_counters(2);  // GrowProbe's: [0] failed, [1] corrupt
+  CudaRunner::run(1, GrowProbe<Heap::Handle>{heap.handle(), 1024, last.data(), last_counters.data(), 0});
+  CudaRunner::run(workers, Probe{heap.handle(), l, first_larger, ptrs.data(), counters.data(), 1});
+  CudaRunner::run(1, GrowProbe<Heap::Handle>{heap.handle(), 1024, last.data(), last_counters.data(), 1});
   const auto c = counters.to_host();
   EXPECT_GT(c[0], workers / 4) << "the requests must run the pool dry";
   EXPECT_EQ(c[1], 0u) << "a chunk was handed out twice";
   EXPECT_GT(c[2], 0u) << "no request was served by a larger class (C5)";
-  CudaRunner::Buffer<void*> last(1);
-  CudaRunner::Buffer<std::uint32_t> last_counters(2);
-  CudaRunner::run(1, GrowProbe<Heap::Handle>{heap.handle(), 1024, last.data(), last_counters.data(), 0});
-  if (last_counters.to_host()[0] != 0u) {
+  const auto lc = last_counters.to_host();
+  EXPECT_EQ(lc[1], 0u) << "the last request's chunk was a live one";
+  if (lc[0] != 0u) {
     std::vector<std::uint64_t> slots(Slots::class_count);
+    std::vector<std::uint32_t> flags(Slots::class_count);
     ASSERT_EQ(cudaMemcpy(slots.data(), l.slot(0, 0), slots.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost),
               cudaSuccess);
-    for (std::uint32_t cls = own; cls < Slots::class_count; ++cls)
-      EXPECT_EQ(Slots::segment_room(cls, slots[cls]), 0u) << "class " << cls << " kept room while a request failed";
+    ASSERT_EQ(cudaMemcpy(flags.data(), l.class_flags, flags.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    for (std::uint32_t cls = first_larger; cls < Slots::class_count; ++cls)
+      if ((flags[cls] & heap::detail::slabs::room_flag) != 0u)
+        EXPECT_EQ(Slots::segment_room(cls, slots[cls]), 0u) << "class " << cls << " kept room while a request failed";
   }
   CudaRunner::run(1, GrowProbe<Heap::Handle>{heap.handle(), 1024, last.data(), last_counters.data(), 2});
-  CudaRunner::run(workers, LargerClassProbe<Heap::Handle>{heap.handle(), l, own, ptrs.data(), counters.data(), 2});
+  CudaRunner::run(workers, Probe{heap.handle(), l, first_larger, ptrs.data(), counters.data(), 2});
   CudaRunner::run(1, OpenSegments<Heap::Handle>{heap.handle(), opened.data(), 1});
   heap.creation().release_open_segments<acc::Cuda>();
   const auto st = heap.creation().statistics<acc::Cuda>();

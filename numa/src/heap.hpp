@@ -5,6 +5,7 @@
 // the owner's remote free queue (remote_free).
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>

@@ -12,8 +12,8 @@
 // constructed, because a fresh anonymous mapping already reads as zero and
 // every pooled type (Heap, SmallSegment, LargeSegment) is defined so that
 // all-zero bytes are its value-initialised state. Writing those zeros would
-// fault in every page of every descriptor (a SmallSegment is about 40 KiB,
-// a Heap about 26 KiB) although most of it is never used: this kept
+// fault in every page of every descriptor (a SmallSegment or a Heap spans
+// several pages) although most of it is never used: this kept
 // hundreds of KiB resident per process for nothing. A slot of several
 // pages gets the same treatment when it is freed: its pages after the first
 // are decommitted (they read as zero again), and reuse clears only the

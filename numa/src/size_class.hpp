@@ -108,12 +108,12 @@ struct ClassInfo {
 };
 // Free cache capacity (heap.hpp): up to 512 chunks but about 16 KiB per
 // class (at least 4 chunks), none above 8 KiB. Cached chunks were written
-// by the program and stay resident; 64 chunks of every class up to 16 KiB
-// could hold 1.8 MiB per thread, which showed in the peak RSS of t-test1,
-// so the bytes are bounded. The count is bounded too (a stack slot per
-// chunk): 512 lets a thread keep a few hundred small chunks of a class
-// live and freed again without every chunk passing through its run's
-// bitmap (numa/DESIGN.md, "Fast paths", 2026-11-29).
+// by the program and stay resident, so their bytes per class are bounded
+// (a count alone would let the larger classes hold much more: numa/
+// DESIGN.md, "Figures moved out of the code"). The count is bounded too (a
+// stack slot per chunk); a few hundred lets a thread keep that many small
+// chunks of a class live and free them again without every chunk passing
+// through its run's bitmap (numa/DESIGN.md, "Fast paths", 2026-11-29).
 inline constexpr unsigned cache_max = 512;
 constexpr std::uint32_t cache_capacity(unsigned c) {
   const std::size_t s = class_size(c);
@@ -132,9 +132,8 @@ constexpr std::uint32_t lowmem_cache_capacity(unsigned c) { return (cache_capaci
 
 // The classes' stacks are packed in one array of cache_slot_count pointers
 // (Heap::cache_slots), class c's from cache_layout.first[c]: rows of the
-// largest capacity for every class took 26 KiB per heap when it was 64
-// (and each class a thread used made its row's page resident); packed,
-// the stacks of every class take cache_slot_count * 8 bytes.
+// largest capacity for every class would leave most of each row unused, and
+// each class a thread used would make its row's page resident.
 struct CacheLayout {
   std::uint16_t first[num_classes];
   std::uint32_t total;
