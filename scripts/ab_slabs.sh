@@ -42,25 +42,4 @@ for ((round = 1; round <= ${AB_ROUNDS:-2}; ++round)); do
     done
   done
 done
-python3 - "$OUT" <<'PY'
-import json, sys, collections, statistics
-out = sys.argv[1]
-rates = collections.defaultdict(list)
-for v in ("base", "new"):
-    try:
-        for line in open(f"{out}/ab_{v}.jsonl"):
-            r = json.loads(line)
-            if r.get("experiment", "").startswith("throughput"):
-                e = r["experiment"]
-                size = "mixed" if "mixed" in e else r["bytes"]
-                op = "alloc" if e.endswith("alloc") else "free"
-                rates[(op, r["threads"], str(size), v)].append(r["ops_per_s"] / 1e9)
-    except FileNotFoundError:
-        pass
-keys = sorted({k[:3] for k in rates})
-print(f"{'op':6} {'threads':>8} {'size':>6} {'base G/s':>9} {'new G/s':>9} {'new/base':>8}")
-for k in keys:
-    b = rates.get(k + ("base",)); n = rates.get(k + ("new",))
-    bm = statistics.median(b) if b else float("nan"); nm = statistics.median(n) if n else float("nan")
-    print(f"{k[0]:6} {k[1]:>8} {k[2]:>6} {bm:9.2f} {nm:9.2f} {nm/bm if b and n else float('nan'):8.2f}")
-PY
+python3 scripts/ab_table.py --rate "$OUT/ab_base.jsonl" "$OUT/ab_new.jsonl"

@@ -35,11 +35,12 @@
 #                 of SOAK_AB_CONFIGS (default,never_reuse,reuse_all): log
 #                 soak_ab.log (~3 min)
 #     peers-ab    the peers benchmark's PEERS_AB_EXPERIMENTS (throughput,
-#                 churn) built twice, against .carry/base's heap headers (as for soak-ab) and
-#                 this tree's, run alternately PEERS_AB_ROUNDS (2) rounds for
-#                 PEERS_AB_ALLOCATORS (SizeClassSlabs,Ouroboros): the JSONL
-#                 of each in $OUT/peers_ab_{base,new}.jsonl, medians of the
-#                 warm launches last (~5 min)
+#                 churn) built twice, against .carry/base's heap headers (as
+#                 for soak-ab) and this tree's, run alternately
+#                 PEERS_AB_ROUNDS (2) rounds for PEERS_AB_ALLOCATORS
+#                 (SizeClassSlabs,Ouroboros): the JSONL of each in
+#                 $OUT/peers_ab_{base,new}.jsonl, then scripts/ab_table.py's
+#                 table of their medians (~5 min)
 #     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
 #                 then checks that no memory was lost (test CudaSoak)
 #     soak-start  the same soak in a process session of its own (setsid), so

@@ -740,15 +740,13 @@ TEST(SlabUsableShare, WorkersRacingForLargerClassesGetEachChunkOnce) {
   }
   EXPECT_EQ(distinct.size(), n) << "a chunk was handed out twice";
   EXPECT_GT(larger, 0u) << "no raced request was served by a larger class (C5)";
-  void* last = handle.alloc(acc, 1024);
-  if (last == nullptr) {
+  if (void* last = handle.alloc(acc, 1024)) {
+    EXPECT_EQ(distinct.count(last), 0u) << "the last request got a live chunk";
+    filled.push_back(last);
+  } else {
     for (std::uint32_t c = own + 1u; c < Slots::class_count; ++c)
       for (std::uint32_t sh = 0; sh < l.shards; ++sh)
         EXPECT_EQ(Slots::segment_room(c, *l.slot(c, sh)), 0u) << "class " << c << " kept room while a request failed";
-  }
-  if (last != nullptr) {
-    EXPECT_EQ(distinct.count(last), 0u) << "the last request got a live chunk";
-    filled.push_back(last);
   }
   for (void* p : filled) handle.dealloc(acc, p);
   for (const auto& g : got)

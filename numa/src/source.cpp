@@ -112,15 +112,15 @@ void restore_budget(Context& c, Source& s, const Segment* keep = nullptr) {
   Segment* evicted = nullptr;
   {
     SpinGuard g(s.lock);
-    Segment* last = oldest_of(s.large_cache);
-    while (s.cached_bytes.load(std::memory_order_relaxed) > limit) {
-      Segment* oldest = last;
-      if (oldest == keep) oldest = oldest->prev;
-      if (oldest == nullptr) break;
-      last = oldest == last ? oldest->prev : last;
-      uncache_large(s, oldest);
-      oldest->next = evicted;
-      evicted = oldest;
+    // From the oldest towards the newest (prev), skipping keep.
+    for (Segment* it = oldest_of(s.large_cache); it != nullptr && s.cached_bytes.load(std::memory_order_relaxed) > limit;) {
+      Segment* newer = it->prev;
+      if (it != keep) {
+        uncache_large(s, it);
+        it->next = evicted;
+        evicted = it;
+      }
+      it = newer;
     }
   }
   while (evicted != nullptr) {
