@@ -85,8 +85,8 @@ struct PoolFixture {
     h.words = words;
     h.small_words = words;  // no large-request zone (P4): these tests place runs themselves
   }
-  std::uint32_t claim(std::uint64_t k, std::uint32_t start = 0) {
-    return k <= 32 ? slabs::PagePool::claim_in_word(acc, h, static_cast<std::uint32_t>(k), start)
+  std::uint32_t claim(std::uint64_t k, std::uint32_t start = 0, std::uint32_t place = 0) {
+    return k <= 32 ? slabs::PagePool::claim_in_word(acc, h, static_cast<std::uint32_t>(k), start, place)
                    : slabs::PagePool::claim_words(acc, h, k);
   }
   // Hints agree with the bitmap once nothing is in flight.
@@ -271,6 +271,35 @@ TEST(SlabPagePool, WholeWordRunsMatchAReferenceSearch) {
   }
 }
 
+// The first try of a run of at most 32 pages is blind: an OR at the place
+// its hash names, with no read of the word before it. Where that place is
+// free it is taken without a read; where it is not, the bits the OR set are
+// given back and the word's lowest free run is taken; the OR never sets
+// bits past the usable pages (P3). Counters and hints stay exact.
+TEST(SlabPagePool, FirstClaimOfAWordIsBlindAtItsHashedPlace) {
+  PoolFixture f(100 * 32 + 6);  // 100 full words and a last word of 6 pages
+  BitmapReadCounter counter;
+  counter.words_begin = f.taken.data();
+  counter.words_end = f.taken.data() + f.taken.size();
+  // Places of a 4-page run: 8 in a word, place p at bit 4 * p (hash 10 -> 10 % 8 = 2).
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 4u, 3u, 10u), 3u * 32u + 8u);
+  EXPECT_EQ(counter.reads, 0u) << "a free place is taken without reading the word";
+  EXPECT_EQ(f.taken[3], 0xf00u);
+  // The same place again: taken, so the claim reads the word and takes its lowest free run.
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 4u, 3u, 2u), 3u * 32u);
+  EXPECT_EQ(f.taken[3], 0xf0fu) << "the blind OR's bits are given back, the lowest run taken";
+  // A place that overlaps a taken page: the OR's other bits go back too.
+  take_bits(f.h, 3, 1u << 17);  // place 4 (bits 16..19) is partly taken
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 4u, 3u, 4u), 3u * 32u + 4u);
+  EXPECT_EQ(f.taken[3], 0x20fffu);
+  // The last word has 6 usable pages: a place past them is never ORed; the
+  // claim finds the run by reading the word (P3).
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 4u, 100u, 7u), 100u * 32u);
+  EXPECT_EQ(f.taken[100], 0xfu) << "no bit past the usable pages was set";
+  EXPECT_EQ(slabs::PagePool::taken_pages(f.acc, f.h), 17u);
+  f.expect_hints_exact();
+}
+
 // A run of 17..32 pages needs an empty word: the busy hints find one,
 // reading one hint word per 32 bitmap words, not every word before it.
 TEST(SlabPagePool, LongRunsAreFoundThroughTheBusyHints) {
@@ -279,10 +308,10 @@ TEST(SlabPagePool, LongRunsAreFoundThroughTheBusyHints) {
   BitmapReadCounter counter;
   counter.words_begin = f.taken.data();
   counter.words_end = f.taken.data() + f.taken.size();
-  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 3u), 1000u * 32u);
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 3u, 0u), 1000u * 32u);
   EXPECT_LE(counter.reads, 8u) << "words of the bitmap read to find the only empty word";
-  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 3u), slabs::no_page) << "no empty word is left";
-  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 31u, 3u), 3u * 32u + 1u) << "shorter runs fit beside taken pages";
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 3u, 0u), slabs::no_page) << "no empty word is left";
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 31u, 3u, 0u), 3u * 32u + 1u) << "shorter runs fit beside taken pages";
   f.expect_hints_exact();
 }
 
@@ -297,11 +326,11 @@ TEST(SlabPagePool, LongRunsPreferEmptyWordsBelowTheZoneAndFindTheZoneThroughTheH
   BitmapReadCounter counter;
   counter.words_begin = f.taken.data();
   counter.words_end = f.taken.data() + f.taken.size();
-  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 767u), 5u * 32u)
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 767u, 0u), 5u * 32u)
       << "the empty word below the zone, though the zone's words follow the start word";
   EXPECT_LE(counter.reads, 8u) << "words of the bitmap read to find it";
   counter.reads = 0;
-  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 767u), 768u * 32u) << "then the zone's lowest word";
+  EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 32u, 767u, 0u), 768u * 32u) << "then the zone's lowest word";
   EXPECT_LE(counter.reads, 8u) << "words of the bitmap read to find the zone once every word below it is busy";
   f.expect_hints_exact();
 }

@@ -355,8 +355,10 @@ class SizeClassSlabs {
     const Layout& h = layout_;
     const std::uint64_t k = pages_for(bytes);
     if (k > h.page_count) return nullptr;
-    const std::uint32_t start = Slots::hash_start(h, acc.warp_id() * 32u + acc.lane_id(), acc.processor_id());
-    const std::uint32_t page = k <= 32u ? Pool::claim_in_word(acc, h, static_cast<std::uint32_t>(k), start)
+    const std::uint32_t worker = acc.warp_id() * 32u + acc.lane_id();
+    const std::uint32_t start = Slots::hash_start(h, worker, acc.processor_id());
+    const std::uint32_t page = k <= 32u ? Pool::claim_in_word(acc, h, static_cast<std::uint32_t>(k), start,
+                                                              Slots::hash_place(worker, acc.processor_id()))
                                         : Pool::claim_words(acc, h, k);
     if (page == heap::detail::slabs::no_page) return nullptr;
     acc.store(&h.pages[page].run, static_cast<std::uint32_t>(k));

@@ -233,6 +233,15 @@ struct ClassSlots {
     const std::uint64_t x = (static_cast<std::uint64_t>(a) * 2654435761u) ^ (static_cast<std::uint64_t>(b) * 40503u);
     return static_cast<std::uint32_t>(x % h.small_words);
   }
+  // A hash of a and b independent of hash_start's word: the place in that
+  // word where a claim tries first (PagePool::claim_in_word), so that
+  // claims that start at one word try different places.
+  MANYALLOC_FN static std::uint32_t hash_place(std::uint32_t a, std::uint32_t b) {
+    std::uint32_t x = a * 0x85ebca6bu ^ (b + 0x9e3779b9u);
+    x ^= x >> 15;
+    x *= 0xc2b2ae35u;
+    return x ^ (x >> 13);
+  }
 
   struct Gathered {
     Extent extents[max_extents];
@@ -250,12 +259,12 @@ struct ClassSlots {
   // chunks: its chunk bits are in the first page's state, set by init_pages.
   template <class Acc>
   MANYALLOC_FN static void take_private_pages(const Acc& acc, const SlabLayout& h, std::uint32_t cls,
-                                              std::uint32_t start, Gathered& g) {
+                                              std::uint32_t start, std::uint32_t place, Gathered& g) {
     const std::uint32_t n = per_page(cls);
     std::uint32_t k = g.need / n;
     if (k * n > 32u) k = 32u / n;  // a slab of several pages has at most 32 chunks: its bits are the state (S2)
     if (k == 0u || !g.room()) return;
-    const std::uint32_t page = PagePool::claim_in_word(acc, h, k, start);
+    const std::uint32_t page = PagePool::claim_in_word(acc, h, k, start, place);
     if (page == no_page) return;
     // No fence: the pages reach other workers only through the group's
     // hand-over (a warp barrier) and what the user does to pass pointers on.
@@ -317,7 +326,7 @@ struct ClassSlots {
       if (page != no_page) log = l;
     }
     if (page == no_page) {
-      page = PagePool::claim_in_word(acc, h, 1u, start);
+      page = PagePool::claim_in_word(acc, h, 1u, start, hash_place(cls, seen.generation));
       log = 0;
     }
     // Keep only the reservation of the pages claimed.
@@ -330,7 +339,7 @@ struct ClassSlots {
       const std::uint32_t dry = acc.atomic_add(&h.shared->dry_refills, 1u);
       if (acc.load(&h.shared->open_pages.value) != 0u &&
           shrink_segments(acc, h, dry % full_shrink_every == 0u) != 0u) {
-        page = PagePool::claim_in_word(acc, h, 1u, start);
+        page = PagePool::claim_in_word(acc, h, 1u, start, hash_place(cls, seen.generation));
         log = 0;
         if (page != no_page) acc.atomic_add(&h.shared->open_pages.value, 1u);
       }
@@ -693,19 +702,22 @@ struct ClassSlots {
   template <class Acc>
   MANYALLOC_FN static void gather(const Acc& acc, const SlabLayout& h, std::uint32_t cls, std::uint32_t shard,
                                   std::uint32_t warp, Gathered& g) {
-    take_private_pages(acc, h, cls, hash_start(h, warp, shard), g);
+    take_private_pages(acc, h, cls, hash_start(h, warp, shard), hash_place(warp, shard), g);
     if (g.need == 0u) return;
-    const SlotResult own = g.room(2) ? from_slot(acc, h, cls, shard, true, g) : SlotResult::busy;
-    if (own == SlotResult::served) return;
-    g.dry = own == SlotResult::dry;
-    // No page left for a new segment: what other shards' segments still
-    // hold. Slots that hand out nothing are skipped: a claim on an empty
-    // slot would make this group its refiller, and in a full pool every
-    // refill is a search that finds no page followed by a shrink of every
-    // segment (C5).
-    for (std::uint32_t i = 1; i < h.shards && g.need != 0u && g.room(2); ++i) {
+    // Its own shard's slot first (C1, C2); when that found no page left for
+    // a new segment, what other shards' segments still hold. Slots that
+    // hand out nothing are skipped: a claim on an empty slot would make
+    // this group its refiller, and in a full pool every refill is a search
+    // that finds no page followed by a shrink of every segment (C5). One
+    // loop, so that from_slot is inlined once: the allocating kernel's
+    // registers (a second copy took them from 64 to 72).
+    for (std::uint32_t i = 0; i < h.shards && g.need != 0u && g.room(2); ++i) {
       const std::uint32_t s = (shard + i) & (h.shards - 1u);
-      if (segment_room(cls, acc.load64(h.slot(cls, s))) != 0u) from_slot(acc, h, cls, s, false, g);
+      const bool own = i == 0u;
+      if (!own && segment_room(cls, acc.load64(h.slot(cls, s))) == 0u) continue;
+      const SlotResult r = from_slot(acc, h, cls, s, own, g);
+      if (own && r == SlotResult::served) return;
+      if (own) g.dry = r == SlotResult::dry;
     }
   }
 };

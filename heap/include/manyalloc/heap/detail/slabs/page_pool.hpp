@@ -129,6 +129,35 @@ struct PagePool {
     return no_page;
   }
 
+  // Tries to take k (1..32) pages of word w at `pos` without reading the
+  // word first: the OR's old value tells whether they were free. Where a
+  // search's start word is hashed (P4) it is mostly empty or holds room at
+  // a hashed position, so the claim waits for one atomic instead of a read
+  // and an atomic; a miss gives back the bits it set (as try_word's lost
+  // race does) and costs one more atomic. Returns the first page or no_page.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t try_word_at(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t k,
+                                                std::uint32_t pos, std::uint32_t limit) {
+    const std::uint32_t valid = valid_bits(w, limit);
+    const std::uint32_t mask = bits::low_mask(k) << pos;
+    if ((mask & ~valid) != 0u) return no_page;  // P3: never set bits past the usable pages
+    const std::uint32_t old = acc.atomic_or(&h.taken[w], mask);
+    if ((old & mask) == 0u) {
+      count_taken(acc, h, w, k);
+      after_claim(acc, h, w, old, mask, valid);
+      return w * 32u + pos;
+    }
+    const std::uint32_t ours = mask & ~old;
+    if (ours != 0u) release_bits(acc, h, w, ours);
+    return no_page;
+  }
+
+  // The position a blind claim of k pages tries, from a hash: one of the
+  // word's 32 / k places for such a run, so that runs of one size pack.
+  MANYALLOC_FN static std::uint32_t blind_pos(std::uint32_t k, std::uint32_t place_hash) {
+    return place_hash % (32u / k) * k;
+  }
+
   // k (1..32) pages at the start of a word with no taken page among the
   // words [first, end) (below the large-request zone, or the zone: P4),
   // found through the `busy` hints from word `start` on, wrapping within
@@ -158,19 +187,23 @@ struct PagePool {
     return no_page;
   }
 
-  // k (1..32) consecutive pages, searching from word `start`; no_page when
+  // k (1..32) consecutive pages, searching from word `start` (first at the
+  // place `place_hash` names, blind: try_word_at); no_page when
   // no word holds such a run. The words are visited in P4's order: those
   // below the large-request zone from `start` on, wrapping to word 0 at the
   // zone's bottom, then the zone from its bottom up, so that a small run
   // enters the zone only once every word below it is full.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_in_word(const Acc& acc, const SlabLayout& h, std::uint32_t k,
-                                                  std::uint32_t start) {
+                                                  std::uint32_t start, std::uint32_t place_hash) {
     const std::uint32_t limit = usable(acc, h);
     const std::uint32_t words = h.words, small = h.small_words;
     start %= small;
-    // Fast path: the start word (spread by the caller's hash) has room.
-    const std::uint32_t first = try_word(acc, h, start, k, limit);
+    // Fast path: the start word (spread by the caller's hash) has room, at
+    // the hashed place or else where a read of the word finds it.
+    std::uint32_t first = try_word_at(acc, h, start, k, blind_pos(k, place_hash), limit);
+    if (first != no_page) return first;
+    first = try_word(acc, h, start, k, limit);
     if (first != no_page) return first;
     // Slow path. Fast fail on a full pool (P2), then pass 0 skips the words
     // whose `full` hint is set, pass 1 trusts no hint.
