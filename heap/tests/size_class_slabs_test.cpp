@@ -276,7 +276,7 @@ TEST(SlabPagePool, WholeWordRunsMatchAReferenceSearch) {
 // free it is taken without a read; where it is not, the bits the OR set are
 // given back and the word's lowest free run is taken; the OR never sets
 // bits past the usable pages (P3). Counters and hints stay exact.
-TEST(SlabPagePool, FirstClaimOfAWordIsBlindAtItsHashedPlace) {
+TEST(SlabPagePool, FirstTryInTheStartWordIsABlindOrAtTheHashedPlace) {
   PoolFixture f(100 * 32 + 6);  // 100 full words and a last word of 6 pages
   BitmapReadCounter counter;
   counter.words_begin = f.taken.data();
@@ -285,13 +285,15 @@ TEST(SlabPagePool, FirstClaimOfAWordIsBlindAtItsHashedPlace) {
   EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 4u, 3u, 10u), 3u * 32u + 8u);
   EXPECT_EQ(counter.reads, 0u) << "a free place is taken without reading the word";
   EXPECT_EQ(f.taken[3], 0xf00u);
-  // The same place again: taken, so the claim reads the word and takes its lowest free run.
+  // The same place again: taken (the OR sets no bit), so the claim reads the
+  // word once and takes its lowest free run.
   EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 4u, 3u, 2u), 3u * 32u);
-  EXPECT_EQ(f.taken[3], 0xf0fu) << "the blind OR's bits are given back, the lowest run taken";
+  EXPECT_EQ(counter.reads, 1u) << "a miss reads the word once";
+  EXPECT_EQ(f.taken[3], 0xf0fu) << "the lowest free run taken, nothing else";
   // A place that overlaps a taken page: the OR's other bits go back too.
   take_bits(f.h, 3, 1u << 17);  // place 4 (bits 16..19) is partly taken
   EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 4u, 3u, 4u), 3u * 32u + 4u);
-  EXPECT_EQ(f.taken[3], 0x20fffu);
+  EXPECT_EQ(f.taken[3], 0x20fffu) << "the pages the blind OR set beside page 17 are given back";
   // The last word has 6 usable pages: a place past them is never ORed; the
   // claim finds the run by reading the word (P3).
   EXPECT_EQ(slabs::PagePool::claim_in_word(counter, f.h, 4u, 100u, 7u), 100u * 32u);

@@ -233,9 +233,10 @@ struct ClassSlots {
     const std::uint64_t x = (static_cast<std::uint64_t>(a) * 2654435761u) ^ (static_cast<std::uint64_t>(b) * 40503u);
     return static_cast<std::uint32_t>(x % h.small_words);
   }
-  // A hash of a and b independent of hash_start's word: the place in that
-  // word where a claim tries first (PagePool::claim_in_word), so that
-  // claims that start at one word try different places.
+  // A second hash of a and b: the place in hash_start's word where a claim
+  // tries first (PagePool::claim_in_word), so that claims of different
+  // (a, b) that start at one word mostly try different places. Equal (a, b)
+  // give the same word and the same place.
   MANYALLOC_FN static std::uint32_t hash_place(std::uint32_t a, std::uint32_t b) {
     std::uint32_t x = a * 0x85ebca6bu ^ (b + 0x9e3779b9u);
     x ^= x >> 15;
@@ -709,8 +710,9 @@ struct ClassSlots {
     // hand out nothing are skipped: a claim on an empty slot would make
     // this group its refiller, and in a full pool every refill is a search
     // that finds no page followed by a shrink of every segment (C5). One
-    // loop, so that from_slot is inlined once: the allocating kernel's
-    // registers (a second copy took them from 64 to 72).
+    // call site, so that from_slot is inlined once here: a second copy
+    // raises the registers of every kernel that allocates
+    // (docs/results/heap/peers/alloc_roofline).
     for (std::uint32_t i = 0; i < h.shards && g.need != 0u && g.room(2); ++i) {
       const std::uint32_t s = (shard + i) & (h.shards - 1u);
       const bool own = i == 0u;

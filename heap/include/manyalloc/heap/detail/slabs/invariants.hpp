@@ -15,8 +15,12 @@
 //
 // Page bitmap `taken` (one bit per page, 1 = not free) -- invariants:
 //  P1 A page is handed to one owner (a slot's segment, a warp's private slab
-//     pages, or a large run) by the atomic OR that sets its bit while it was
-//     clear; it returns to the pool by the atomic AND that clears it.
+//     pages, or a large run) by an atomic OR of its run's mask that found
+//     every bit of the mask clear; it returns to the pool by the atomic AND
+//     that clears it. An OR that found some bit of its mask set hands out
+//     nothing and gives back the bits it set (a lost race of
+//     PagePool::try_word, a miss of a blind try_word_at); until then those
+//     pages look taken to other claimers.
 //  P2 The sum of `taken` counters in SlabShared equals the number of set
 //     bits once the claims and releases in flight have finished (claimers
 //     add after their OR succeeded, releasers subtract before their AND).
@@ -32,7 +36,10 @@
 //     pages (slot segments, a warp's private slab, small large requests)
 //     start their search at a word hashed over the words below the zone,
 //     so that a refill's first word is almost always empty and concurrent
-//     refills rarely meet; their searches wrap at the zone's bottom and go
+//     refills rarely meet; the first try there is a blind OR at a place of
+//     that word picked by a second hash (a multiple of the run's length),
+//     so runs that start at one word spread over it instead of packing from
+//     its low end, and only a miss reads the word; their searches wrap at the zone's bottom and go
 //     on into the zone only once no word below it has room. Runs of whole
 //     words search from the top of the usable pages down (in a pool that
 //     grows, a run taken before a growth lies below the pages the growth

@@ -2,8 +2,9 @@
 // whole pages in the page bitmap and keeping its two hint levels (P1-P3 and
 // the hint rules of slabs/invariants.hpp).
 //
-// Runs of up to 32 pages lie inside one bitmap word: a claim finds a word
-// whose free bits hold the run, and one atomic OR takes it (runs of more
+// Runs of up to 32 pages lie inside one bitmap word: a claim first ORs the
+// run blind into a hashed place of its start word (try_word_at), else finds
+// a word whose free bits hold the run, and one atomic OR takes it (runs of more
 // than 16 pages look for an empty word through the `busy` hints first, as
 // such runs are rare beside taken pages); their searches start at a hashed
 // word below the large-request zone and reach the zone last (P4). Longer
