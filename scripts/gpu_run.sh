@@ -41,6 +41,14 @@
 #                 (SizeClassSlabs,Ouroboros): the JSONL of each in
 #                 $OUT/peers_ab_{base,new}.jsonl, then scripts/ab_table.py's
 #                 table of their medians (~5 min)
+#     peers-rounds  the peers benchmark's PEERS_ROUNDS_EXPERIMENTS
+#                 (throughput,churn) PEERS_ROUNDS (3) times for
+#                 PEERS_ROUNDS_ALLOCATORS (our SizeClassSlabs configurations,
+#                 Ouroboros, Gallatin, mallocMC), each run with --timeout 60,
+#                 into $OUT/peers_rounds.jsonl (log bench_peers_rounds.log);
+#                 then heap/bench/peers/rounds_table.py's medians of the
+#                 rounds, best of ours against the best peer (~6 min with the
+#                 build)
 #     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
 #                 then checks that no memory was lost (test CudaSoak)
 #     soak-start  the same soak in a process session of its own (setsid), so
@@ -335,6 +343,22 @@ for stage in "${stages[@]}"; do
         done
       done
       python3 scripts/ab_table.py "$OUT/peers_ab_base.jsonl" "$OUT/peers_ab_new.jsonl" | tee -a "$LOG" ;;
+    peers-rounds)
+      say "== peers rounds: ${PEERS_ROUNDS_EXPERIMENTS:-throughput,churn}, ${PEERS_ROUNDS:-3} rounds"
+      if ! build_peers_bench; then say "peers BUILD FAILED"; tail -30 "$blog" | tee -a "$LOG"; status=1; continue; fi
+      pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
+      rm -f "$OUT/peers_rounds.jsonl"
+      rounds_allocs=SizeClassSlabs,SizeClassSlabs+RelaxedFrees,SizeClassSlabs+FineClasses,Ouroboros,Gallatin,mallocMC
+      for ((round = 1; round <= ${PEERS_ROUNDS:-3}; ++round)); do
+        # mallocMC runs into the 60 s --timeout at 2^17 x 8 KiB: the rest of its rows are left out.
+        timeout 100 "$pb" --experiments "${PEERS_ROUNDS_EXPERIMENTS:-throughput,churn}" \
+          --allocators "${PEERS_ROUNDS_ALLOCATORS:-$rounds_allocs}" --timeout 60 --deadline-s 90 \
+          --out "$OUT/peers_rounds.jsonl" >> "$OUT/bench_peers_rounds.log" 2>&1 \
+          || { say "peers-rounds round $round: exit $?"; status=1; }
+      done
+      python3 heap/bench/peers/rounds_table.py "$OUT/peers_rounds.jsonl" > "$OUT/peers_rounds_table.md" \
+        || say "rounds_table.py failed (run it here on the fetched peers_rounds.jsonl)"
+      grep -E "throughput_alloc \| warm|churn \| warm" "$OUT/peers_rounds_table.md" | tee -a "$LOG" ;;
     repeat)
       say "== distribution GPU tests, 20 repetitions"
       timeout 150 "$dist_tests" --gtest_repeat=20 --gtest_brief=1 > "$OUT/dist_tests_repeat.log" 2>&1
