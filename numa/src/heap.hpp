@@ -276,7 +276,8 @@ inline void* heap_alloc_run(Heap& h, unsigned cls) {
 // integer: the compiler then folds the array's offset in the Heap (and the
 // shift) into the loads' displacement, a shift and an add on the fast paths
 // where indexing the array cost four to six instructions with GCC 12.
-// index - shift must name an entry (no pointer past the array is formed).
+// index - shift must name an entry, or be -1, which names Heap::cache_none
+// (no pointer past either is formed).
 template <std::size_t shift = 0>
 inline FreeCache* cache_entry(Heap& h, std::size_t index) {
   return reinterpret_cast<FreeCache*>(reinterpret_cast<std::uintptr_t>(h.cache) + index * sizeof(FreeCache) -
@@ -320,10 +321,14 @@ inline bool heap_free_cached(Heap& h, SmallSegment& seg, void* p) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   const std::atomic<std::uint16_t>* slot = seg.page_info + ((a >> page_shift) & (pages_per_segment - 1));
   const std::uint16_t info = slot->load(std::memory_order_relaxed);
-  if (info == 0 || (a & 15) != 0) [[unlikely]]
+  if ((a & 15) != 0) [[unlikely]]
     return false;
-  // The entry of page_info_cls(info) == (info & 0xff) - 1 (info != 0),
-  // whose - 1 becomes part of the displacement instead of an instruction.
+  // The entry of page_info_cls(info) == (info & 0xff) - 1, whose - 1
+  // becomes part of the displacement instead of an instruction; for
+  // info == 0 (no run: the low byte of a run page's info is its class + 1)
+  // that is Heap::cache_none, whose capacity 0 fails the check below.
+  static_assert(offsetof(Heap, cache) == offsetof(Heap, cache_none) + sizeof(FreeCache),
+                "cache_none is the entry just before cache[0]");
   FreeCache& fc = *cache_entry<1>(h, std::size_t{info & 0xffu});
   const std::uint32_t n = fc.count.load(std::memory_order_relaxed);
   if (n >= fc.cap) [[unlikely]]

@@ -327,6 +327,10 @@ struct Source {
 // and the cache stacks (see there).
 struct alignas(64) Heap {
   Bin bins[num_classes];
+  // The entry the free fast path finds for a page of no run (page_info 0,
+  // heap.hpp heap_free_cached): capacity 0, so the capacity check sends such
+  // a pointer to the slow path without a test of its own. Never written.
+  FreeCache cache_none{};
   FreeCache cache[num_classes];
   bool cache_on = false;  // !check option
   bool merge_for_owner = false;  // lowmem: see "Idle-owner merge" above (set at heap_init)

@@ -433,6 +433,34 @@ TEST(Heap, LocalDoubleFreeAndInteriorPointerAreReportedNotApplied) {
   }
 }
 
+// A free into the owner's own segment at a page that no run holds (its
+// page_info is 0) is refused by the fast path -- it finds Heap::cache_none,
+// of capacity 0 (heap.hpp, heap_free_cached) -- and reported by the slow
+// path at once; no cache entry changes.
+TEST(Heap, FreeIntoAPageOfNoRunIsRefusedByTheFastPathAndReported) {
+  HeapFixture f;
+  heap_set_cache(*f.h, true);
+  const unsigned cls = size_to_class(64);
+  auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+  ASSERT_NE(p, nullptr);
+  auto* seg = static_cast<SmallSegment*>(f.c->registry.lookup(p));
+  ASSERT_NE(seg, nullptr);
+  // The segment's last page: no run of a fresh heap reaches it.
+  const unsigned last = pages_per_segment - 1;
+  ASSERT_EQ(seg->page_info[last].load(), 0u);
+  std::uint8_t* stray = seg->base + static_cast<std::size_t>(last) * page_bytes;
+  std::vector<std::uint32_t> counts;
+  for (const FreeCache& fc : f.h->cache) counts.push_back(fc.count.load());
+  const std::uint64_t before = f.c->misuses.load();
+  EXPECT_FALSE(heap_free_cached(*f.h, *seg, stray));
+  f.free(stray, f.h);
+  EXPECT_EQ(f.c->misuses.load(), before + 1) << "reported at once, not cached";
+  EXPECT_EQ(f.h->cache_none.count.load(), 0u);
+  EXPECT_EQ(f.h->cache_none.cap, 0u);
+  for (std::size_t c = 0; c < counts.size(); ++c) EXPECT_EQ(f.h->cache[c].count.load(), counts[c]) << "class " << c;
+  f.free(p, f.h);
+}
+
 // An allocation that finds the free cache empty refills it with up to half
 // its capacity, at most one bitmap word's chunks, from one bitmap word
 // (heap.hpp, heap_refill): the next allocations come from the cache, lowest
