@@ -125,8 +125,8 @@ targets=(manyalloc_heap_gpu_tests manyalloc_heap_distribution_gpu_tests manyallo
 [[ "${stages[*]}" == pic ]] && targets=(manyalloc_heap_pic_cuda)
 [[ " ${stages[*]} " == *" pic "* ]] && targets+=(manyalloc_heap_pic_cuda)
 [[ "${stages[*]}" == "pic pic-peers" ]] && targets=(manyalloc_heap_pic_cuda)
-# A run of the peers stage alone builds only the peers benchmark (in the stage).
-[[ "${stages[*]}" == peers || "${stages[*]}" == peers-ab ]] && targets=()
+# A run of one peers stage alone builds only the peers benchmark (in the stage).
+[[ "${stages[*]}" == peers || "${stages[*]}" == peers-ab || "${stages[*]}" == peers-rounds ]] && targets=()
 rewrite_opt=()
 if [[ " ${stages[*]} " == *" coalescing-rewrite "* ]]; then
   [[ "${stages[*]}" == coalescing-rewrite ]] && targets=()  # alone: build only its benchmark
@@ -350,7 +350,8 @@ for stage in "${stages[@]}"; do
       rm -f "$OUT/peers_rounds.jsonl"
       rounds_allocs=SizeClassSlabs,SizeClassSlabs+RelaxedFrees,SizeClassSlabs+FineClasses,Ouroboros,Gallatin,mallocMC
       for ((round = 1; round <= ${PEERS_ROUNDS:-3}; ++round)); do
-        # mallocMC runs into the 60 s --timeout at 2^17 x 8 KiB: the rest of its rows are left out.
+        # --timeout 60 ends an allocator that stalls (mallocMC at 8 KiB) so that the
+        # rounds fit in one call; the rows it did not reach are left out.
         timeout 100 "$pb" --experiments "${PEERS_ROUNDS_EXPERIMENTS:-throughput,churn}" \
           --allocators "${PEERS_ROUNDS_ALLOCATORS:-$rounds_allocs}" --timeout 60 --deadline-s 90 \
           --out "$OUT/peers_rounds.jsonl" >> "$OUT/bench_peers_rounds.log" 2>&1 \

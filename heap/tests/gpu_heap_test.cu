@@ -298,10 +298,8 @@ TEST(CudaSlabs, FullWarpsRacingForLargerClassesGetEachChunkOnce) {
   } else {
     std::vector<std::uint64_t> slots(Slots::class_count);
     std::vector<std::uint32_t> flags(Slots::class_count);
-    ASSERT_EQ(cudaMemcpy(slots.data(), l.slot(0, 0), slots.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(flags.data(), l.class_flags, flags.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost),
-              cudaSuccess);
+    acc::Cuda::copy_to_host(slots.data(), l.slot(0, 0), slots.size() * sizeof(std::uint64_t));
+    acc::Cuda::copy_to_host(flags.data(), l.class_flags, flags.size() * sizeof(std::uint32_t));
     for (std::uint32_t cls = first_larger; cls < Slots::class_count; ++cls)
       if ((flags[cls] & heap::detail::slabs::room_flag) != 0u)
         EXPECT_EQ(Slots::segment_room(cls, slots[cls]), 0u) << "class " << cls << " kept room while a request failed";

@@ -6,63 +6,56 @@ allocator over the rounds, our best and the best peer's, their ratio as a
 rate (best peer's time over ours) for the best of ours and for the default
 configuration, and the default's ratio record by record (pairs of records in
 file order: one per round, or per repetition where an experiment writes
-several, as churn does). Only verified records without failed requests count; a row
-without a peer or without ours is left out.
+several, as churn does). Which records count, and which allocators are ours
+or peers, is report.py's rule (usable_cell, no failed request; the "peer"
+field); CUDA's malloc (DeviceMalloc) is left out of ours. A row without a
+peer or without ours is left out.
 
-Usage: rounds_table.py PEERS.jsonl [--default NAME] [--ours A,B,...]
-  --default  our configuration named in its own column (SizeClassSlabs)
-  --ours     our allocators (default: every record without "peer": true,
-             but CUDA's malloc, DeviceMalloc)"""
+Usage: rounds_table.py PEERS.jsonl [--default NAME]"""
 import argparse
-import json
 import statistics
 from collections import defaultdict
+
+from report import allocator_order, load, size_key, usable_cell
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("jsonl")
-    ap.add_argument("--default", default="SizeClassSlabs")
-    ap.add_argument("--ours", default="")
+    ap.add_argument("--default", default="SizeClassSlabs", help="our configuration with columns of its own")
     a = ap.parse_args()
 
-    times = defaultdict(list)  # (experiment, launch, threads, size, allocator) -> seconds, in file order
-    peers, ours = set(), set()
-    with open(a.jsonl) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            if r.get("experiment") == "meta" or r.get("skipped") or r.get("crash"):
-                continue
-            if not r.get("seconds") or not r.get("verified") or r.get("fails"):
-                continue
-            name = r["allocator"]
-            (peers if r.get("peer") else ours).add(name)
-            size = r.get("size") or r.get("bytes", "")
-            times[(r["experiment"], r.get("launch", ""), r.get("threads", 0), str(size), name)].append(r["seconds"])
-    if a.ours:
-        ours = set(a.ours.split(","))
-    ours.discard("DeviceMalloc")
+    rows, _ = load([a.jsonl])
+    ours, peers = allocator_order(rows)
+    ours = [n for n in ours if n != "DeviceMalloc"]
+    times = defaultdict(list)  # (experiment, launch, threads, size) -> allocator -> seconds, in file order
+    order = {}
+    for r in rows:
+        if not usable_cell(r) or not r.get("seconds") or r.get("fails", 0):
+            continue
+        key = (r["experiment"], r.get("launch", ""), int(r.get("threads", 0)), str(r.get("size", r.get("bytes", ""))))
+        times.setdefault(key, defaultdict(list))[r["allocator"]].append(r["seconds"])
+        order[key] = (key[0], key[1], key[2], size_key(r))
 
-    rows = sorted({k[:4] for k in times}, key=lambda k: (k[0], k[1], k[2], k[3].rjust(8)))
     print("| experiment | launch | threads | size | best of ours, us | default, us | best peer, us |"
           " best ours / best peer | default / best peer | default / best peer, by round |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for row in rows:
-        mine = {n: statistics.median(times[row + (n,)]) for n in ours if row + (n,) in times}
-        theirs = {n: statistics.median(times[row + (n,)]) for n in peers if row + (n,) in times}
+    for key in sorted(times, key=order.get):
+        t = times[key]
+        mine = {n: statistics.median(t[n]) for n in ours if n in t}
+        theirs = {n: statistics.median(t[n]) for n in peers if n in t}
         if not mine or not theirs:
             continue
         best = min(mine, key=mine.get)
         peer = min(theirs, key=theirs.get)
-        threads = f"2^{int(row[2]).bit_length() - 1}" if row[2] and int(row[2]) & (int(row[2]) - 1) == 0 else str(row[2])
+        threads = key[2]
+        threads_text = f"2^{threads.bit_length() - 1}" if threads and threads & (threads - 1) == 0 else str(threads)
         d_time, d_ratio, d_rounds = "-", "-", "-"
         if a.default in mine:
             d = mine[a.default]
             d_time, d_ratio = f"{d * 1e6:.1f}", f"{theirs[peer] / d:.2f}x"
-            d_rounds = " ".join(f"{p / t:.2f}" for t, p in zip(times[row + (a.default,)], times[row + (peer,)]))
-        print(f"| {row[0]} | {row[1]} | {threads} | {row[3]} | {mine[best] * 1e6:.1f} ({best}) | {d_time} |"
+            d_rounds = " ".join(f"{p / s:.2f}" for s, p in zip(t[a.default], t[peer]))
+        print(f"| {key[0]} | {key[1]} | {threads_text} | {key[3]} | {mine[best] * 1e6:.1f} ({best}) | {d_time} |"
               f" {theirs[peer] * 1e6:.1f} ({peer}) | {theirs[peer] / mine[best]:.2f}x | {d_ratio} | {d_rounds} |")
 
 

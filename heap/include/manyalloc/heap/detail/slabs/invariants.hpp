@@ -39,8 +39,9 @@
 //     refills rarely meet; the first try there is a blind OR at a place of
 //     that word picked by a second hash (a multiple of the run's length),
 //     so runs that start at one word spread over it instead of packing from
-//     its low end, and only a miss reads the word; their searches wrap at the zone's bottom and go
-//     on into the zone only once no word below it has room. Runs of whole
+//     its low end, and only a miss reads the word; their searches wrap at
+//     the zone's bottom and go on into the zone only once no word below it
+//     has room. Runs of whole
 //     words search from the top of the usable pages down (in a pool that
 //     grows, a run taken before a growth lies below the pages the growth
 //     adds), so they take the zone first -- once the zone's pages are

@@ -136,6 +136,10 @@ struct PagePool {
   // a hashed position, so the claim waits for one atomic instead of a read
   // and an atomic; a miss gives back the bits it set (as try_word's lost
   // race does) and costs one more atomic. Returns the first page or no_page.
+  // The OR and its give-back are written out here and in try_word, not
+  // moved into a shared helper: that raised the allocating kernels'
+  // registers, which decide how many blocks an SM runs at once
+  // (docs/results/heap/peers/alloc_roofline).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t try_word_at(const Acc& acc, const SlabLayout& h, std::uint32_t w, std::uint32_t k,
                                                 std::uint32_t pos, std::uint32_t limit) {
