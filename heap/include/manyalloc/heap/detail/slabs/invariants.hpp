@@ -59,8 +59,11 @@
 // that may make a hint wrong, the changer re-reads the word and corrects it
 // (the pattern of Scatter's region words), so a hint is wrong only while an
 // operation on its word is in flight. Searches verify every hint with the
-// atomic operation that claims, and a final pass without hints runs before
-// a request is reported as out of memory.
+// atomic operation that claims. A run inside one word is reported as out of
+// memory only after a final pass without hints; a run of whole words trusts
+// the `busy` hints, so a request that finds none reads only hint words
+// (O(pool / 8192 pages) rounds of loads) and misses a free word only while
+// an operation on it is in flight.
 //
 // Page table entry SlabPage -- invariants:
 //  S0 `cls` and `used` are the two halves of one 64-bit word (the page's

@@ -9,9 +9,9 @@
 // such runs are rare beside taken pages); their searches start at a hashed
 // word below the large-request zone and reach the zone last (P4). Longer
 // runs take whole words: a search from the top of the pool down over the
-// `busy` hints (one bit per word, a word every 32 pages) finds consecutive
-// words with no taken page, and a CAS from 0 claims each. Neither search
-// looks at the pages themselves.
+// `busy` hints alone (one bit per word, a word every 32 pages; eight hint
+// words per round of loads) finds consecutive words with no taken page, and
+// a CAS from 0 claims each. Neither search looks at the pages themselves.
 #pragma once
 
 #include <cstdint>
@@ -249,25 +249,10 @@ struct PagePool {
   }
 
   // ---- runs of whole words (more than 32 pages) --------------------------------
-  // Bit i set: word w + i (i < span, all in one hint word) may be claimed
-  // whole. Pass 0 reads the `busy` hint word once; pass 1 reads the words,
-  // all `span` loads in flight together.
-  template <class Acc>
-  MANYALLOC_FN static std::uint32_t free_words(const Acc& acc, const SlabLayout& h, int pass, std::uint32_t w,
-                                               std::uint32_t span) {
-    if (pass == 0) return ~(acc.load(&h.busy[w / 32u]) >> (w % 32u)) & bits::low_mask(span);
-    std::uint32_t taken[32];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (std::uint32_t i = 0; i < 32u; ++i) taken[i] = i < span ? acc.load(&h.taken[w + i]) : 1u;
-    std::uint32_t free = 0;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (std::uint32_t i = 0; i < 32u; ++i) free |= (taken[i] == 0u ? 1u : 0u) << i;
-    return free;
-  }
+  // Hint words of `busy` a search of whole words loads in one round (256
+  // words of the bitmap, 8192 pages): a search that finds no run waits for
+  // words / 256 rounds of loads, not for one load per hint word.
+  static constexpr std::uint32_t hint_batch = 8;
 
   // Takes words [first, first + need) whole, `batch` CAS in flight at a time
   // (one thread issues them all: the rounds of waiting for their results are
@@ -319,51 +304,65 @@ struct PagePool {
 
   // k > 32 pages as ceil(k/32) whole words; the pages past k in the last word
   // go back at once. Returns the first page or no_page. The search runs from
-  // the top of the pool down (P4), reads one hint word per 32 words (pass
-  // 0), and claims the highest run long enough. Pass 1, which trusts no
-  // hint, reads 32 words per step.
+  // the top of the pool down (P4) over the `busy` hints alone, hint_batch
+  // hint words per round of loads, and claims the highest run long enough;
+  // it reads no word of the bitmap before its CAS. Trusting the hints is
+  // what keeps a request that finds no run at O(pool / 8192 pages) rounds
+  // (a pass over every word cost 0.25-2 ms in a 16 GiB pool,
+  // docs/results/heap/peers/placement_probe): a busy hint is set on a free
+  // word only while an operation on that word is in flight (the hint rules
+  // in slabs/invariants.hpp), so a run is missed only when a claim or
+  // release of one of its words overlaps the search, as any search that
+  // reads the words one by one would miss a release that lands behind it.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_words(const Acc& acc, const SlabLayout& h, std::uint64_t k) {
     const std::uint32_t limit = usable(acc, h);
     if (k > limit || taken_pages(acc, h) + k > limit) return no_page;
     const auto need = static_cast<std::uint32_t>((k + 31u) / 32u);
     const std::uint32_t whole = limit / 32u;  // words whose pages are all usable (P3)
-    for (int pass = 0; pass < 2; ++pass) {
-      std::uint32_t top = whole;  // words at and above `top` are searched
-      std::uint32_t run = 0;      // words [top, top + run) may be claimed
-      std::uint32_t read_base = no_page, free = 0;  // the hint word's words last read, and their bits
-      while (top > 0u) {
-        const std::uint32_t base = (top - 1u) / 32u * 32u;
-        if (base != read_base) {
-          const std::uint32_t span = 32u < whole - base ? 32u : whole - base;
-          free = free_words(acc, h, pass, base, span);
-          read_base = base;
+    std::uint32_t top = whole;  // words at and above `top` are searched
+    std::uint32_t run = 0;      // words [top, top + run) may be claimed
+    std::uint32_t lowest = no_page;  // hint words [lowest, lowest + hint_batch) are in `hints`
+    std::uint32_t hints[hint_batch];
+    while (top > 0u) {
+      const std::uint32_t hw = (top - 1u) / 32u;
+      if (lowest == no_page || hw < lowest) {
+        lowest = hw + 1u > hint_batch ? hw + 1u - hint_batch : 0u;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (std::uint32_t i = 0; i < hint_batch; ++i) hints[i] = lowest + i <= hw ? acc.load(&h.busy[lowest + i]) : ~0u;
+      }
+      std::uint32_t busy = 0;  // hints[hw - lowest], picked without indexing registers at run time
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t i = 0; i < hint_batch; ++i) busy = lowest + i == hw ? hints[i] : busy;
+      // Free words from top - 1 down, within this hint word's words: the
+      // bits of [base, top) moved to the top of the word (zeros below them
+      // end the count by `span` at most).
+      const std::uint32_t base = hw * 32u;
+      const std::uint32_t span = top - base;
+      const std::uint32_t ones = bits::count_leading_ones((~busy & bits::low_mask(span)) << (32u - span));
+      run += ones;
+      top -= ones;
+      if (run >= need) {
+        const std::uint32_t first = top + run - need;
+        const std::uint32_t got = take_words(acc, h, first, need);
+        if (got == need) {
+          const std::uint32_t last = first + need - 1u;
+          const auto tail = static_cast<std::uint32_t>(std::uint64_t{need} * 32u - k);
+          if (tail != 0u) release_in_word(acc, h, last, ~bits::low_mask(32u - tail));
+          return first * 32u;
         }
-        // Free words from top - 1 down, within this hint word's words: the
-        // bits of [base, top) moved to the top of the word (zeros below them
-        // end the count by `span` at most).
-        const std::uint32_t span = top - base;
-        const std::uint32_t ones = bits::count_leading_ones((free & bits::low_mask(span)) << (32u - span));
-        run += ones;
-        top -= ones;
-        if (run >= need) {
-          const std::uint32_t first = top + run - need;
-          const std::uint32_t got = take_words(acc, h, first, need);
-          if (got == need) {
-            const std::uint32_t last = first + need - 1u;
-            const auto tail = static_cast<std::uint32_t>(std::uint64_t{need} * 32u - k);
-            if (tail != 0u) release_in_word(acc, h, last, ~bits::low_mask(32u - tail));
-            return first * 32u;
-          }
-          top = first + got;  // the search goes on below the word that could not be taken
-          run = 0;
-          read_base = no_page;  // its hint was stale: read again
-          continue;
-        }
-        if (ones < span) {  // word top - 1 is not free
-          --top;
-          run = 0;
-        }
+        top = first + got;  // the search goes on below the word that could not be taken
+        run = 0;
+        lowest = no_page;  // its hint was stale: read again
+        continue;
+      }
+      if (ones < span) {  // word top - 1 is not free
+        --top;
+        run = 0;
       }
     }
     return no_page;
