@@ -9,6 +9,7 @@
 
 #include "manyalloc_support/cuda_runner.hpp"
 #include "generic/heap_typed_tests.hpp"
+#include "generic/slabs_run_churn.hpp"
 
 namespace manyalloc::heap::testing {
 
@@ -315,6 +316,17 @@ TEST(CudaSlabs, FullWarpsRacingForLargerClassesGetEachChunkOnce) {
 
 // The back end zeroes heap metadata with a kernel of its own (acc::Cuda::
 // fill_zero); ranges of any alignment and length are zeroed exactly.
+// 2^16 workers churn chunks up to 8 MiB (runs of up to four whole words)
+// in the 512 MiB test pool, far more than it holds: whole-word searches
+// that trust the busy hints race with the claims and releases that change
+// them; nothing corrupted or lost (generic/slabs_run_churn.hpp).
+TEST(CudaSlabs, ChurnOfWholeWordRunsLosesNothing) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  expect_whole_word_run_churn_loses_nothing<CudaRunner>(CudaRunner::heap_bytes(),
+                                                        std::min<std::uint32_t>(CudaRunner::many_workers(), 1u << 16),
+                                                        64, 23);
+}
+
 TEST(CudaBackend, FillZeroClearsExactlyTheRange) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
   const std::size_t size = 70000;

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "generic/slabs_run_churn.hpp"
 #include "generic/test_heaps.hpp"
 #include "manyalloc_support/emulated_warp.hpp"
 #include "manyalloc/heap/heap.hpp"
@@ -300,6 +301,12 @@ TEST(SlabPagePool, AWholeWordSearchReadsOnlyTheHints) {
   EXPECT_EQ(slabs::PagePool::claim_words(taken_reads, g.h, 29u * 32u), 8161u * 32u)
       << "the highest run of 29 free words (8161-8189) is still found";
   g.expect_hints_exact();
+}
+
+// Host threads churn chunks up to 4 MiB (runs of two whole words) in a
+// 64 MiB pool: nothing corrupted or lost (generic/slabs_run_churn.hpp).
+TEST(SlabPagePool, ChurnOfWholeWordRunsLosesNothing) {
+  expect_whole_word_run_churn_loses_nothing<HostRunner>(std::size_t{64} << 20, 64, 400, 22);
 }
 
 // The first try of a run of at most 32 pages is blind: an OR at the place
