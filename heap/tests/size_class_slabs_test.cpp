@@ -243,11 +243,12 @@ TEST(SlabPagePool, WholeWordRunsMatchAReferenceSearch) {
     x ^= x << 5;
     return x;
   };
-  for (int round = 0; round < 300; ++round) {
+  for (int round = 0; round < 1000; ++round) {
     const std::uint32_t words = 2 + next() % 150;
     PoolFixture f(words * 32);
+    const std::uint32_t one_in = 1 + next() % 8;  // a taken page in one word of `one_in`
     for (std::uint32_t w = 0; w < words; ++w) {
-      if (next() % 3 == 0) take_bits(f.h, w, 1u << (next() % 32));
+      if (next() % one_in == 0) take_bits(f.h, w, 1u << (next() % 32));
     }
     const std::uint32_t need = 2 + next() % 40;
     std::uint32_t expect = slabs::no_page;  // first word of the highest free run of `need` words

@@ -320,10 +320,12 @@ struct PagePool {
     if (k > limit || taken_pages(acc, h) + k > limit) return no_page;
     const auto need = static_cast<std::uint32_t>((k + 31u) / 32u);
     const std::uint32_t whole = limit / 32u;  // words whose pages are all usable (P3)
-    std::uint32_t top = whole;  // words at and above `top` are searched
-    std::uint32_t run = 0;      // words [top, top + run) may be claimed
+    std::uint32_t top = whole;  // words below `top` are still to be searched
+    std::uint32_t carry = 0;    // words [top, top + carry) are free (a run that may go on below top)
     std::uint32_t lowest = no_page;  // hint words [lowest, lowest + hint_batch) are in `hints`
     std::uint32_t hints[hint_batch];
+    // One step per hint word, its 32 words at once (a step per busy word
+    // made a failing search cost a long serial loop of one thread).
     while (top > 0u) {
       const std::uint32_t hw = (top - 1u) / 32u;
       if (lowest == no_page || hw < lowest) {
@@ -338,32 +340,41 @@ struct PagePool {
 #pragma unroll
 #endif
       for (std::uint32_t i = 0; i < hint_batch; ++i) busy = lowest + i == hw ? hints[i] : busy;
-      // Free words from top - 1 down, within this hint word's words: the
-      // bits of [base, top) moved to the top of the word (zeros below them
-      // end the count by `span` at most).
       const std::uint32_t base = hw * 32u;
-      const std::uint32_t span = top - base;
-      const std::uint32_t ones = bits::count_leading_ones((~busy & bits::low_mask(span)) << (32u - span));
-      run += ones;
-      top -= ones;
-      if (run >= need) {
-        const std::uint32_t first = top + run - need;
-        const std::uint32_t got = take_words(acc, h, first, need);
-        if (got == need) {
-          const std::uint32_t last = first + need - 1u;
-          const auto tail = static_cast<std::uint32_t>(std::uint64_t{need} * 32u - k);
-          if (tail != 0u) release_in_word(acc, h, last, ~bits::low_mask(32u - tail));
-          return first * 32u;
-        }
-        top = first + got;  // the search goes on below the word that could not be taken
-        run = 0;
-        lowest = no_page;  // its hint was stale: read again
+      const std::uint32_t span = top - base;  // words [base, top) of this hint word
+      const std::uint32_t free = ~busy & bits::low_mask(span);
+      // Free words from top - 1 down: they extend the run from above.
+      const std::uint32_t ones = bits::count_leading_ones(free << (32u - span));
+      std::uint32_t first = no_page;
+      if (carry + ones >= need) {
+        first = top + carry - need;  // the highest `need` words of the run
+      } else if (ones == span) {
+        carry += span;
+        top = base;
         continue;
+      } else {
+        // Below word top - 1 - ones (taken): a run inside this hint word
+        // (need <= 32 only), the highest first; else the free words at its
+        // bottom start the run the next hint word extends.
+        const std::uint32_t below = free & bits::low_mask(span - ones - 1u);
+        const std::uint32_t starts = need <= 32u ? run_starts(below, need) : 0u;
+        if (starts == 0u) {
+          carry = bits::find_first_set(~below) - 1u;
+          top = base;
+          continue;
+        }
+        first = base + 31u - bits::count_leading_ones(~starts);
       }
-      if (ones < span) {  // word top - 1 is not free
-        --top;
-        run = 0;
+      const std::uint32_t got = take_words(acc, h, first, need);
+      if (got == need) {
+        const std::uint32_t last = first + need - 1u;
+        const auto tail = static_cast<std::uint32_t>(std::uint64_t{need} * 32u - k);
+        if (tail != 0u) release_in_word(acc, h, last, ~bits::low_mask(32u - tail));
+        return first * 32u;
       }
+      top = first + got;  // the search goes on below the word that could not be taken
+      carry = 0;
+      lowest = no_page;  // its hint was stale: read again
     }
     return no_page;
   }
