@@ -275,8 +275,8 @@ TEST(SlabPagePool, WholeWordRunsMatchAReferenceSearch) {
 // Runs of whole words trust the `busy` hints: a hint set on a free word (as
 // while a claim or release of it is in flight) hides that word until the
 // operation corrects it, and a search that finds no run reads no word of
-// the bitmap, only each hint word once (a pass over every word cost
-// 0.25-2 ms in a 16 GiB pool).
+// the bitmap, only each hint word once (it used to read every word in a
+// final pass).
 TEST(SlabPagePool, AWholeWordSearchReadsOnlyTheHints) {
   PoolFixture f(64);
   f.busy[0] = 0x2u;  // word 1 free, its hint set by an operation in flight

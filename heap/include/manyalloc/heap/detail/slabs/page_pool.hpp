@@ -251,7 +251,9 @@ struct PagePool {
   // ---- runs of whole words (more than 32 pages) --------------------------------
   // Hint words of `busy` a search of whole words loads in one round (256
   // words of the bitmap, 8192 pages): a search that finds no run waits for
-  // words / 256 rounds of loads, not for one load per hint word.
+  // words / 256 rounds of loads, not for one load per hint word. Sixteen or
+  // more raise the register count of every kernel that allocates (ptxas),
+  // as take_words' batch would.
   static constexpr std::uint32_t hint_batch = 8;
 
   // Takes words [first, first + need) whole, `batch` CAS in flight at a time
@@ -308,8 +310,8 @@ struct PagePool {
   // hint words per round of loads, and claims the highest run long enough;
   // it reads no word of the bitmap before its CAS. Trusting the hints is
   // what keeps a request that finds no run at O(pool / 8192 pages) rounds
-  // (a pass over every word cost 0.25-2 ms in a 16 GiB pool,
-  // docs/results/heap/peers/placement_probe): a busy hint is set on a free
+  // of loads instead of a pass over every word
+  // (docs/results/heap/peers/placement_probe): a busy hint is set on a free
   // word only while an operation on that word is in flight (the hint rules
   // in slabs/invariants.hpp), so a run is missed only when a claim or
   // release of one of its words overlaps the search, as any search that
@@ -324,8 +326,9 @@ struct PagePool {
     std::uint32_t carry = 0;    // words [top, top + carry) are free (a run that may go on below top)
     std::uint32_t lowest = no_page;  // hint words [lowest, lowest + hint_batch) are in `hints`
     std::uint32_t hints[hint_batch];
-    // One step per hint word, its 32 words at once (a step per busy word
-    // made a failing search cost a long serial loop of one thread).
+    // One step per hint word, its 32 words at once: a step per busy word
+    // would make a search through a fragmented pool a long serial loop of
+    // one thread.
     while (top > 0u) {
       const std::uint32_t hw = (top - 1u) / 32u;
       if (lowest == no_page || hw < lowest) {
