@@ -71,6 +71,8 @@ struct Context {
   std::atomic<std::uint32_t> colour_next{0};
   std::atomic<std::uint64_t> misuses{0};
   std::atomic<std::uint64_t> failed_allocs{0};
+  // Pages of Options::shared_idle that heaps hold (Heap::idle_borrowed).
+  std::atomic<std::uint64_t> shared_idle_used{0};
   // 1 when `misuse` should print and abort (the check option); tests flip it.
   std::atomic<bool> abort_on_misuse{false};
   OsCounters os_calls;

@@ -210,6 +210,10 @@ void heap_abandon(Heap& h) {
   h.kept_empty = 0;
   release_empty_segments(h, 0);
   if (h.ctx->opts.profile == Profile::lowmem) heap_purge(h, true);
+  if (h.idle_borrowed != 0) {  // an orphan keeps no part of the shared allowance
+    trim_idle(h, idle_allowance(h));
+    shared_idle_return(h, 0);
+  }
 }
 
 void heap_trim(Heap& h) {

@@ -211,7 +211,9 @@ void purge_runs(Heap& h, bool all) {
   // The allowance halves; idle pages beyond it are decommitted (the oldest
   // segments, last in the lists, first: the newest take new runs).
   h.idle_cap /= 2;
-  trim_idle(h, all ? 0 : idle_allowance(h));
+  trim_idle(h, all ? 0 : idle_allowance(h) + h.idle_borrowed);
+  const unsigned own = idle_allowance(h);
+  shared_idle_return(h, h.idle_pages > own ? h.idle_pages - own : 0);
   // Empty segments: lowmem gives them all back (with their idle pages).
   const unsigned keep = all || h.ctx->opts.profile == Profile::lowmem ? 0 : keep_empty;
   if (h.empty_segments > keep) release_empty_segments(h, keep);

@@ -290,12 +290,56 @@ void run_unuse(Heap& h, Run& r) {
   if (used == 0) ++h.empty_segments;
 }
 
+// The process-wide part of the allowance (Options::shared_idle): a heap
+// whose retained pages pass its own allowance may keep the excess if the
+// pages all heaps keep beyond theirs stay within shared_idle. Producer/
+// consumer pairs release runs in bursts when the consumer's frees are merged
+// and create new runs right after; a per-heap floor large enough for such a
+// burst, multiplied by every heap of a process, raised the peak resident set
+// of workloads whose many heaps each keep a little (larson:
+// docs/results/numa/idle-floor-2core-2026-11-29). The shared part bounds the
+// sum instead.
+void shared_idle_return(Heap& h, unsigned keep) {
+  if (h.idle_borrowed <= keep) return;
+  h.ctx->shared_idle_used.fetch_sub(h.idle_borrowed - keep, std::memory_order_relaxed);
+  h.idle_borrowed = keep;
+}
+
+namespace {
+
+// Raises h's share of the shared allowance to `want` pages if the sum of
+// the shares stays within it (a share already at `want` or above stays).
+bool shared_idle_take(Heap& h, unsigned want) {
+  if (want <= h.idle_borrowed) return true;
+  const std::uint64_t cap = h.ctx->opts.shared_idle / page_bytes;
+  const std::uint64_t more = want - h.idle_borrowed;
+  std::uint64_t used = h.ctx->shared_idle_used.load(std::memory_order_relaxed);
+  do {
+    if (used + more > cap) return false;
+  } while (!h.ctx->shared_idle_used.compare_exchange_weak(used, used + more, std::memory_order_relaxed));
+  h.idle_borrowed = want;
+  return true;
+}
+
+}  // namespace
+
 // Keeps the retained pages within the allowance (see "retained empty runs"
-// above): over it, the empty current runs kept other than `exempt` are
-// released and the idle pages decommitted down to half the allowance.
+// above), its own part and, while the process has room, a shared part
+// (shared_idle_return): over both, the empty current runs kept other than
+// `exempt` are released and the idle pages decommitted down to half the own
+// allowance, and the shared part is given back.
 void enforce_budget(Heap& h, const Run* exempt) {
   const unsigned budget = idle_allowance(h);
-  if (h.idle_pages + (h.kept_empty != 0 ? kept_pages(h) : 0) <= budget) return;
+  const unsigned retained = h.idle_pages + (h.kept_empty != 0 ? kept_pages(h) : 0);
+  if (retained <= budget) {
+    shared_idle_return(h, 0);
+    return;
+  }
+  if (shared_idle_take(h, retained - budget)) {
+    shared_idle_return(h, retained - budget);
+    return;
+  }
+  shared_idle_return(h, 0);
   for (std::uint64_t m = h.kept_empty; m != 0; m &= m - 1) {
     const unsigned c = static_cast<unsigned>(std::countr_zero(m));
     Run* r = h.bins[c].current;

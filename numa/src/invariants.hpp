@@ -341,6 +341,7 @@ struct alignas(64) Heap {
   unsigned idle_pages = 0;  // run pages of no run that may be resident (SmallSegment)
   unsigned idle_cap = 0;    // allowance of idle pages (heap_runs.cpp, idle_allowance)
   bool idle_decommitted = false;  // the budget decommitted idle pages since idle_cap grew
+  unsigned idle_borrowed = 0;     // idle pages kept beyond idle_cap on the process's shared allowance
   std::uint64_t kept_empty = 0;   // classes whose current run was kept empty (see above)
   std::uint8_t rfq_poll = 1;      // allocations from runs until the RFQ is checked (heap.hpp)
   Source* source = nullptr;

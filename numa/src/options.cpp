@@ -45,6 +45,8 @@ constinit const env::Spec option_specs[num_options] = {
      "milliseconds a free segment stays cached before it is unmapped (lowmem 10, its large blocks 100; else 1000)"},
     {"purge_ms", env::Kind::size, default_purge_ms, nullptr,
      "least milliseconds between two purges of free pages that a heap's frees trigger (0: no bound)"},
+    {"shared_idle", env::Kind::size, default_shared_idle, nullptr,
+     "bytes of idle pages all heaps together may keep beyond their own allowances (lowmem: 0 unless set)"},
 };
 
 int sysfs_numa_nodes() {
@@ -110,6 +112,7 @@ Options load_options(int numa_nodes) {
   o.large_decay_ms = decay >= 0 ? o.decay_ms : low ? large_decay_ms_lowmem : default_decay_ms;
   const long long purge = v[10].number;
   o.purge_ms = static_cast<std::uint32_t>(purge < 3600000 ? purge : 3600000);
+  o.shared_idle = low && !(v[11].from_env && v[11].valid) ? 0 : static_cast<std::size_t>(v[11].number);
   return o;
 }
 

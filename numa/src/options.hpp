@@ -22,6 +22,12 @@ const char* profile_name(Profile p);
 // heap_purge_due), in every profile.
 inline constexpr std::uint32_t default_purge_ms = 10;
 
+// Default of Options::shared_idle outside lowmem: the bursts of released
+// runs of producer/consumer pairs kept resident up to this sum over all
+// heaps (heap_runs.cpp, shared_idle_return; numa/DESIGN.md, "Shared idle
+// allowance").
+inline constexpr std::size_t default_shared_idle = std::size_t{8} << 20;
+
 struct Options {
   Profile profile = Profile::uma;
   bool profile_from_env = false;
@@ -42,6 +48,9 @@ struct Options {
   bool bind = true;       // bind per-node sources' memory to their node
   bool verbose = false;   // print decisions (profile, topology) at start
   const char* topology = nullptr;  // "synthetic:<desc>" or "xml:<path>" (tests)
+  // Bytes of idle run pages that all heaps together may keep beyond their
+  // own allowances (heap_runs.cpp, "retained empty runs"); 0 in lowmem unless set.
+  std::size_t shared_idle = 0;
 };
 
 // Defaults that depend on the profile: lowmem keeps a small cache of free
@@ -60,10 +69,10 @@ inline constexpr std::size_t lowmem_large_live_share = 4;
 
 // All zero: the options of a context before context_setup (context.hpp).
 inline constexpr Options no_options{Profile::lowmem, false, 0,     0,     0,     0,    false,
-                                    false,           false, false, false, false, nullptr};
+                                    false,           false, false, false, false, nullptr, 0};
 
 inline constexpr const char* option_prefix = "MANYALLOC_NUMA_";
-inline constexpr int num_options = 11;
+inline constexpr int num_options = 12;
 extern const env::Spec option_specs[num_options];
 
 // Reads the table. `numa_nodes` is the node count of the machine (sysfs),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "heap.hpp"
+#include "heap_internal.hpp"
 #include "large.hpp"
 #include "runtime.hpp"
 #include "source.hpp"
@@ -189,6 +190,47 @@ TEST(Giveback, BudgetBoundsIdlePagesWithFewCalls) {
     EXPECT_EQ(heap_small_in_use(*f.h), 0u);
     EXPECT_EQ(f.c->misuses.load(), 0u);
   }
+}
+
+// Options::shared_idle: a heap whose idle pages pass its own allowance
+// keeps the excess on the process's shared allowance while the sum over all
+// heaps stays within it, so a burst of released runs no larger than that
+// is kept without a call to the OS; a second heap gets only what the first
+// left, and everything goes back on trim.
+TEST(Giveback, TheSharedIdleAllowanceBoundsWhatAllHeapsKeepBeyondTheirOwn) {
+  Fixture f(Profile::uma);
+  const std::size_t shared = std::size_t{4} << 20;  // 128 pages
+  f.c->opts.shared_idle = shared;
+  const unsigned shared_pages = static_cast<unsigned>(shared / page_bytes);
+  Heap* second = heap_acquire(*f.c, f.c->common());
+  ASSERT_NE(second, nullptr);
+  ASSERT_NE(second, f.h);
+  const unsigned cls = size_to_class(2048);  // one-page runs of 16 chunks
+  // Each heap fills 3 MiB (96 one-page runs) and frees it all: a burst of
+  // released runs, far above a heap's own allowance (at most 512 KiB here).
+  const auto burst = [&](Heap& h) {
+    std::vector<void*> v;
+    for (unsigned i = 0; i < 96 * run_chunks(cls); ++i) v.push_back(heap_alloc(h, cls));
+    const int before = Fixture::givebacks();
+    for (void* p : v) {
+      Segment* seg = f.c->registry.lookup(p);
+      small_free(*f.c, &h, *static_cast<SmallSegment*>(seg), p);
+    }
+    heap_cache_flush_all(h);
+    return Fixture::givebacks() - before;
+  };
+  EXPECT_EQ(burst(*f.h), 0) << "the first heap's burst fits its own and the shared allowance";
+  EXPECT_GT(f.h->idle_borrowed, 0u);
+  EXPECT_LE(f.h->idle_borrowed, shared_pages);
+  EXPECT_GT(burst(*second), 0) << "the second heap finds the shared allowance mostly taken";
+  EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed} + second->idle_borrowed);
+  EXPECT_LE(f.c->shared_idle_used.load(), shared_pages);
+  EXPECT_LE(second->idle_pages, idle_allowance(*second) + second->idle_borrowed);
+  heap_trim(*f.h);
+  heap_trim(*second);
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u) << "trim gives the shared allowance back";
+  EXPECT_EQ(f.h->idle_pages + second->idle_pages, 0u);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
 }
 
 // Large blocks freed go to their source's cache, in lowmem too (up to
