@@ -314,8 +314,6 @@ TEST(CudaSlabs, FullWarpsRacingForLargerClassesGetEachChunkOnce) {
   EXPECT_EQ(st.pages_in_use, 0u) << "memory lost";
 }
 
-// The back end zeroes heap metadata with a kernel of its own (acc::Cuda::
-// fill_zero); ranges of any alignment and length are zeroed exactly.
 // 2^16 workers churn chunks up to 8 MiB (runs of up to four whole words)
 // in the 512 MiB test pool, far more than it holds: whole-word searches
 // that trust the busy hints race with the claims and releases that change
@@ -327,6 +325,8 @@ TEST(CudaSlabs, ChurnOfWholeWordRunsLosesNothing) {
                                                         64, 23);
 }
 
+// The back end zeroes heap metadata with a kernel of its own (acc::Cuda::
+// fill_zero); ranges of any alignment and length are zeroed exactly.
 TEST(CudaBackend, FillZeroClearsExactlyTheRange) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
   const std::size_t size = 70000;

@@ -56,6 +56,8 @@ void run_unuse(Heap& h, Run& r);
 // Keeps the retained pages within the allowance, sparing the kept empty run `exempt`.
 // Gives back the pages of the shared idle allowance h holds beyond `keep`.
 void shared_idle_return(Heap& h, unsigned keep);
+// Lowers h's share to what its idle pages need beyond its own allowance.
+void shared_idle_fit(Heap& h);
 void enforce_budget(Heap& h, const Run* exempt);
 // Releases r (empty, not a current run) and keeps h within its budget.
 void run_release(Heap& h, Run& r);

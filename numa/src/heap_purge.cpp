@@ -212,11 +212,10 @@ void purge_runs(Heap& h, bool all) {
   // segments, last in the lists, first: the newest take new runs).
   h.idle_cap /= 2;
   trim_idle(h, all ? 0 : idle_allowance(h) + h.idle_borrowed);
-  const unsigned own = idle_allowance(h);
-  shared_idle_return(h, h.idle_pages > own ? h.idle_pages - own : 0);
   // Empty segments: lowmem gives them all back (with their idle pages).
   const unsigned keep = all || h.ctx->opts.profile == Profile::lowmem ? 0 : keep_empty;
   if (h.empty_segments > keep) release_empty_segments(h, keep);
+  shared_idle_fit(h);
   if (purged)
     h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,
                          std::memory_order_relaxed);

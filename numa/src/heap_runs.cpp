@@ -224,6 +224,7 @@ Run* run_new(Heap& h, unsigned cls) {
   h.idle_pages -= static_cast<unsigned>(std::popcount(seg->idle_pages & mask));
   seg->idle_pages &= ~mask;
   seg->idle_old &= ~mask;
+  shared_idle_fit(h);
   for (unsigned o = first * os_pages_per_page; o < (first + np) * os_pages_per_page; ++o)
     set_free_seen(*seg, o, false);
   Run& r = seg->runs[first];
@@ -260,6 +261,7 @@ void release_empty_segments(Heap& h, unsigned keep) {
     }
     s = next;
   }
+  shared_idle_fit(h);
 }
 
 // Whether r may be released: every chunk free and merged, and no remote
@@ -305,12 +307,23 @@ void shared_idle_return(Heap& h, unsigned keep) {
   h.idle_borrowed = keep;
 }
 
+// Lowers h's share to what its idle pages still need beyond its own
+// allowance: after runs took idle pages, or idle pages were decommitted with
+// their segment, the share would otherwise stay held until the heap frees
+// again, and other heaps could not use it.
+void shared_idle_fit(Heap& h) {
+  if (h.idle_borrowed == 0) return;
+  const unsigned own = idle_allowance(h);
+  shared_idle_return(h, h.idle_pages > own ? h.idle_pages - own : 0);
+}
+
 namespace {
 
 // Raises h's share of the shared allowance to `want` pages if the sum of
 // the shares stays within it (a share already at `want` or above stays).
 bool shared_idle_take(Heap& h, unsigned want) {
   if (want <= h.idle_borrowed) return true;
+  if (h.orphan.load(std::memory_order_relaxed)) return false;  // an orphan keeps no share (heap_abandon)
   const std::uint64_t cap = h.ctx->opts.shared_idle / page_bytes;
   const std::uint64_t more = want - h.idle_borrowed;
   std::uint64_t used = h.ctx->shared_idle_used.load(std::memory_order_relaxed);

@@ -321,8 +321,10 @@ struct Source {
 // bins[c].current was empty when it was last set (a run kept empty, which
 // heap_runs.cpp's kept_pages counts while it stays empty); the idle pages plus
 // the pages of the kept empty runs stay within the allowance (heap_runs.cpp,
-// idle_allowance) after every run release, apart from the run kept last
-// ("retained empty runs").
+// idle_allowance) plus `idle_borrowed` after every run release, apart from
+// the run kept last ("retained empty runs"); `idle_borrowed` is the heap's
+// share of Context::shared_idle_used (the sum of the shares of all heaps,
+// at most Options::shared_idle), 0 in an orphan outside lowmem's merges.
 // Layout: the owner's fields first (fast paths: cache, bins), then the RFQ
 // and the cache stacks (see there).
 struct alignas(64) Heap {

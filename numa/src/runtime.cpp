@@ -74,6 +74,14 @@ void fork_child() {
   // merge only ever sees heaps in a consistent state.
   for_each_lock([](SpinLock& l) { l.reset_unlocked(); });
   if (SpinLock* l = own_merge_lock()) l->unlock();
+  // Their shares of the idle allowance (heap_runs.cpp) are given up, so
+  // that the child's heaps may use it; only the forking thread's stays.
+  std::uint64_t kept = 0;
+  for (Heap* h = g_ctx.heaps; h != nullptr; h = h->all_next) {
+    if (h == t_heap) kept = h->idle_borrowed;
+    else h->idle_borrowed = 0;
+  }
+  g_ctx.shared_idle_used.store(kept, std::memory_order_relaxed);
 }
 
 }  // namespace

@@ -222,10 +222,24 @@ TEST(Giveback, TheSharedIdleAllowanceBoundsWhatAllHeapsKeepBeyondTheirOwn) {
   EXPECT_EQ(burst(*f.h), 0) << "the first heap's burst fits its own and the shared allowance";
   EXPECT_GT(f.h->idle_borrowed, 0u);
   EXPECT_LE(f.h->idle_borrowed, shared_pages);
+  {
+    // New runs take the idle pages back: the share goes back with them.
+    std::vector<void*> again;
+    for (unsigned i = 0; i < 96 * run_chunks(cls); ++i) again.push_back(heap_alloc(*f.h, cls));
+    EXPECT_EQ(f.h->idle_borrowed, 0u) << "a share held with no idle pages to keep";
+    EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+    for (void* p : again) f.free(p);
+    heap_cache_flush_all(*f.h);
+    EXPECT_GT(f.h->idle_borrowed, 0u) << "the second burst is kept on the share again";
+  }
   EXPECT_GT(burst(*second), 0) << "the second heap finds the shared allowance mostly taken";
   EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed} + second->idle_borrowed);
   EXPECT_LE(f.c->shared_idle_used.load(), shared_pages);
   EXPECT_LE(second->idle_pages, idle_allowance(*second) + second->idle_borrowed);
+  // The second heap's thread exits: its heap keeps no share as an orphan.
+  heap_abandon(*second);
+  EXPECT_EQ(second->idle_borrowed, 0u);
+  EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed});
   heap_trim(*f.h);
   heap_trim(*second);
   EXPECT_EQ(f.c->shared_idle_used.load(), 0u) << "trim gives the shared allowance back";

@@ -37,6 +37,15 @@ void expect_whole_word_run_churn_loses_nothing(std::size_t heap_bytes, std::uint
   const auto st = heap.creation().template statistics<typename Runner::backend>();
   EXPECT_EQ(st.misuse_reports, 0u);
   EXPECT_EQ(st.pages_in_use, 0u);
+  // A run of whole words is still served after the churn (and a small
+  // chunk beside it), and given back.
+  typename Runner::template Buffer<std::uint32_t> out(5);
+  Runner::run(1, LargeRequestProbe<typename decltype(heap)::Handle>{heap.handle(), heap.pool_bytes(), run_bytes,
+                                                                     out.data()});
+  const auto r = out.to_host();
+  EXPECT_EQ(r[2], 1u) << "a request of " << run_bytes << " bytes after the churn";
+  EXPECT_EQ(r[4], 1u) << "a small chunk beside it";
+  EXPECT_EQ(heap.getAvailableSlots(run_bytes), fresh_runs);
 }
 
 }  // namespace manyalloc::heap::testing
