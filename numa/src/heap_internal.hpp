@@ -53,11 +53,11 @@ void release_empty_segments(Heap& h, unsigned keep);
 bool releasable(const Run& r);
 // Returns the pages of the empty run r to its segment as idle pages.
 void run_unuse(Heap& h, Run& r);
-// Keeps the retained pages within the allowance, sparing the kept empty run `exempt`.
 // Gives back the pages of the shared idle allowance h holds beyond `keep`.
 void shared_idle_return(Heap& h, unsigned keep);
-// Lowers h's share to what its idle pages need beyond its own allowance.
+// Lowers h's share to what its retained pages need beyond its own allowance.
 void shared_idle_fit(Heap& h);
+// Keeps the retained pages within the allowance, sparing the kept empty run `exempt`.
 void enforce_budget(Heap& h, const Run* exempt);
 // Releases r (empty, not a current run) and keeps h within its budget.
 void run_release(Heap& h, Run& r);

@@ -158,6 +158,9 @@ unsigned kept_pages(Heap& h) {
   return n;
 }
 
+// The pages the allowance bounds: idle pages and the kept empty runs'.
+unsigned retained_pages(Heap& h) { return h.idle_pages + (h.kept_empty != 0 ? kept_pages(h) : 0); }
+
 // ---- runs -------------------------------------------------------------------
 
 void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
@@ -307,22 +310,26 @@ void shared_idle_return(Heap& h, unsigned keep) {
   h.idle_borrowed = keep;
 }
 
-// Lowers h's share to what its idle pages still need beyond its own
+// Lowers h's share to what its retained pages still need beyond its own
 // allowance: after runs took idle pages, or idle pages were decommitted with
 // their segment, the share would otherwise stay held until the heap frees
 // again, and other heaps could not use it.
 void shared_idle_fit(Heap& h) {
   if (h.idle_borrowed == 0) return;
-  const unsigned own = idle_allowance(h);
-  shared_idle_return(h, h.idle_pages > own ? h.idle_pages - own : 0);
+  const unsigned own = idle_allowance(h), retained = retained_pages(h);
+  shared_idle_return(h, retained > own ? retained - own : 0);
 }
 
 namespace {
 
-// Raises h's share of the shared allowance to `want` pages if the sum of
-// the shares stays within it (a share already at `want` or above stays).
-bool shared_idle_take(Heap& h, unsigned want) {
-  if (want <= h.idle_borrowed) return true;
+// Sets h's share of the shared allowance to `want` pages: a lower share at
+// once, a higher one only if the sum of the shares stays within the
+// allowance. Whether h now holds `want`.
+bool shared_idle_hold(Heap& h, unsigned want) {
+  if (want <= h.idle_borrowed) {
+    shared_idle_return(h, want);
+    return true;
+  }
   if (h.orphan.load(std::memory_order_relaxed)) return false;  // an orphan keeps no share (heap_abandon)
   const std::uint64_t cap = h.ctx->opts.shared_idle / page_bytes;
   const std::uint64_t more = want - h.idle_borrowed;
@@ -343,15 +350,8 @@ bool shared_idle_take(Heap& h, unsigned want) {
 // allowance, and the shared part is given back.
 void enforce_budget(Heap& h, const Run* exempt) {
   const unsigned budget = idle_allowance(h);
-  const unsigned retained = h.idle_pages + (h.kept_empty != 0 ? kept_pages(h) : 0);
-  if (retained <= budget) {
-    shared_idle_return(h, 0);
-    return;
-  }
-  if (shared_idle_take(h, retained - budget)) {
-    shared_idle_return(h, retained - budget);
-    return;
-  }
+  const unsigned retained = retained_pages(h);
+  if (shared_idle_hold(h, retained > budget ? retained - budget : 0)) return;
   shared_idle_return(h, 0);
   for (std::uint64_t m = h.kept_empty; m != 0; m &= m - 1) {
     const unsigned c = static_cast<unsigned>(std::countr_zero(m));
