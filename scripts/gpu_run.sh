@@ -44,11 +44,13 @@
 #     peers-rounds  the peers benchmark's PEERS_ROUNDS_EXPERIMENTS
 #                 (throughput,churn) PEERS_ROUNDS (3) times for
 #                 PEERS_ROUNDS_ALLOCATORS (our SizeClassSlabs configurations,
-#                 Ouroboros, Gallatin, mallocMC), each run with --timeout 60,
-#                 into $OUT/peers_rounds.jsonl (log bench_peers_rounds.log);
-#                 then heap/bench/peers/rounds_table.py's medians of the
-#                 rounds, best of ours against the best peer (~6 min with the
-#                 build)
+#                 Ouroboros, Gallatin, mallocMC; mallocMC without 4 and 8 KiB),
+#                 each run with --timeout 60, once per launch timing of
+#                 PEERS_ROUNDS_TIMINGS ("gated"; "gated idle" alternates both)
+#                 into $OUT/peers_rounds_TIMING.jsonl (log
+#                 bench_peers_rounds.log); then heap/bench/peers/rounds_table.py's
+#                 medians of the rounds, best of ours against the best peer
+#                 (~6 min with the build for one timing)
 #     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
 #                 then checks that no memory was lost (test CudaSoak)
 #     soak-start  the same soak in a process session of its own (setsid), so
@@ -344,22 +346,34 @@ for stage in "${stages[@]}"; do
       done
       python3 scripts/ab_table.py "$OUT/peers_ab_base.jsonl" "$OUT/peers_ab_new.jsonl" | tee -a "$LOG" ;;
     peers-rounds)
-      say "== peers rounds: ${PEERS_ROUNDS_EXPERIMENTS:-throughput,churn}, ${PEERS_ROUNDS:-3} rounds"
+      say "== peers rounds: ${PEERS_ROUNDS_EXPERIMENTS:-throughput,churn}, ${PEERS_ROUNDS:-3} rounds, timing ${PEERS_ROUNDS_TIMINGS:-gated}"
       if ! build_peers_bench; then say "peers BUILD FAILED"; tail -30 "$blog" | tee -a "$LOG"; status=1; continue; fi
       pb=build-gpu/heap/bench/peers/manyalloc_heap_peers_bench
-      rm -f "$OUT/peers_rounds.jsonl"
-      rounds_allocs=SizeClassSlabs,SizeClassSlabs+RelaxedFrees,SizeClassSlabs+FineClasses,Ouroboros,Gallatin,mallocMC
+      rounds_allocs=${PEERS_ROUNDS_ALLOCATORS:-SizeClassSlabs,SizeClassSlabs+RelaxedFrees,SizeClassSlabs+FineClasses,Ouroboros,Gallatin,mallocMC}
+      # mallocMC runs apart, without its 4 and 8 KiB rows: its 2^17 x 8 KiB cold
+      # launch takes about a minute and its 2^20 x 4 KiB launch does not end, and
+      # --timeout would then cost it every row after them (its mixed rows).
+      others=$(tr ',' '\n' <<< "$rounds_allocs" | grep -vx mallocMC | paste -sd, -)
+      for timing in ${PEERS_ROUNDS_TIMINGS:-gated}; do rm -f "$OUT/peers_rounds_$timing.jsonl"; done
       for ((round = 1; round <= ${PEERS_ROUNDS:-3}; ++round)); do
-        # --timeout 60 ends an allocator that stalls (mallocMC at 8 KiB) so that the
-        # rounds fit in one call; the rows it did not reach are left out.
-        timeout 100 "$pb" --experiments "${PEERS_ROUNDS_EXPERIMENTS:-throughput,churn}" \
-          --allocators "${PEERS_ROUNDS_ALLOCATORS:-$rounds_allocs}" --timeout 60 --deadline-s 90 \
-          --out "$OUT/peers_rounds.jsonl" >> "$OUT/bench_peers_rounds.log" 2>&1 \
-          || { say "peers-rounds round $round: exit $?"; status=1; }
+        # Timings alternate within a round, so that both see the same machine.
+        for timing in ${PEERS_ROUNDS_TIMINGS:-gated}; do
+          rec=(--experiments "${PEERS_ROUNDS_EXPERIMENTS:-throughput,churn}" --launch-timing "$timing"
+               --out "$OUT/peers_rounds_$timing.jsonl")
+          [[ -n $others ]] && { timeout 100 "$pb" "${rec[@]}" --allocators "$others" --timeout 60 --deadline-s 90 \
+            >> "$OUT/bench_peers_rounds.log" 2>&1 || { say "peers-rounds round $round ($timing): exit $?"; status=1; }; }
+          [[ ,$rounds_allocs, == *,mallocMC,* ]] && { timeout 70 "$pb" "${rec[@]}" --allocators mallocMC \
+            --sizes 16,64,256,1024,mixed --timeout 60 --deadline-s 65 >> "$OUT/bench_peers_rounds.log" 2>&1 \
+            || { say "peers-rounds round $round ($timing, mallocMC): exit $?"; status=1; }; }
+        done
       done
-      python3 heap/bench/peers/rounds_table.py "$OUT/peers_rounds.jsonl" > "$OUT/peers_rounds_table.md" \
-        || say "rounds_table.py failed (run it here on the fetched peers_rounds.jsonl)"
-      grep -E "throughput_alloc \| warm|churn \| warm" "$OUT/peers_rounds_table.md" | tee -a "$LOG" ;;
+      for timing in ${PEERS_ROUNDS_TIMINGS:-gated}; do
+        python3 heap/bench/peers/rounds_table.py "$OUT/peers_rounds_$timing.jsonl" > "$OUT/peers_rounds_table_$timing.md" \
+          || say "rounds_table.py failed on $timing (run it here on the fetched records)"
+        say "-- $timing timing: medians of the rounds, best of ours against the best peer"
+        grep -E "throughput_(alloc|free) \| warm|churn \| warm" "$OUT/peers_rounds_table_$timing.md" \
+          | awk -F'|' '{print $2,$4,$5,"ours",$6,"peer",$8,$9,"default",$10}' | tee -a "$LOG"
+      done ;;
     repeat)
       say "== distribution GPU tests, 20 repetitions"
       timeout 150 "$dist_tests" --gtest_repeat=20 --gtest_brief=1 > "$OUT/dist_tests_repeat.log" 2>&1

@@ -73,6 +73,7 @@ struct Options {
   double usable_budget_s = 6;   // per usable-share size (no further waves after it)
   double timeout_s = 0;         // per child process; 0: the experiment's default
   double deadline_s = 0;        // whole run: no child starts after it, a running one is cut at it; 0: none
+  bool gated_timing = true;     // timed launches queued behind a gate (experiments.cuh, EventTimer)
   std::string out = "peers.jsonl";
   bool quick = false;
   bool help = false;

@@ -87,30 +87,79 @@ __global__ void churn_kernel(H h, std::uint32_t n, std::uint32_t rounds, std::ui
   if (bad != 0) atomicAdd(&counters[2], bad);
 }
 
+// Holds the stream until the host has queued the timed launch behind it:
+// `open` is host memory mapped into the device. Gives up after max_ns and
+// says so in *gave_up. Internal linkage: every adapter translation unit
+// includes this file.
+static __global__ void launch_gate_kernel(const volatile unsigned* open, std::uint64_t max_ns, unsigned* gave_up) {
+  const std::uint64_t t0 = global_ns();
+  while (*open == 0u) {
+    if (global_ns() - t0 > max_ns) {
+      *gave_up = 1u;
+      return;
+    }
+    __nanosleep(500);
+  }
+}
+
+// Times one launch with CUDA events. Gated (the default): the events and
+// the launch are queued behind launch_gate_kernel, which the host lets go
+// once all three are queued, so that the GPU time between the events is the
+// kernel's alone. Idle (--launch-timing idle, the method before 2026-11-30):
+// the first event is recorded on an idle GPU and the host's submission of
+// the launch (a few microseconds, and its jitter) falls between the events.
+// A gate that gave up (the host took over gate_max_ns to queue the launch)
+// times as idle does; gate_timeouts() counts them for the records.
 class EventTimer {
  public:
-  EventTimer() {
+  explicit EventTimer(const Options& o) : gated_(o.gated_timing) {
     check(cudaEventCreate(&a_), "cudaEventCreate");
     check(cudaEventCreate(&b_), "cudaEventCreate");
+    if (gated_) {
+      check(cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * sizeof(unsigned), cudaHostAllocMapped),
+            "cudaHostAlloc (launch gate)");
+      check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0),
+            "cudaHostGetDevicePointer (launch gate)");
+    }
   }
   ~EventTimer() {
     cudaEventDestroy(a_);
     cudaEventDestroy(b_);
+    if (host_ != nullptr) cudaFreeHost(host_);
   }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+
   template <class Launch>
   double seconds(const char* what, Launch&& launch) {
+    volatile unsigned* open = host_;
+    if (gated_) {
+      open[0] = 0u;  // open
+      open[1] = 0u;  // gave up
+      launch_gate_kernel<<<1, 1>>>(device_, gate_max_ns, device_ + 1);
+      check(cudaGetLastError(), "launch_gate_kernel");
+    }
     check(cudaEventRecord(a_), "cudaEventRecord");
     launch();
     check(cudaGetLastError(), what);
     check(cudaEventRecord(b_), "cudaEventRecord");
+    if (gated_) open[0] = 1u;
     check(cudaEventSynchronize(b_), what);
+    if (gated_ && open[1] != 0u) ++gate_timeouts_;
     float ms = 0;
     check(cudaEventElapsedTime(&ms, a_, b_), "cudaEventElapsedTime");
     return ms / 1e3;
   }
 
+  std::uint64_t gate_timeouts() const { return gate_timeouts_; }
+
  private:
+  static constexpr std::uint64_t gate_max_ns = 200'000'000;
+  bool gated_;
   cudaEvent_t a_{}, b_{};
+  unsigned* host_ = nullptr;    // [0] open, [1] gave up
+  unsigned* device_ = nullptr;  // the same two words, as the device sees them
+  std::uint64_t gate_timeouts_ = 0;
 };
 
 inline double wall_since(std::chrono::steady_clock::time_point t0) {
@@ -178,7 +227,7 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
   }
 
   DeviceArray<void*> ptrs(threads);
-  EventTimer timer;
+  EventTimer timer(o);
   const auto t0 = std::chrono::steady_clock::now();
   A heap(pool);
   const double init_s = wall_since(t0);
@@ -256,6 +305,7 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
     r.m.extra["init_s"] = init_s;
     r.m.extra["overlaps"] = static_cast<double>(all.overlaps);
     r.m.extra["bad_chunks"] = static_cast<double>(all.bad);
+    if (timer.gate_timeouts() != 0) r.m.extra["gate_timeouts"] = static_cast<double>(timer.gate_timeouts());
     r.note = join_notes(adapter_note, A::fresh_heap ? "" : "heap not fresh (lives as long as the CUDA context)");
     if (over_budget) r.note = join_notes(r.note, "cold launch above --slow-s: at most one warm launch");
     c.emit(r);
@@ -272,6 +322,7 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
     w.m.extra["seconds_min"] = *std::min_element(warm.begin(), warm.end());
     w.m.extra["seconds_max"] = *std::max_element(warm.begin(), warm.end());
     w.m.extra["launches"] = static_cast<double>(warm.size());
+    if (timer.gate_timeouts() != 0) w.m.extra["gate_timeouts"] = static_cast<double>(timer.gate_timeouts());
     w.m.extra["ops_per_s_max"] = static_cast<double>(w.m.ops) / w.m.extra["seconds_min"];
     w.m.extra["ops_per_s_min"] = static_cast<double>(w.m.ops) / w.m.extra["seconds_max"];
     w.note = adapter_note;
@@ -323,7 +374,7 @@ void churn(const RunContext& c) {
   note = join_notes(note, A::note(pool));
   const std::uint32_t n = o.churn_threads;
   DeviceArray<unsigned long long> counters(3);
-  EventTimer timer;
+  EventTimer timer(o);
   A heap(pool);
   const auto h = heap.handle();
   const auto budget_ns = static_cast<std::uint64_t>(o.churn_budget_s * 1e9);
@@ -349,6 +400,7 @@ void churn(const RunContext& c) {
     r.m.extra["rounds"] = o.churn_rounds;
     r.m.extra["bad_chunks"] = static_cast<double>(got[2]);
     r.m.extra["pool_bytes"] = static_cast<double>(pool);
+    if (timer.gate_timeouts() != 0) r.m.extra["gate_timeouts"] = static_cast<double>(timer.gate_timeouts());
     r.note = note;
     const unsigned long long planned = static_cast<unsigned long long>(n) * o.churn_rounds;
     if (got[0] < planned)
@@ -380,7 +432,7 @@ void usable(const RunContext& c) {
     const std::size_t pool = capped_pool(want, (std::size_t{4} << 30) + capacity * 48, note);
     note = join_notes(note, A::note(pool));
     DeviceArray<void*> ptrs(capacity);
-    EventTimer timer;
+    EventTimer timer(o);
     Record r;
     r.m.experiment = "usable";
     r.m.bytes = spec.largest();

@@ -61,6 +61,10 @@ const char* usage() {
          "  --usable-budget-s S  per usable-share size (default 6)\n"
          "  --timeout S          per child process (default: throughput 180, churn 60,\n"
          "                       large 90, usable 150)\n"
+         "  --launch-timing M    gated (default): every timed launch queued behind a gate\n"
+         "                       kernel, so that the events time the kernel alone; idle:\n"
+         "                       the first event on an idle GPU, the host's submission of\n"
+         "                       the launch between the events (the method before 2026-11-30)\n"
          "  --deadline-s S       whole run: no child starts after S seconds and a running one\n"
          "                       is stopped then; the tables show what was measured (default: none)\n"
          "  --quick              tiny configuration (smoke test)\n"
@@ -110,6 +114,11 @@ mp::Options parse(int argc, char** argv) {
     else if (a == "--usable-budget-s") o.usable_budget_s = std::stod(value());
     else if (a == "--timeout") o.timeout_s = std::stod(value());
     else if (a == "--deadline-s") o.deadline_s = std::stod(value());
+    else if (a == "--launch-timing") {
+      const std::string m = value();
+      if (m != "gated" && m != "idle") throw std::invalid_argument("--launch-timing takes gated or idle, not " + m);
+      o.gated_timing = m == "gated";
+    }
     else if (a == "--out") o.out = value();
     else if (a == "--table") o.table = value();
     else if (a == "--quick") {
@@ -533,6 +542,7 @@ int run_parent(const mp::Options& o) {
     meta.m.tags["date"] = timestamp();
     meta.m.tags["command"] = command;
     meta.m.tags["peers_status"] = mp::kPeersStatus;
+    meta.m.tags["launch_timing"] = o.gated_timing ? "gated" : "idle";
     std::fprintf(out, "%s\n", mp::to_json(meta, false).c_str());
   }
 

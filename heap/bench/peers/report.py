@@ -46,6 +46,15 @@ SECTIONS = [
 ]
 
 
+# How the timed launches were timed (the meta record's launch_timing; records
+# made before the option existed were timed idle).
+TIMING = {
+    "gated": "gated (each timed launch queued behind a gate kernel: the events time the kernel alone)",
+    "idle": "idle (the first event recorded on an idle GPU: the host's submission of the launch, a few "
+            "microseconds, is inside every time)",
+}
+
+
 def load(paths):
     rows, meta = [], []
     for path in paths:
@@ -282,6 +291,9 @@ def main():
     ap.add_argument("--command", default=None)
     args = ap.parse_args()
     rows, meta = load(args.jsonl)
+    timings = {x.get("launch_timing", "idle") for x in meta}
+    if len(timings) > 1:
+        sys.exit("records of both launch timings (%s): report them apart" % ", ".join(sorted(timings)))
     if not rows:
         sys.exit("no heap records in " + ", ".join(args.jsonl))
     out = args.out or os.path.splitext(args.jsonl[0])[0] + "_report"
@@ -307,6 +319,7 @@ def main():
          f"- date: {date}\n",
          f"- command: `{command}`\n",
          f"- {m.get('peers_status', 'peers: unknown')}\n",
+         f"- launch timing: {TIMING.get(m.get('launch_timing', 'idle'), m.get('launch_timing'))}\n",
          f"- ours: {', '.join(ours)}; peers: {', '.join(peers) or 'none'}\n"]
     if env:
         L.append("\nEnvironment:\n\n```\n" + env + "\n```\n")

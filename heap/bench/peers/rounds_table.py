@@ -25,7 +25,10 @@ def main() -> None:
     ap.add_argument("--default", default="SizeClassSlabs", help="our configuration with columns of its own")
     a = ap.parse_args()
 
-    rows, _ = load([a.jsonl])
+    rows, meta = load([a.jsonl])
+    timings = {m.get("launch_timing", "idle") for m in meta}
+    if len(timings) > 1:
+        raise SystemExit("records of both launch timings (%s): tabulate them apart" % ", ".join(sorted(timings)))
     ours, peers = allocator_order(rows)
     ours = [n for n in ours if n != "DeviceMalloc"]
     times = defaultdict(list)  # (experiment, launch, threads, size) -> allocator -> seconds, in file order
