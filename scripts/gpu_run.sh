@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the GPU tests and benchmarks (the device machine starts
 # bare, so few full calls beat many small ones). Logs and JSON Lines go to
-# $OUT (default ./gpu-out); a short summary table is printed last.
+# $OUT (default ./gpu-out); a short summary table is printed last. More than
+# eight outputs (or GPU_RUN_PACK=1) are packed into $OUT/gpu_out.tgz.
 #
 #   scripts/gpu_run.sh [STAGE...]
 #     tests       GPU tests of the heap and of the distribution policies at
@@ -492,4 +493,15 @@ grep -E "exit [0-9]+" "$LOG" | sed 's/^/  /'
 [[ -f "$OUT/bench_coalescing_rewrite.log" ]] && grep "rewritten/hand" "$OUT/bench_coalescing_rewrite.log"
 [[ -f "$OUT/bench_peers.log" ]] && sed -n '/^== side by side/,$p' "$OUT/bench_peers.log"
 echo "status: $status"
+# The device tool brings back only a few files of $OUT: with GPU_RUN_PACK=1
+# (or more than 8 entries) everything is packed into $OUT/gpu_out.tgz.
+entries=$(find "$OUT" -mindepth 1 -maxdepth 1 ! -name gpu_out.tgz | wc -l)
+if [[ ${GPU_RUN_PACK:-0} == 1 ]] || ((entries > 8)); then
+  pack=$(mktemp /tmp/gpu_out.XXXXXX.tgz)
+  if tar czf "$pack" -C "$OUT" --exclude gpu_out.tgz . ; then
+    find "$OUT" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+    mv "$pack" "$OUT/gpu_out.tgz"
+    echo "outputs packed: gpu_out.tgz ($entries entries)"
+  fi
+fi
 exit $status
