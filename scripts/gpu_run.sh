@@ -39,7 +39,8 @@
 #                 churn) built twice, against .carry/base's heap headers (as
 #                 for soak-ab) and this tree's, run alternately
 #                 PEERS_AB_ROUNDS (2) rounds for PEERS_AB_ALLOCATORS
-#                 (SizeClassSlabs,Ouroboros): the JSONL of each in
+#                 (SizeClassSlabs,Ouroboros), with PEERS_AB_ARGS (more options
+#                 of the benchmark; a later --timeout wins): the JSONL of each in
 #                 $OUT/peers_ab_{base,new}.jsonl, then scripts/ab_table.py's
 #                 table of their medians (~5 min)
 #     peers-rounds  the peers benchmark's PEERS_ROUNDS_EXPERIMENTS
@@ -47,7 +48,9 @@
 #                 PEERS_ROUNDS_ALLOCATORS (our SizeClassSlabs configurations,
 #                 Ouroboros, Gallatin, mallocMC; mallocMC without 4 and 8 KiB),
 #                 each run with --timeout 60, once per launch timing of
-#                 PEERS_ROUNDS_TIMINGS ("gated"; "gated idle" alternates both)
+#                 PEERS_ROUNDS_TIMINGS ("gated"; "gated idle" alternates both,
+#                 the order turned in every second round; no round starts
+#                 after PEERS_ROUNDS_UNTIL, 420 s into the script)
 #                 into $OUT/peers_rounds_TIMING.jsonl (log
 #                 bench_peers_rounds.log); then heap/bench/peers/rounds_table.py's
 #                 medians of the rounds, best of ours against the best peer
@@ -340,8 +343,9 @@ for stage in "${stages[@]}"; do
       rm -f "$OUT"/peers_ab_*.jsonl
       for ((round = 1; round <= ${PEERS_AB_ROUNDS:-2}; ++round)); do
         for v in base new; do
+          # shellcheck disable=SC2086  # PEERS_AB_ARGS: options of the benchmark, split as words
           timeout 150 build-gpu/peers_bench_$v --experiments "${PEERS_AB_EXPERIMENTS:-throughput,churn}" --timeout 100 --deadline-s 140 \
-            --allocators "${PEERS_AB_ALLOCATORS:-SizeClassSlabs,Ouroboros}" --out "$OUT/peers_ab_$v.jsonl" \
+            --allocators "${PEERS_AB_ALLOCATORS:-SizeClassSlabs,Ouroboros}" ${PEERS_AB_ARGS:-} --out "$OUT/peers_ab_$v.jsonl" \
             >> "$OUT/bench_peers_ab.log" 2>&1 || { say "peers-ab $v round $round: exit $?"; status=1; }
         done
       done
@@ -356,9 +360,16 @@ for stage in "${stages[@]}"; do
       # --timeout would then cost it every row after them (its mixed rows).
       others=$(tr ',' '\n' <<< "$rounds_allocs" | grep -vx mallocMC | paste -sd, -)
       for timing in ${PEERS_ROUNDS_TIMINGS:-gated}; do rm -f "$OUT/peers_rounds_$timing.jsonl"; done
+      read -ra timings <<< "${PEERS_ROUNDS_TIMINGS:-gated}"
       for ((round = 1; round <= ${PEERS_ROUNDS:-3}; ++round)); do
-        # Timings alternate within a round, so that both see the same machine.
-        for timing in ${PEERS_ROUNDS_TIMINGS:-gated}; do
+        # Timings alternate within a round, so that both see the same machine,
+        # in the other order in every second round. No round starts past
+        # PEERS_ROUNDS_UNTIL seconds of this script (default 420), so that
+        # the call's 600 s hold the last one.
+        if ((SECONDS > ${PEERS_ROUNDS_UNTIL:-420})); then say "peers-rounds: no time for round $round"; break; fi
+        order=("${timings[@]}")
+        ((round % 2 == 0 && ${#timings[@]} == 2)) && order=("${timings[1]}" "${timings[0]}")
+        for timing in "${order[@]}"; do
           rec=(--experiments "${PEERS_ROUNDS_EXPERIMENTS:-throughput,churn}" --launch-timing "$timing"
                --out "$OUT/peers_rounds_$timing.jsonl")
           [[ -n $others ]] && { timeout 100 "$pb" "${rec[@]}" --allocators "$others" --timeout 60 --deadline-s 90 \
@@ -494,14 +505,19 @@ grep -E "exit [0-9]+" "$LOG" | sed 's/^/  /'
 [[ -f "$OUT/bench_peers.log" ]] && sed -n '/^== side by side/,$p' "$OUT/bench_peers.log"
 echo "status: $status"
 # The device tool brings back only a few files of $OUT: with GPU_RUN_PACK=1
-# (or more than 8 entries) everything is packed into $OUT/gpu_out.tgz.
-entries=$(find "$OUT" -mindepth 1 -maxdepth 1 ! -name gpu_out.tgz | wc -l)
-if [[ ${GPU_RUN_PACK:-0} == 1 ]] || ((entries > 8)); then
+# (or more than 8 files, in folders too) everything is packed into
+# $OUT/gpu_out.tgz. The outputs are removed only once the archive is in $OUT.
+files=$(find "$OUT" -type f ! -name gpu_out.tgz | wc -l)
+if [[ ${GPU_RUN_PACK:-0} == 1 ]] || ((files > 8)); then
   pack=$(mktemp /tmp/gpu_out.XXXXXX.tgz)
-  if tar czf "$pack" -C "$OUT" --exclude gpu_out.tgz . ; then
-    find "$OUT" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
-    mv "$pack" "$OUT/gpu_out.tgz"
-    echo "outputs packed: gpu_out.tgz ($entries entries)"
+  if tar czf "$pack" -C "$OUT" --exclude gpu_out.tgz . && mv "$pack" "$OUT/gpu_out.tgz.part"; then
+    find "$OUT" -mindepth 1 -maxdepth 1 ! -name gpu_out.tgz.part -exec rm -rf {} +
+    mv "$OUT/gpu_out.tgz.part" "$OUT/gpu_out.tgz"
+    echo "outputs packed: gpu_out.tgz ($files files)"
+  else
+    rm -f "$pack" "$OUT/gpu_out.tgz.part"
+    echo "packing the outputs failed: they stay as they are"
+    status=1
   fi
 fi
 exit $status

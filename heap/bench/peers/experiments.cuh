@@ -104,15 +104,22 @@ static __global__ void launch_gate_kernel(const volatile unsigned* open, std::ui
 
 // Times one launch with CUDA events. Gated (the default): the events and
 // the launch are queued behind launch_gate_kernel, which the host lets go
-// once all three are queued, so that the GPU time between the events is the
-// kernel's alone. Idle (--launch-timing idle, the method before 2026-11-30):
+// once all three are queued, so that the time between the events holds no
+// part of the host's submission (the GPU's own start of the kernel is
+// still in it). Idle (--launch-timing idle, the method before 2026-11-30):
 // the first event is recorded on an idle GPU and the host's submission of
 // the launch (a few microseconds, and its jitter) falls between the events.
 // A gate that gave up (the host took over gate_max_ns to queue the launch)
-// times as idle does; gate_timeouts() counts them for the records.
+// times as idle does: last_gave_up() says so for the launch just timed, and
+// the callers count such launches in their records (gate_timeouts). Where
+// launches are serialized (CUDA_LAUNCH_BLOCKING=1, as under some tools) the
+// gate could only give up, so the timer times idle and says so on stderr.
 class EventTimer {
  public:
-  explicit EventTimer(const Options& o) : gated_(o.gated_timing) {
+  explicit EventTimer(const Options& o) : gated_(o.gated_timing && !launches_block()) {
+    if (o.gated_timing && !gated_) {
+      std::fprintf(stderr, "  CUDA_LAUNCH_BLOCKING=1: launches timed idle (a gate would only give up)\n");
+    }
     check(cudaEventCreate(&a_), "cudaEventCreate");
     check(cudaEventCreate(&b_), "cudaEventCreate");
     if (gated_) {
@@ -125,33 +132,51 @@ class EventTimer {
   ~EventTimer() {
     cudaEventDestroy(a_);
     cudaEventDestroy(b_);
-    if (host_ != nullptr) cudaFreeHost(host_);
+    if (host_ != nullptr) {
+      cudaDeviceSynchronize();  // a gate of a launch that threw is open (Opener), but may still be running
+      cudaFreeHost(host_);
+    }
   }
   EventTimer(const EventTimer&) = delete;
   EventTimer& operator=(const EventTimer&) = delete;
 
   template <class Launch>
   double seconds(const char* what, Launch&& launch) {
-    volatile unsigned* open = host_;
-    if (gated_) {
-      open[0] = 0u;  // open
-      open[1] = 0u;  // gave up
-      launch_gate_kernel<<<1, 1>>>(device_, gate_max_ns, device_ + 1);
-      check(cudaGetLastError(), "launch_gate_kernel");
+    volatile unsigned* gate = host_;
+    gave_up_ = false;
+    {
+      // Opens the gate on every way out of this block, a throw included.
+      struct Opener {
+        volatile unsigned* gate;
+        ~Opener() {
+          if (gate != nullptr) gate[0] = 1u;
+        }
+      } opener{gated_ ? gate : nullptr};
+      if (gated_) {
+        gate[0] = 0u;  // open
+        gate[1] = 0u;  // gave up
+        launch_gate_kernel<<<1, 1>>>(device_, gate_max_ns, device_ + 1);
+        check(cudaGetLastError(), "launch_gate_kernel");
+      }
+      check(cudaEventRecord(a_), "cudaEventRecord");
+      launch();
+      check(cudaGetLastError(), what);
+      check(cudaEventRecord(b_), "cudaEventRecord");
     }
-    check(cudaEventRecord(a_), "cudaEventRecord");
-    launch();
-    check(cudaGetLastError(), what);
-    check(cudaEventRecord(b_), "cudaEventRecord");
-    if (gated_) open[0] = 1u;
     check(cudaEventSynchronize(b_), what);
-    if (gated_ && open[1] != 0u) ++gate_timeouts_;
+    gave_up_ = gated_ && gate[1] != 0u;
     float ms = 0;
     check(cudaEventElapsedTime(&ms, a_, b_), "cudaEventElapsedTime");
     return ms / 1e3;
   }
 
-  std::uint64_t gate_timeouts() const { return gate_timeouts_; }
+  // Whether the gate of the launch timed last gave up (it timed as idle).
+  bool last_gave_up() const { return gave_up_; }
+
+  static bool launches_block() {
+    const char* v = std::getenv("CUDA_LAUNCH_BLOCKING");
+    return v != nullptr && v[0] == '1';
+  }
 
  private:
   static constexpr std::uint64_t gate_max_ns = 200'000'000;
@@ -159,7 +184,7 @@ class EventTimer {
   cudaEvent_t a_{}, b_{};
   unsigned* host_ = nullptr;    // [0] open, [1] gave up
   unsigned* device_ = nullptr;  // the same two words, as the device sees them
-  std::uint64_t gate_timeouts_ = 0;
+  bool gave_up_ = false;
 };
 
 inline double wall_since(std::chrono::steady_clock::time_point t0) {
@@ -244,22 +269,27 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
   // A cold launch above --slow-s gets one warm launch (none above 4x); if the
   // last launch was still above it, larger configurations are skipped.
   bool over_budget = false;
+  // Launches whose gate gave up (EventTimer), per record: [op][cold, warm].
+  std::uint64_t gave_up[2][2] = {{0, 0}, {0, 0}};
   // One alloc launch on `handle`, the check of its chunks, one free launch:
-  // their seconds appended to `alloc_t` and `free_t`.
+  // their seconds appended to `alloc_t` and `free_t`; `warm`: the record
+  // whose gate timeouts they count.
   auto alloc_check_free = [&](const auto& handle, std::uint32_t launch, std::vector<double>& alloc_t,
-                              std::vector<double>& free_t) {
+                              std::vector<double>& free_t, bool warm) {
     alloc_t.push_back(timer.seconds("alloc kernel", [&] {
       alloc_kernel<<<grid_for(threads), kBlock>>>(handle, ptrs.get(), threads, 0, sizes);
     }));
+    gave_up[0][warm] += timer.last_gave_up();
     const CheckResult cr = check_chunks(ptrs.get(), threads, sizes, launch);
     all.add(cr);
     free_t.push_back(timer.seconds("free kernel", [&] {
       free_kernel<<<grid_for(threads), kBlock>>>(handle, ptrs.get(), threads);
     }));
+    gave_up[1][warm] += timer.last_gave_up();
     return cr;
   };
   for (int launch = 0; launch <= o.repeat; ++launch) {
-    fails.push_back(alloc_check_free(h, static_cast<std::uint32_t>(launch), alloc_s, free_s).nulls);
+    fails.push_back(alloc_check_free(h, static_cast<std::uint32_t>(launch), alloc_s, free_s, launch > 0).nulls);
     const double took = alloc_s.back() + free_s.back();
     if (launch == 0 && took > o.slow_s) over_budget = true;
     if (over_budget && (launch == 1 || took > 4 * o.slow_s)) {
@@ -278,7 +308,7 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
     for (int extra = 1; extra < o.cold_heaps; ++extra) {
       A fresh(pool);
       std::vector<double> a, f;
-      if (alloc_check_free(fresh.handle(), 0, a, f).nulls != 0) break;
+      if (alloc_check_free(fresh.handle(), 0, a, f, false).nulls != 0) break;
       cold_alloc.push_back(a[0]);
       cold_free.push_back(f[0]);
     }
@@ -305,7 +335,7 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
     r.m.extra["init_s"] = init_s;
     r.m.extra["overlaps"] = static_cast<double>(all.overlaps);
     r.m.extra["bad_chunks"] = static_cast<double>(all.bad);
-    if (timer.gate_timeouts() != 0) r.m.extra["gate_timeouts"] = static_cast<double>(timer.gate_timeouts());
+    if (gave_up[op][0] != 0) r.m.extra["gate_timeouts"] = static_cast<double>(gave_up[op][0]);
     r.note = join_notes(adapter_note, A::fresh_heap ? "" : "heap not fresh (lives as long as the CUDA context)");
     if (over_budget) r.note = join_notes(r.note, "cold launch above --slow-s: at most one warm launch");
     c.emit(r);
@@ -322,7 +352,7 @@ void alloc_free_series(const RunContext& c, const std::string& experiment, std::
     w.m.extra["seconds_min"] = *std::min_element(warm.begin(), warm.end());
     w.m.extra["seconds_max"] = *std::max_element(warm.begin(), warm.end());
     w.m.extra["launches"] = static_cast<double>(warm.size());
-    if (timer.gate_timeouts() != 0) w.m.extra["gate_timeouts"] = static_cast<double>(timer.gate_timeouts());
+    if (gave_up[op][1] != 0) w.m.extra["gate_timeouts"] = static_cast<double>(gave_up[op][1]);
     w.m.extra["ops_per_s_max"] = static_cast<double>(w.m.ops) / w.m.extra["seconds_min"];
     w.m.extra["ops_per_s_min"] = static_cast<double>(w.m.ops) / w.m.extra["seconds_max"];
     w.note = adapter_note;
@@ -400,7 +430,7 @@ void churn(const RunContext& c) {
     r.m.extra["rounds"] = o.churn_rounds;
     r.m.extra["bad_chunks"] = static_cast<double>(got[2]);
     r.m.extra["pool_bytes"] = static_cast<double>(pool);
-    if (timer.gate_timeouts() != 0) r.m.extra["gate_timeouts"] = static_cast<double>(timer.gate_timeouts());
+    if (timer.last_gave_up()) r.m.extra["gate_timeouts"] = 1;
     r.note = note;
     const unsigned long long planned = static_cast<unsigned long long>(n) * o.churn_rounds;
     if (got[0] < planned)
@@ -444,7 +474,7 @@ void usable(const RunContext& c) {
       // Waves of requests: the first small, then sized for about 0.25 s each
       // (growing at most 16x, up to max_wave), so that slow allocators never
       // get one launch of minutes and fast ones fill the pool in few launches.
-      std::uint64_t n = 0, waves = 0, last_fails = 0, wave = 4096, widest = 0;
+      std::uint64_t n = 0, waves = 0, last_fails = 0, wave = 4096, widest = 0, gate_timeouts = 0;
       double kernel_s = 0;
       std::string stop = "first failure";
       while (true) {
@@ -461,6 +491,7 @@ void usable(const RunContext& c) {
           alloc_kernel<<<grid_for(this_wave), kBlock>>>(h, ptrs.get() + n, this_wave, n, spec);
         });
         kernel_s += t;
+        gate_timeouts += timer.last_gave_up();
         n += this_wave;
         ++waves;
         widest = std::max(widest, this_wave);
@@ -481,6 +512,7 @@ void usable(const RunContext& c) {
       r.m.fails = last_fails;
       r.m.verified = cr.ok();
       r.m.extra["usable_share"] = static_cast<double>(cr.bytes) / static_cast<double>(pool);
+      if (gate_timeouts != 0) r.m.extra["gate_timeouts"] = static_cast<double>(gate_timeouts);
       r.m.extra["bytes_handed_out"] = static_cast<double>(cr.bytes);
       r.m.extra["pool_bytes"] = static_cast<double>(pool);
       r.m.extra["waves"] = static_cast<double>(waves);

@@ -659,9 +659,10 @@ int main(int argc, char** argv) try {
   // Load every kernel of the program before the first launch: with CUDA's
   // lazy module loading the first launch of each kernel would also load its
   // module, and the cold launch of whichever allocator comes first in a
-  // child would measure that.
+  // child would measure that. Set also over a caller's LAZY: a gated launch
+  // (experiments.cuh, EventTimer) that loads a module waits for its gate.
   if (!o.child_allocator.empty()) {
-    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+    setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     return run_child(o);
   }
   if (!o.table.empty()) return print_file_tables(o);

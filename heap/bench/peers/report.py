@@ -49,7 +49,8 @@ SECTIONS = [
 # How the timed launches were timed (the meta record's launch_timing; records
 # made before the option existed were timed idle).
 TIMING = {
-    "gated": "gated (each timed launch queued behind a gate kernel: the events time the kernel alone)",
+    "gated": "gated (each timed launch queued behind a gate kernel: no part of the host's submission lies "
+             "between the events)",
     "idle": "idle (the first event recorded on an idle GPU: the host's submission of the launch, a few "
             "microseconds, is inside every time)",
 }
@@ -356,6 +357,11 @@ def main():
         note = r.get("note", "")
         if note and not r.get("crash") and note != "ended: first failure":
             notes.setdefault((r["allocator"], note), None)
+    for r in rows:
+        if r.get("gate_timeouts"):
+            notes.setdefault((r["allocator"], f"{r['experiment']} {r.get('launch', '')} {r.get('threads')} x "
+                              f"{r.get('size')}: {int(r['gate_timeouts'])} launch(es) whose gate gave up, "
+                              "timed as idle"), None)
     if notes:
         L.append("\n## Notes from the records\n\n")
         L += [f"- {a}: {n}\n" for (a, n) in notes]
