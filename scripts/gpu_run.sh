@@ -359,8 +359,8 @@ for stage in "${stages[@]}"; do
       # launch takes about a minute and its 2^20 x 4 KiB launch does not end, and
       # --timeout would then cost it every row after them (its mixed rows).
       others=$(tr ',' '\n' <<< "$rounds_allocs" | grep -vx mallocMC | paste -sd, -)
-      for timing in ${PEERS_ROUNDS_TIMINGS:-gated}; do rm -f "$OUT/peers_rounds_$timing.jsonl"; done
       read -ra timings <<< "${PEERS_ROUNDS_TIMINGS:-gated}"
+      for timing in "${timings[@]}"; do rm -f "$OUT/peers_rounds_$timing.jsonl"; done
       for ((round = 1; round <= ${PEERS_ROUNDS:-3}; ++round)); do
         # Timings alternate within a round, so that both see the same machine,
         # in the other order in every second round. No round starts past
@@ -379,7 +379,7 @@ for stage in "${stages[@]}"; do
             || { say "peers-rounds round $round ($timing, mallocMC): exit $?"; status=1; }; }
         done
       done
-      for timing in ${PEERS_ROUNDS_TIMINGS:-gated}; do
+      for timing in "${timings[@]}"; do
         python3 heap/bench/peers/rounds_table.py "$OUT/peers_rounds_$timing.jsonl" > "$OUT/peers_rounds_table_$timing.md" \
           || say "rounds_table.py failed on $timing (run it here on the fetched records)"
         say "-- $timing timing: medians of the rounds, best of ours against the best peer"

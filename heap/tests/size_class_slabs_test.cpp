@@ -143,6 +143,7 @@ TEST(SlabPagePool, StaleFullHintDoesNotHidePages) {
   const std::uint32_t p = f.claim(4);
   ASSERT_NE(p, slabs::no_page);
   slabs::PagePool::release(f.acc, f.h, p, 4);
+  EXPECT_EQ(slabs::PagePool::taken_pages(f.acc, f.h), 0u);
 }
 
 // A run of whole words is taken several CAS at a time, from the top of the

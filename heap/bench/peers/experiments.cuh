@@ -143,7 +143,6 @@ class EventTimer {
   template <class Launch>
   double seconds(const char* what, Launch&& launch) {
     volatile unsigned* gate = host_;
-    gave_up_ = false;
     {
       // Opens the gate on every way out of this block, a throw included.
       struct Opener {
@@ -173,12 +172,12 @@ class EventTimer {
   // Whether the gate of the launch timed last gave up (it timed as idle).
   bool last_gave_up() const { return gave_up_; }
 
+ private:
   static bool launches_block() {
     const char* v = std::getenv("CUDA_LAUNCH_BLOCKING");
     return v != nullptr && v[0] == '1';
   }
 
- private:
   static constexpr std::uint64_t gate_max_ns = 200'000'000;
   bool gated_;
   cudaEvent_t a_{}, b_{};

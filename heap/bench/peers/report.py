@@ -56,6 +56,15 @@ TIMING = {
 }
 
 
+def launch_timing(meta):
+    """The one launch timing of the meta records (records made before the
+    option existed were timed idle); exits when they mix both."""
+    timings = {m.get("launch_timing", "idle") for m in meta}
+    if len(timings) > 1:
+        sys.exit("records of both launch timings (%s): tabulate them apart" % ", ".join(sorted(timings)))
+    return timings.pop() if timings else "idle"
+
+
 def load(paths):
     rows, meta = [], []
     for path in paths:
@@ -292,9 +301,7 @@ def main():
     ap.add_argument("--command", default=None)
     args = ap.parse_args()
     rows, meta = load(args.jsonl)
-    timings = {x.get("launch_timing", "idle") for x in meta}
-    if len(timings) > 1:
-        sys.exit("records of both launch timings (%s): report them apart" % ", ".join(sorted(timings)))
+    timing = launch_timing(meta)
     if not rows:
         sys.exit("no heap records in " + ", ".join(args.jsonl))
     out = args.out or os.path.splitext(args.jsonl[0])[0] + "_report"
@@ -320,7 +327,7 @@ def main():
          f"- date: {date}\n",
          f"- command: `{command}`\n",
          f"- {m.get('peers_status', 'peers: unknown')}\n",
-         f"- launch timing: {TIMING.get(m.get('launch_timing', 'idle'), m.get('launch_timing'))}\n",
+         f"- launch timing: {TIMING.get(timing, timing)}\n",
          f"- ours: {', '.join(ours)}; peers: {', '.join(peers) or 'none'}\n"]
     if env:
         L.append("\nEnvironment:\n\n```\n" + env + "\n```\n")

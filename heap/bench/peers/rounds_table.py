@@ -16,7 +16,7 @@ import argparse
 import statistics
 from collections import defaultdict
 
-from report import allocator_order, load, size_key, usable_cell
+from report import allocator_order, launch_timing, load, size_key, usable_cell
 
 
 def main() -> None:
@@ -26,9 +26,7 @@ def main() -> None:
     a = ap.parse_args()
 
     rows, meta = load([a.jsonl])
-    timings = {m.get("launch_timing", "idle") for m in meta}
-    if len(timings) > 1:
-        raise SystemExit("records of both launch timings (%s): tabulate them apart" % ", ".join(sorted(timings)))
+    launch_timing(meta)  # one timing per table
     ours, peers = allocator_order(rows)
     ours = [n for n in ours if n != "DeviceMalloc"]
     times = defaultdict(list)  # (experiment, launch, threads, size) -> allocator -> seconds, in file order
