@@ -9,8 +9,14 @@
 
 namespace manyalloc::heap::testing {
 
-using HostCases = ::testing::Types<ScatterCase<HostRunner>, SlabsCase<HostRunner>, ListCase<HostRunner>,
-                                   MultiListCase<HostRunner>>;
+// Scatter on a pool that counts as resident: its pages start clean and are
+// first split by one CAS (I1c), as on the GPU.
+struct ScatterCleanPagesCase : ScatterCase<ResidentHostRunner> {
+  static constexpr const char* case_name = "ScatterCleanPages";
+};
+
+using HostCases = ::testing::Types<ScatterCase<HostRunner>, ScatterCleanPagesCase, SlabsCase<HostRunner>,
+                                   ListCase<HostRunner>, MultiListCase<HostRunner>>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Host, HeapTest, HostCases, CaseName);
 
 TEST(HostHeap, BadAllocExceptionThrowsOnExhaustion) {

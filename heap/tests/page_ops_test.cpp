@@ -2,6 +2,7 @@
 // checking the invariants of scatter/invariants.hpp after each step.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -38,14 +39,55 @@ TEST_F(PageOpsTest, ClaimSetsTheSizeOnceAndClearsBitFields) {
   ASSERT_NE(chunk, nullptr);
   EXPECT_EQ(Ops::claim(acc, h, 5, 64), 16u) << "a page with a live chunk keeps its size";
   EXPECT_EQ(entry(5).fill, 1u);
-  entry(5).fill = 0;  // as if the chunk were freed while its reset lost the race to the lock
-  EXPECT_EQ(Ops::claim(acc, h, 5, 64), 64u) << "resetfreedpages: whoever locks an empty page re-splits it";
-  entry(6).fill = page_locked;
+  entry(5).fill = 0;  // as if the chunk were freed and its reset not yet done
+  EXPECT_EQ(Ops::claim(acc, h, 5, 64), 16u) << "a claim splits only unused pages (I0); resets re-split";
+  Ops::try_reset(acc, h, 5);
+  EXPECT_EQ(entry(5).chunk_size, 0u) << "resetfreedpages: the reset of an empty page makes it unused";
+  EXPECT_EQ(entry(5).fill, 0u);
+  EXPECT_EQ(Ops::claim(acc, h, 5, 64), 64u);
   entry(6).chunk_size = heap::detail::multi_page;
   EXPECT_EQ(Ops::claim(acc, h, 6, 64), 0u) << "a page of a multi-page run cannot be claimed";
   EXPECT_EQ(entry(6).chunk_size, heap::detail::multi_page);
+  Ops::try_reset(acc, h, 6);
+  EXPECT_EQ(entry(6).chunk_size, heap::detail::multi_page) << "a reset leaves a run's page alone";
+  entry(6).chunk_size = heap::detail::claiming;
+  Ops::try_reset(acc, h, 6);
+  EXPECT_EQ(entry(6).chunk_size, heap::detail::claiming) << "a reset leaves a page being split alone";
+  EXPECT_EQ(entry(6).fill, 0u);
   entry(6).chunk_size = 0;
-  entry(6).fill = 0;
+}
+
+// A host thread whose next unlock of a page lock (the release that ends
+// a reset) first runs `meanwhile`: another worker's steps while the lock is held.
+struct InterleavedThread : acc::HostThread {
+  std::function<void()>* meanwhile = nullptr;
+  std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const {
+    if (v == page_locked && meanwhile != nullptr && *meanwhile) {
+      auto f = std::move(*meanwhile);
+      *meanwhile = nullptr;
+      f();
+    }
+    return HostThread::atomic_sub_release(p, v);
+  }
+};
+
+// I4: a page at 0 may be split while a reset holds its lock; the split's
+// own reservation then fails on the lock. The reset looks again once its
+// unlock took fill to 0: left split, the page stayed split and empty for
+// good (GPU tests: pages split and empty after everything was freed).
+TEST_F(PageOpsTest, APageSplitDuringItsResetIsResetToo) {
+  ASSERT_EQ(Ops::claim(acc, h, 12, 64), 64u);
+  std::function<void()> claim_meanwhile = [&] {
+    EXPECT_EQ(entry(12).chunk_size, 0u) << "the reset made the page unused";
+    EXPECT_EQ(Ops::claim(acc, h, 12, 32), 32u);
+    EXPECT_EQ(Ops::try_use(acc, h, 12, 32), nullptr) << "its reservation fails on the reset's lock";
+  };
+  InterleavedThread resetter;
+  resetter.meanwhile = &claim_meanwhile;
+  Ops::try_reset(resetter, h, 12);
+  EXPECT_FALSE(claim_meanwhile) << "the claim ran";
+  EXPECT_EQ(entry(12).chunk_size, 0u) << "a page split and emptied under the lock is reset as well";
+  EXPECT_EQ(entry(12).fill, 0u);
 }
 
 TEST_F(PageOpsTest, FlatPageFillsMarksRegionAndFrees) {
@@ -124,7 +166,7 @@ TEST_F(PageOpsTest, ReservationOnARessplitPageIsUndone) {
   entry(11).fill = 0;
 }
 
-TEST_F(PageOpsTest, MultiPageRunsLockTheirPages) {
+TEST_F(PageOpsTest, MultiPageRunsTakeTheirPages) {
   using Multi = MultiPage<ResetPagesConfig>;
   ASSERT_EQ(Ops::claim(acc, h, 2, 64), 64u);  // page 2 is in use: a run must avoid it
   void* run = Multi::alloc(acc, h, 3, 0);
@@ -132,7 +174,8 @@ TEST_F(PageOpsTest, MultiPageRunsLockTheirPages) {
   EXPECT_EQ(run, h.page_data(3, 4096));
   for (std::uint32_t p = 3; p < 6; ++p) {
     EXPECT_EQ(entry(p).chunk_size, heap::detail::multi_page);
-    EXPECT_EQ(entry(p).fill, page_locked);
+    EXPECT_EQ(entry(p).fill, 0u) << "a run's pages keep fill at 0 (I3)";
+    EXPECT_EQ(Ops::claim(acc, h, p, 64), 0u) << "a run's page cannot be claimed";
   }
   EXPECT_EQ(entry(3).mask, 3u);
   EXPECT_EQ(Multi::free(acc, h, 4, 0), Misuse::not_a_chunk_start) << "not the first page of the run";
@@ -162,40 +205,37 @@ TEST_F(PageOpsTest, AReservationThatFindsNoFreeBitGivesItBack) {
   }
 }
 
-// Runs are locked a batch of pages at a time: a page taken in the middle of
-// a batch fails the lock at that page, and every page locked before or after
-// it in the batch goes back to unused.
-TEST_F(PageOpsTest, RunLockUndoesEveryPageOfItsBatchesOnAConflict) {
+// Runs take their pages a batch at a time: a page taken in the middle of a
+// batch (split since the scan) stops the run at that page, and every page
+// it took before or after it goes back to unused.
+TEST_F(PageOpsTest, RunUndoesEveryPageOfItsBatchesOnAConflict) {
   using Multi = MultiPage<ResetPagesConfig>;
   constexpr std::uint32_t first = 16, n = 20, taken = first + 11;  // the fourth page of the second batch
-  entry(taken).fill = 5;
-  EXPECT_EQ(Multi::lock_run(acc, h, first, n), taken - first);
+  entry(taken).chunk_size = 64;
+  EXPECT_EQ(Multi::take_run(acc, h, first, n, 0u), taken - first);
   for (std::uint32_t p = first; p < first + n; ++p) {
     if (p == taken) continue;
     EXPECT_EQ(entry(p).fill, 0u) << p;
     EXPECT_EQ(entry(p).chunk_size, 0u) << p;
+    EXPECT_EQ(entry(p).mask, 0u) << p;
     EXPECT_FALSE(region_word(p) & (1u << (p % 16))) << p;
   }
-  EXPECT_EQ(entry(taken).fill, 5u);
-  entry(taken).fill = 0;
-  // With resetfreedpages an emptied split page locked past the conflict
-  // (its last free's reset lost to our lock) is reset when unlocked: left
-  // split, it stayed in use after everything was freed (GPU churn test).
-  entry(first + 1).fill = 3;
-  entry(first + 5).chunk_size = 64;
-  EXPECT_EQ(Multi::lock_run(acc, h, first, n), 1u);
-  EXPECT_EQ(entry(first + 5).chunk_size, 0u);
-  EXPECT_EQ(entry(first + 5).fill, 0u);
-  entry(first + 1).fill = 0;
+  EXPECT_EQ(entry(taken).chunk_size, 64u);
+  // A page being split is a conflict too, and keeps its state.
+  entry(taken).chunk_size = heap::detail::claiming;
+  EXPECT_EQ(Multi::take_run(acc, h, first, n, 0u), taken - first);
+  EXPECT_EQ(entry(taken).chunk_size, heap::detail::claiming);
+  entry(taken).chunk_size = 0;
   // Without resetfreedpages a split page without chunks in use keeps its
-  // split: it fails the lock too, and keeps its size.
+  // split: it stops the run too, and keeps its size.
   using KeepSplit = MultiPage<CreationPolicies::ScatterHeapConfig>;
   entry(first + 2).chunk_size = 64;
-  EXPECT_EQ(KeepSplit::lock_run(acc, h, first, n), 2u);
+  EXPECT_EQ(KeepSplit::take_run(acc, h, first, n, 0u), 2u);
   EXPECT_EQ(entry(first + 2).chunk_size, 64u);
   for (std::uint32_t p = first; p < first + n; ++p) EXPECT_EQ(entry(p).fill, 0u) << p;
   entry(first + 2).chunk_size = 0;
-  EXPECT_EQ(KeepSplit::lock_run(acc, h, first, n), n);
+  EXPECT_EQ(KeepSplit::take_run(acc, h, first, n, 0u), n);
+  EXPECT_EQ(entry(first).mask, n);
 }
 
 // A run across regions marks each of its pages full, and only those, and

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -19,7 +20,6 @@
 namespace manyalloc::heap::testing {
 namespace {
 
-using heap::detail::page_locked;
 
 // A host thread playing lane `lane` of warp `warp` on processor `processor`.
 struct PlayedLane : acc::HostThread {
@@ -42,8 +42,10 @@ struct PlayedLane : acc::HostThread {
   std::uint32_t atomic_and(std::uint32_t* p, std::uint32_t v) const { return count(), HostThread::atomic_and(p, v); }
   std::uint32_t atomic_exch(std::uint32_t* p, std::uint32_t v) const { return count(), HostThread::atomic_exch(p, v); }
   std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {
+    if (claims != nullptr && d == heap::detail::claiming) ++*claims;
     return count(), HostThread::atomic_cas(p, e, d);
   }
+  std::uint64_t* claims = nullptr;  // claims of pages at 0 tried (CAS to claiming, I1s), when not null
 
  private:
   void count() const {
@@ -107,7 +109,7 @@ TEST_F(PageLockTest, LoserOfAClaimWaitsForTheWinnersSplit) {
   const std::uint32_t page = Search::hash(winner, request, h.pages_per_block, whole_warp);
   ASSERT_EQ(Search::hash(loser, request, h.pages_per_block, whole_warp), page) << "lanes of a warp share a page for 16 B";
   heap::detail::PageEntry& e = entry(page);
-  ASSERT_EQ(acc::HostThread{}.atomic_cas(&e.fill, 0u, page_locked), 0u);  // the winner's claim is in progress
+  ASSERT_EQ(acc::HostThread{}.atomic_cas(&e.chunk_size, 0u, heap::detail::claiming), 0u);  // the winner's split is in progress
   std::atomic<bool> started{false};
   void* got = nullptr;
   std::thread t([&] {
@@ -116,11 +118,11 @@ TEST_F(PageLockTest, LoserOfAClaimWaitsForTheWinnersSplit) {
   });
   while (!started) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  // The winner finishes its claim (as PageOps::claim does).
+  // The winner finishes its split (as PageOps::claim does).
   for (std::uint32_t s = 0; s < heap::detail::page_geometry(4096, request).segments(); ++s)
     acc::HostThread{}.store(Ops::segment_word(h, page, s), 0u);
+  acc::HostThread{}.fence();
   acc::HostThread{}.store(&e.chunk_size, request);
-  acc::HostThread{}.atomic_sub(&e.fill, page_locked);
   t.join();
   ASSERT_NE(got, nullptr);
   EXPECT_EQ(page_of(got), page) << "the loser must use the winner's page, not claim another";
@@ -147,7 +149,7 @@ TEST_F(PageLockTest, UndoneReservationClearsAFullMarkItHid) {
   const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(first) - h.page_data(page, 4096));
   ASSERT_EQ(Ops::free_chunk(a, h, page, 512, offset), Misuse::none);
   // F marks the page full and re-reads fill: 8, T still counted.
-  Ops::mark_page_full(a, h, page, chunks);
+  Ops::finish_mark_page_full(a, h, page, chunks, Ops::start_mark_page_full(a, h, page));
   EXPECT_TRUE(region_word(page) & (1u << (page % rs)));
   // T undoes its reservation: 7 chunks reserved, the page has room.
   Ops::release_reservation(a, h, page, chunks);
@@ -533,6 +535,153 @@ TEST(ScatterRelaxedFreesTest, EmulatedWarpsChurnAndEveryChunkComesBack) {
     marked += bits::popcount(h.regions[r]);
   EXPECT_EQ(reserved, 0u);
   EXPECT_EQ(marked, 0u);
+}
+
+// I1c: a fresh heap on a resident pool (a GPU's, here host threads that
+// count as one) starts with every page clean: bit-field words zero, and the
+// first split of a page one CAS on its chunk size. Before, the first split
+// took the page lock, zeroed the words and unlocked with a release: the
+// cold launches of 2^17 threads were 0.57x-0.89x of upstream mallocMC's
+// Scatter (docs/results/heap/peers/h200-6df14ad).
+class CleanPagesTest : public ::testing::Test {
+ protected:
+  using Config = CreationPolicies::ScatterHeapConfig;
+  using Ops = heap::detail::PageOps<Config>;
+  using Multi = heap::detail::MultiPage<Config>;
+  ScatterHeap<ResidentHostRunner> heap{std::size_t{4} << 20};
+  const heap::detail::HeapLayout& h = heap.creation().layout();
+  heap::detail::PageEntry& entry(std::uint32_t page) { return h.pages[page]; }
+  std::uint32_t page_of(const void* p) {
+    return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - h.data) / Config::pagesize);
+  }
+  // Takes every chunk of `page` for `chunk`-byte requests the way a search
+  // does (PageOps::claim_clean or claim, then try_use); returns how many.
+  std::uint32_t take_all(std::uint32_t page, std::uint32_t chunk) {
+    const acc::HostThread host;
+    const std::uint32_t c = entry(page).chunk_size;
+    const std::uint32_t now = c == heap::detail::clean_page ? Ops::claim_clean(host, h, page, chunk)
+                                                            : Ops::claim(host, h, page, chunk);
+    EXPECT_EQ(now, chunk);
+    std::uint32_t n = 0;
+    while (Ops::try_use(host, h, page, chunk) != nullptr) ++n;
+    return n;
+  }
+};
+
+TEST_F(CleanPagesTest, AFreshHeapsPagesAreCleanAndTheirFirstSplitIsOneCas) {
+  for (std::uint32_t p = 0; p < h.page_count; ++p) {
+    ASSERT_EQ(entry(p).chunk_size, heap::detail::clean_page) << "page " << p;
+    for (std::uint32_t s = 0; s < 32; ++s) ASSERT_EQ(*Ops::segment_word(h, p, s), 0u) << "page " << p;
+  }
+  std::uint64_t claims = 0, ops = 0;
+  PlayedLane lane = lane_of(0, 0);
+  lane.claims = &claims;
+  lane.ops = &ops;
+  void* p = heap.creation().create(lane, 16);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(claims, 0u) << "a clean page is split by a CAS to its chunk size, not by the claim of I1s";
+  EXPECT_EQ(entry(page_of(p)).chunk_size, 16u);
+  EXPECT_EQ(entry(page_of(p)).fill, 1u);
+  EXPECT_LE(ops, 8u) << "hashed page read, one CAS, the reservation, one bit";
+  // A heap of the host's own pool (pages committed on first touch) is left
+  // untouched: its pages start at 0 and are split by the claim of I1s.
+  ScatterHeap<HostRunner> lazy{std::size_t{4} << 20};
+  EXPECT_EQ(lazy.creation().layout().pages[0].chunk_size, 0u);
+}
+
+// A run takes its pages by CAS of their chunk sizes (I3); where a clean
+// split got in first (between the run's scan and its CASes), it gives that
+// page up as split and the pages of its batch back as they were: clean.
+TEST_F(CleanPagesTest, ARunThatMeetsACleanSplitGivesItsBatchBackClean) {
+  const acc::HostThread host;
+  const std::uint32_t first = 32;
+  ASSERT_EQ(Ops::claim_clean(host, h, first + 2, 64), 64u);  // a split between the run's scan and its CASes
+  EXPECT_EQ(Multi::take_run(host, h, first, 4, heap::detail::clean_page), 2u);
+  for (std::uint32_t k : {0u, 1u, 3u}) {
+    EXPECT_EQ(entry(first + k).chunk_size, heap::detail::clean_page) << "page " << k;
+    EXPECT_EQ(entry(first + k).fill, 0u) << "page " << k;
+    EXPECT_EQ(entry(first + k).mask, 0u) << "page " << k;
+  }
+  EXPECT_EQ(entry(first + 2).chunk_size, 64u);
+  EXPECT_EQ(entry(first + 2).fill, 0u);
+  EXPECT_EQ(take_all(first + 2, 64), heap::detail::page_geometry(Config::pagesize, 64).chunks);
+  // The pages given back are clean: a run over them now succeeds.
+  EXPECT_EQ(Multi::take_run(host, h, first + 3, 4, heap::detail::clean_page), 4u);
+  EXPECT_EQ(entry(first + 3).chunk_size, heap::detail::multi_page);
+  EXPECT_EQ(entry(first + 3).mask, 4u);
+  EXPECT_EQ(entry(first + 3).fill, 0u) << "a run's pages keep fill at 0 (I3)";
+  // A page that another run took meanwhile is a conflict too.
+  const std::uint32_t other = 64;
+  entry(other + 1).chunk_size = heap::detail::multi_page;
+  EXPECT_EQ(Multi::take_run(host, h, other, 3, heap::detail::clean_page), 1u);
+  for (std::uint32_t k : {0u, 2u}) EXPECT_EQ(entry(other + k).chunk_size, heap::detail::clean_page) << "page " << k;
+  EXPECT_EQ(entry(other + 1).chunk_size, heap::detail::multi_page);
+  entry(other + 1).chunk_size = heap::detail::clean_page;
+}
+
+// A window that the scan read all clean is taken with one CAS per page; a
+// page split meanwhile is a conflict: the pages of its batch go back clean,
+// those of the batches before at 0 (which were clean is not kept).
+TEST_F(CleanPagesTest, ACleanWindowIsTakenWithOneCasPerPage) {
+  std::uint64_t ops = 0, claims = 0;
+  PlayedLane lane = lane_of(0, 0);
+  lane.ops = &ops;
+  lane.claims = &claims;
+  const std::uint32_t first = 96, n = 16;
+  EXPECT_EQ(Multi::take_run(lane, h, first, n, heap::detail::clean_page), n);
+  EXPECT_EQ(claims, 0u);
+  EXPECT_LE(ops, 2u * n + 1u) << "a CAS and a store (the mask) per page, one region mark";
+  for (std::uint32_t k = 0; k < n; ++k) {
+    EXPECT_EQ(entry(first + k).chunk_size, heap::detail::multi_page) << "page " << k;
+    EXPECT_EQ(entry(first + k).fill, 0u) << "page " << k;
+  }
+  EXPECT_EQ(entry(first).mask, n);
+  const acc::HostThread host;
+  ASSERT_EQ(Ops::claim_clean(host, h, first + n + 10, 256), 256u);
+  EXPECT_EQ(Multi::take_run(host, h, first + n, 12, heap::detail::clean_page), 10u);
+  for (std::uint32_t k = 0; k < 12; ++k) {
+    if (k == 10) continue;
+    EXPECT_EQ(entry(first + n + k).chunk_size, k < Multi::batch ? 0u : heap::detail::clean_page) << "page " << k;
+    EXPECT_EQ(entry(first + n + k).fill, 0u) << "page " << k;
+  }
+  EXPECT_EQ(entry(first + n + 10).chunk_size, 256u);
+}
+
+// A window of clean pages and pages at 0 (those of a freed run): the CAS
+// from the scan's guess (0) fails on the clean ones, which a second CAS
+// from clean_page takes.
+TEST_F(CleanPagesTest, AWindowOfCleanPagesAndPagesAtZeroIsTaken) {
+  const acc::HostThread host;
+  const std::uint32_t first = 160, n = 12;
+  for (std::uint32_t k = 0; k < n; k += 3) entry(first + k).chunk_size = 0u;
+  EXPECT_EQ(Multi::take_run(host, h, first, n, 0u), n);
+  for (std::uint32_t k = 0; k < n; ++k) EXPECT_EQ(entry(first + k).chunk_size, heap::detail::multi_page) << "page " << k;
+  EXPECT_EQ(Multi::free(host, h, first, 0), Misuse::none);
+  for (std::uint32_t k = 0; k < n; ++k) EXPECT_EQ(entry(first + k).chunk_size, 0u) << "page " << k;
+}
+
+// A freed run leaves its pages at 0, not clean (I1): their bit-field words
+// hold the run's data, which the next split must zero (the claim of I1s).
+// Were they taken for clean, the data's set bits would read as taken chunks.
+TEST_F(CleanPagesTest, AFreedRunsPagesAreSplitByAClaimThatZeroesThem) {
+  const acc::HostThread host;
+  void* run = heap.creation().create(host, 4 * Config::pagesize);
+  ASSERT_NE(run, nullptr);
+  const std::uint32_t first = page_of(run);
+  std::memset(run, 0xff, 4 * Config::pagesize);
+  heap.creation().destroy(host, run);
+  for (std::uint32_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(entry(first + k).chunk_size, 0u) << "page " << k;
+    std::uint64_t claims = 0;
+    PlayedLane lane = lane_of(0, 0);
+    lane.claims = &claims;
+    EXPECT_EQ(Ops::claim(lane, h, first + k, 16), 16u);
+    EXPECT_EQ(claims, 1u);
+    std::uint32_t n = 0;
+    while (Ops::try_use(host, h, first + k, 16) != nullptr) ++n;
+    EXPECT_EQ(n, heap::detail::page_geometry(Config::pagesize, 16).chunks) << "page " << k;
+  }
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
 }
 
 }  // namespace

@@ -96,4 +96,27 @@ inline std::string HostRunner::device_name() {
   return "host CPU (" + std::to_string(std::thread::hardware_concurrency()) + " CPUs)";
 }
 
+// Host threads whose pools count as resident (acc::Backend::pool_memory_resident),
+// as a GPU's are: heaps then write every page when they are made (Scatter
+// marks its pages clean, I1c in detail/scatter/invariants.hpp), so that the
+// code paths of the GPU's fresh heaps run on host threads too, under
+// ThreadSanitizer in that build. For tests: a real host pool is committed on
+// first touch, and marking every page would commit all of it.
+struct ResidentHostThreads : acc::HostThreads {
+  static constexpr bool pool_memory_resident = true;
+  static std::string name() { return "ResidentHostThreads"; }
+};
+static_assert(acc::Backend<ResidentHostThreads>);
+
+struct ResidentHostPool : ReservePoolPolicies::HostPool {
+  using backend = ResidentHostThreads;
+  static std::string classname() { return "ResidentHostPool"; }
+};
+
+struct ResidentHostRunner : HostRunner {
+  using backend = ResidentHostThreads;
+  using Pool = ResidentHostPool;
+  static constexpr const char* name = "host_resident";
+};
+
 }  // namespace manyalloc::heap::testing

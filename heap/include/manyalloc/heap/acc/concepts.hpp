@@ -97,11 +97,17 @@ concept BlockAccelerator = Accelerator<A> && requires(const A a, bool b, std::ui
 
 // Host side of a back end: moving bytes between host and the memory the
 // workers see, and running a function over index ranges in parallel.
+// `pool_memory_resident`: a pool's memory is backed by physical memory from
+// the moment it is reserved (device memory), so that a heap may write to
+// every page of it when it is made at no cost in memory; false where pages
+// are committed on first touch (a host mapping), which a heap then leaves
+// untouched until it hands them out.
 template <class B>
 concept Backend = requires(void* dst, const void* src, std::size_t n) {
   typename B::acc_type;
   requires Accelerator<typename B::acc_type>;
   { B::has_exceptions } -> std::convertible_to<bool>;
+  { B::pool_memory_resident } -> std::convertible_to<bool>;
   B::copy_to_device(dst, src, n);
   B::copy_to_host(dst, src, n);
   B::fill_zero(dst, n);

@@ -226,6 +226,7 @@ __global__ void map_ranges_kernel(F f, std::uint64_t n, std::uint64_t parts, R* 
 struct Cuda {
   using acc_type = CudaThread;
   static constexpr bool has_exceptions = false;  // no exceptions in device code
+  static constexpr bool pool_memory_resident = true;  // cudaMalloc'd or mapped whole (concepts.hpp)
 
   static void copy_to_device(void* dst, const void* src, std::size_t n) {
     cuda_check(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), "cudaMemcpy to device");

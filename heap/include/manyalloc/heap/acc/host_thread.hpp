@@ -110,6 +110,7 @@ static_assert(BlockAccelerator<HostThread>);
 struct HostThreads {
   using acc_type = HostThread;
   static constexpr bool has_exceptions = true;
+  static constexpr bool pool_memory_resident = false;  // HostPool: committed on first touch (concepts.hpp)
 
   static void copy_to_device(void* dst, const void* src, std::size_t n) { std::memcpy(dst, src, n); }
   static void copy_to_host(void* dst, const void* src, std::size_t n) { std::memcpy(dst, src, n); }

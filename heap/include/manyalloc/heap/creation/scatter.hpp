@@ -49,13 +49,19 @@ class Scatter {
   Scatter() = default;
 
   // ---- host side -------------------------------------------------------------
-  // Lays the heap out in [pool, pool + bytes) and zeroes its metadata.
+  // Lays the heap out in [pool, pool + bytes) and zeroes its metadata. Where
+  // the pool's memory is resident (acc::Backend::pool_memory_resident) and
+  // splits are kept (no resetfreedpages), it also zeroes every page's
+  // bit-field words and marks the pages clean, so that a page's first split
+  // is one CAS (I1c).
   // Throws std::invalid_argument when the pool cannot hold one region.
   template <class Backend>
   static Scatter init_heap(void* pool, std::size_t bytes) {
     Scatter s;
     s.layout_ = plan(pool, bytes);
     Backend::fill_zero(pool, s.layout_.metadata_bytes);
+    if constexpr (Backend::pool_memory_resident && !HeapConfig::resetfreedpages)
+      (void)Backend::map_ranges(heap::detail::MarkPagesClean<HeapConfig>{s.layout_}, s.layout_.page_count);
     return s;
   }
 
@@ -113,7 +119,7 @@ class Scatter {
     const std::uint64_t pages = bytes / pagesize + (bytes % pagesize != 0 ? 1 : 0);
     // Each worker starts its search for a run where its own request would
     // go if all workers asked for as much, so concurrent large requests do
-    // not all scan and lock from the same page ([Steinberger2012] expects few of them).
+    // not all scan and take from the same page ([Steinberger2012] expects few of them).
     // The worker's place in its launch identifies it where warps exist; the
     // processor is added only for host threads (search.hpp, processor_term).
     const std::uint64_t worker = static_cast<std::uint64_t>(acc.warp_id()) * Acc::warp_size + acc.lane_id();
@@ -143,11 +149,13 @@ class Scatter {
       page = static_cast<std::uint32_t>(offset / pagesize);
       in_page = static_cast<std::uint32_t>(offset % pagesize);
       chunk = acc.load(&layout_.pages[page].chunk_size);
-      if (chunk == 0u) {
+      if (heap::detail::unused_page(chunk)) {
         m = Misuse::double_free;
       } else if (chunk == heap::detail::multi_page) {
         m = Misuse::none;
         multi = true;
+      } else if (chunk == heap::detail::claiming) {
+        m = Misuse::double_free;  // being split: none of its chunks was handed out (I1s)
       } else {
         g = heap::detail::page_geometry(pagesize, chunk);
         index = Ops::chunk_index(g, chunk, in_page);

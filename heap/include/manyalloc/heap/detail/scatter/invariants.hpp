@@ -14,8 +14,33 @@
 // side by side, the page of a pointer is one division away (6.2).
 //
 // PageEntry (the page usage table, 5.2) -- invariants:
-//  I1 chunk_size == 0: the page is unused. Unless locked, its mask is 0 and
-//     no chunk on it is allocated.
+//  I0 chunk_size says what the page is used for, and every change of an
+//     unused page's use is a CAS on it: the word is the page's owner. Its
+//     values: 0 or clean_page (unused, I1), claiming (being split, I1s),
+//     1..pagesize (split, I2), multi_page (in a run, I3).
+//  I1 chunk_size == 0: the page is unused and no chunk on it is allocated.
+//     Its in-page bit-field words may hold anything (user data of a
+//     multi-page run, or never written), so it is split by the claim of
+//     I1s, which zeroes them.
+//  I1c chunk_size == clean_page: the page is unused and has been neither
+//     split nor in a run since the heap was made: its mask and every in-page
+//     bit-field word (the last 32 words of the page) are 0. It is split by
+//     one CAS of chunk_size from clean_page to the chunk size
+//     ([Steinberger2012] 6.1 claims every page so): the bit fields it needs are
+//     already zero, so nothing has to be published before the size, and a
+//     worker that reads the size may reserve at once. Only init_heap makes
+//     clean pages, where the back end's pool memory is resident
+//     (acc::Backend::pool_memory_resident; elsewhere writing every page
+//     would commit the whole pool) and the configuration keeps splits (no
+//     resetfreedpages). A page leaves I1c for good: split, or taken by a
+//     run (I3), whose free or give-back leaves it at 0.
+//  I1s chunk_size == claiming: a worker won the CAS from 0 to claiming and
+//     is splitting the page: it zeroes the mask and the bit-field words the
+//     split needs, then publishes the chunk size with a release (a fence,
+//     then the store), so that a worker that reads the size finds them
+//     zero. It does so in a bounded number of steps: a worker that finds
+//     the page claiming waits for the size (most often a lane of its own
+//     warp splitting the page for the same size).
 //  I2 1 <= chunk_size <= pagesize: the page is split into chunks of that size
 //     (page_geometry.hpp). `fill` counts reserved chunks (0..chunks), plus
 //     short-lived +1s of workers whose reservation attempt failed and is being
@@ -24,30 +49,34 @@
 //     belongs to a reservation counted in `fill`, except, without
 //     resetfreedpages, while a free's clear of it and its return of that
 //     reservation, sent together, are in flight (with resetfreedpages the
-//     clear comes first: a page whose fill reaches 0 may be split anew at
-//     once): a worker whose reservation finds no bit free meanwhile
+//     clear comes first: a page whose fill reaches 0 may be reset at once):
+//     a worker whose reservation finds no bit free meanwhile
 //     walks on for a bounded number of full words, then undoes the
 //     reservation (page_ops.hpp, take_in_mask). Without resetfreedpages the
 //     chunk size of a split page never changes again.
 //  I3 chunk_size == multi_page: the page belongs to an allocation of several
-//     pages (6.3). Its `fill` holds `locked` for the allocation's lifetime; the
-//     first page's mask holds the number of pages, the others' masks are 0.
-//  I4 fill >= locked: the page is locked. chunk_size and the bit fields only
-//     change while the changer holds the lock, which it took by CAS(fill, 0,
-//     locked): while locked no reservation can succeed, because any
-//     reservation needs fill < chunks <= 1024 < locked. A lock taken on
-//     fill == 0 means no chunk is allocated; with resetfreedpages its holder
-//     may reset or re-split the page (the emptying free may have lost its
-//     own reset to that lock). With resetfreedpages a reservation re-reads
-//     chunk_size after it succeeded and is undone if the page was re-split
-//     meanwhile; without it no re-split can happen (I2), so none does (as in
-//     [Steinberger2012]): the claimer zeroes the bit fields and sets the
-//     chunk size under the lock and unlocks with a release, and a worker
-//     touches the bit fields only after its reservation, an atomic on fill
-//     that can succeed only after that unlock, has returned.
-//     Every lock is held for a bounded number of steps (claim, reset, the
-//     locking loop of a multi-page run, which then marks its pages
-//     multi_page), so a worker may wait for a page's lock to go away.
+//     pages (6.3), which won each page by a CAS of chunk_size from the
+//     unused value it read (0 or clean_page) to multi_page; the first
+//     page's mask holds the number of pages, the others' masks are 0. A
+//     run's pages keep fill at 0 (no reservation is made on them). A run
+//     that loses a page to another worker gives back the pages it won at 0;
+//     its free publishes 0 with a release (one fence for the run, then the
+//     stores).
+//  I4 fill >= locked: the page is locked, only with resetfreedpages, by the
+//     reset of a split page whose fill came to 0 (6.2): taken by CAS(fill,
+//     0, locked), so that no reservation can succeed meanwhile (any
+//     reservation needs fill < chunks <= 1024 < locked). Under the lock a
+//     split page's size changes only by the reset, which sets it to 0 (a
+//     claim or a run takes only unused pages), then unlocks with a release;
+//     a page at 0 claimed meanwhile is looked at again once the unlock
+//     takes fill to 0 (page_ops.hpp, try_reset). A reservation re-reads
+//     chunk_size after it succeeded and is undone if the page was reset or
+//     re-split meanwhile. Without resetfreedpages nothing locks a page and
+//     no re-split can happen (I2), so no reservation re-reads (as in
+//     [Steinberger2012]): a worker touches the bit fields only after it read
+//     the chunk size published by the release of I1s (or set by the CAS of
+//     I1c, over words that were zero before the heap was shared) and its
+//     reservation, an atomic on fill, has returned.
 //  I5 The mask of a hierarchical page has bit k set only if segment k was seen
 //     full; a worker that sets it re-reads the segment and clears the bit again
 //     if the segment has room. The bit is a hint: a worker holding a
@@ -95,8 +124,15 @@ struct HeapShared {
 // Page lock value (I4). Far above any chunk count or number of concurrent
 // failed reservations.
 inline constexpr std::uint32_t page_locked = 1u << 31;
-// chunk_size of pages that belong to a multi-page allocation (I3).
+// chunk_size values above every chunk size (I0).
+// Pages that belong to a multi-page allocation (I3).
 inline constexpr std::uint32_t multi_page = 0xffffffffu;
+// Unused pages whose bit fields are known to be zero (I1c).
+inline constexpr std::uint32_t clean_page = 0xfffffffeu;
+// A page a worker is splitting (I1s).
+inline constexpr std::uint32_t claiming = 0xfffffffdu;
+// Whether a chunk_size names an unused page (I1, I1c).
+MANYALLOC_FN constexpr bool unused_page(std::uint32_t chunk_size) { return chunk_size == 0u || chunk_size == clean_page; }
 
 // Immutable description of one heap, copied into every handle so that
 // workers never load it from memory.

@@ -3,8 +3,9 @@
 // search the whole page array instead, so a run may span access blocks and a
 // single request can use almost the whole heap (heaps > 4 GiB included).
 //
-// Each page of a run is locked for the allocation's lifetime (I3, I4), so
-// the small-chunk path never touches it and the free path knows its length.
+// A run wins each of its pages by a CAS of its chunk size to multi_page and
+// keeps that for the allocation's lifetime (I3), so the small-chunk path
+// never touches it and the free path knows its length.
 #pragma once
 
 #include <cstddef>
@@ -21,12 +22,12 @@ struct MultiPage {
   static constexpr std::uint32_t pagesize = Config::pagesize;
 
   MANYALLOC_FN static bool unused(std::uint32_t chunk_size, std::uint32_t fill) {
-    return chunk_size == 0u && fill == 0u;
+    return unused_page(chunk_size) && fill == 0u;
   }
 
   // Passes over the page array starting at `start`, each wrapping once.
-  // A pass that lost a race for a page (another worker locked it between our
-  // scan and our lock) is repeated, a few times at most; a pass without
+  // A pass that lost a race for a page (another worker took it between our
+  // scan and our CAS) is repeated, a few times at most; a pass without
   // such conflicts that finds no run means the heap has none.
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint64_t count,
@@ -52,11 +53,12 @@ struct MultiPage {
         continue;
       }
       // Find the last busy page of [first, first+n); restart after it.
-      std::uint32_t busy = last_busy(acc, h, first, n);
+      bool all_clean = false;
+      std::uint32_t busy = last_busy(acc, h, first, n, all_clean);
       if (busy == n) {
-        const std::uint32_t locked = lock_run(acc, h, first, n);
-        if (locked == n) return h.page_data(first, pagesize);
-        busy = locked;  // page first+locked was taken under our feet
+        const std::uint32_t taken = take_run(acc, h, first, n, all_clean ? clean_page : 0u);
+        if (taken == n) return h.page_data(first, pagesize);
+        busy = taken;  // page first+taken was taken under our feet
         conflicts = true;
       }
       scanned += busy + 1u;
@@ -66,16 +68,18 @@ struct MultiPage {
     return nullptr;
   }
 
-  // Pages a worker looks at or locks in one go: their loads (or CASes) are
+  // Pages a worker looks at or takes in one go: their loads (or CASes) are
   // issued together and waited for once. One at a time, a 1 GiB request
   // (262,144 pages) waited for half a million round trips to memory.
   static constexpr std::uint32_t batch = 8;
 
-  // The last page of [first, first + n) that is not unused, or n when all are.
+  // The last page of [first, first + n) that is not unused, or n when all
+  // are; `all_clean` says whether every page read clean (I1c; only when n).
   // Scans from the end, so that a busy page found lets the search skip past it.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t last_busy(const Acc& acc, const HeapLayout& h, std::uint32_t first,
-                                              std::uint32_t n) {
+                                              std::uint32_t n, bool& all_clean) {
+    all_clean = true;
     for (std::uint32_t end = n; end > 0;) {
       const std::uint32_t m = end < batch ? end : batch;
       std::uint32_t chunk[batch], fill[batch];
@@ -89,67 +93,66 @@ struct MultiPage {
       }
       for (std::uint32_t i = 0; i < m; ++i) {
         if (!unused(chunk[i], fill[i])) return end - 1u - i;
+        all_clean = all_clean && chunk[i] == clean_page;
       }
       end -= m;
     }
     return n;
   }
 
-  // Locks pages [first, first+n), a batch at a time. Returns n on success.
-  // Page first+k that it cannot lock (or that is split, without
-  // resetfreedpages), the first such page of its batch: it unlocks every page
-  // it took and returns k.
+  // Takes pages [first, first+n) for a run, a batch at a time, each by a
+  // CAS of its chunk size from `guess` (the unused value the scan read for
+  // every page: clean_page when all read clean, else 0) to multi_page, and
+  // a second CAS from the other unused value for a page the first found
+  // there (I3). Returns n on success. Page first+k that it cannot take (a
+  // claim or another run took it), the first such page of its batch: it
+  // gives back every page it took and returns k.
   template <class Acc>
-  MANYALLOC_FN static std::uint32_t lock_run(const Acc& acc, const HeapLayout& h, std::uint32_t first,
-                                             std::uint32_t n) {
+  MANYALLOC_FN static std::uint32_t take_run(const Acc& acc, const HeapLayout& h, std::uint32_t first,
+                                             std::uint32_t n, std::uint32_t guess) {
+    const std::uint32_t other = guess == 0u ? clean_page : 0u;
     for (std::uint32_t done = 0; done < n;) {
       const std::uint32_t m = n - done < batch ? n - done : batch;
-      std::uint32_t old[batch], chunk[batch];
+      // was[i]: the unused value page done+i had when we took it, or (not
+      // taken) the value that stopped us, never an unused one then.
+      std::uint32_t was[batch];
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
       for (std::uint32_t i = 0; i < batch; ++i)
-        old[i] = i < m ? acc.atomic_cas(&h.pages[first + done + i].fill, 0u, page_locked) : 1u;
-      // Split but empty. With resetfreedpages the page would have been reset
-      // had our lock not been in the way: it counts as unused (no chunk is
-      // allocated while fill is 0). Otherwise it keeps its split. Read once
-      // our lock is in place (the CAS's result is back), the batch together.
+        was[i] = i < m ? acc.atomic_cas(&h.pages[first + done + i].chunk_size, guess, multi_page) : guess;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-      for (std::uint32_t i = 0; i < batch; ++i)
-        chunk[i] = i < m && old[i] == 0u && !Config::resetfreedpages ? acc.load(&h.pages[first + done + i].chunk_size)
-                                                                      : 0u;
-      std::uint32_t won = 0, lost = m;
-      for (std::uint32_t i = 0; i < m; ++i) {
-        if (old[i] == 0u) won |= 1u << i;
-        if (lost == m && (old[i] != 0u || chunk[i] != 0u)) lost = i;
-      }
-      if (lost != m) {
-        // Pages of this batch that we locked past the conflict go back
-        // unlocked. With resetfreedpages an emptied split page among them
-        // is reset as well: our lock may have kept its last free from
-        // resetting it (I4), and left split it would stay so for good.
-        for (std::uint32_t i = lost; i < m; ++i) {
-          if (((won >> i) & 1u) == 0u) continue;
-          PageEntry& e = h.pages[first + done + i];
-          if constexpr (Config::resetfreedpages) {
-            acc.store(&e.chunk_size, 0u);
-            acc.store(&e.mask, 0u);
-          }
-          acc.atomic_sub_release(&e.fill, page_locked);
+      for (std::uint32_t i = 0; i < batch; ++i) {
+        if (i < m && was[i] == other) {
+          const std::uint32_t now = acc.atomic_cas(&h.pages[first + done + i].chunk_size, other, multi_page);
+          // Found at `guess` now: given back by a run since; lost to it.
+          was[i] = now == other ? other : now == guess ? multi_page : now;
         }
-        unlock_run(acc, h, first, done + lost);
+      }
+      std::uint32_t lost = m;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t i = 0; i < batch; ++i)
+        if (i < m && lost == m && !unused_page(was[i])) lost = i;
+      if (lost != m) {
+        // The pages of this batch go back as they were (nothing was written
+        // to them, so a clean page is still clean); those of the batches
+        // before at 0 (I1: which of them were clean is not kept).
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (std::uint32_t i = 0; i < batch; ++i)
+          if (i < m && i != lost && unused_page(was[i])) acc.store(&h.pages[first + done + i].chunk_size, was[i]);
+        for (std::uint32_t k = 0; k < done; ++k) acc.store(&h.pages[first + k].chunk_size, 0u);
         return done + lost;
       }
       done += m;
     }
-    for (std::uint32_t k = 0; k < n; ++k) {
-      PageEntry& e = h.pages[first + k];
-      acc.store(&e.mask, k == 0 ? n : 0u);
-      acc.store(&e.chunk_size, multi_page);
-    }
-    mark_run(acc, h, first, n, true);  // full as long as it is locked
+    for (std::uint32_t k = 0; k < n; ++k) acc.store(&h.pages[first + k].mask, k == 0 ? n : 0u);
+    mark_run(acc, h, first, n, true);  // full as long as it is in use
     acc.fence();
     return n;
   }
@@ -173,22 +176,10 @@ struct MultiPage {
     }
   }
 
-  template <class Acc>
-  MANYALLOC_FN static void unlock_run(const Acc& acc, const HeapLayout& h, std::uint32_t first,
-                                      std::uint32_t n) {
-    for (std::uint32_t k = 0; k < n; ++k) {
-      PageEntry& e = h.pages[first + k];
-      acc.store(&e.chunk_size, 0u);
-      acc.store(&e.mask, 0u);
-    }
-    mark_run(acc, h, first, n, false);
-    // Every unlock after all the stores above: one fence for the run, not a
-    // release per page (a fence each, 262,144 of them for 1 GiB).
-    acc.fence();
-    for (std::uint32_t k = 0; k < n; ++k) acc.atomic_sub(&h.pages[first + k].fill, page_locked);
-  }
-
   // Frees the run that starts at `page`; `offset` is the pointer's offset in it.
+  // The pages go back at 0 (I1: they hold the run's data) after one fence for
+  // the whole run (a release per page cost a fence each, 262,144 of them for
+  // 1 GiB): what the run's owner wrote is published before a page is taken anew.
   template <class Acc>
   MANYALLOC_FN static Misuse free(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                   std::size_t offset) {
@@ -196,7 +187,9 @@ struct MultiPage {
     // Taking the count out of the head makes a second free of the run fail.
     const std::uint32_t n = acc.atomic_exch(&h.pages[page].mask, 0u);
     if (n == 0u) return Misuse::not_a_chunk_start;  // not a run's first page, or freed twice
-    unlock_run(acc, h, page, n);
+    mark_run(acc, h, page, n, false);
+    acc.fence();
+    for (std::uint32_t k = 0; k < n; ++k) acc.store(&h.pages[page + k].chunk_size, 0u);
     return Misuse::none;
   }
 };

@@ -29,24 +29,34 @@ struct PageOps {
   MANYALLOC_FN static constexpr bool closed_region(std::uint32_t full_pages) {
     return full_pages * 10u > regionsize * 9u;
   }
-  // Marks `page` full. `chunks` == 0: the page is locked for good (a
-  // multi-page run), no re-check needed.
+  // Marks `page` full, in two halves, so that the worker that reserved the
+  // page's last chunk sends the mark and the take of its chunk together
+  // (try_use) and waits for both once: start_mark_page_full sends the OR
+  // and returns its old value, the region's marks, unread;
+  // finish_mark_page_full then re-checks.
   template <class Acc>
-  MANYALLOC_FN static void mark_page_full(const Acc& acc, const HeapLayout& h, std::uint32_t page,
-                                          std::uint32_t chunks) {
-    std::uint32_t* word = &h.regions[page / regionsize];
+  MANYALLOC_FN static std::uint32_t start_mark_page_full(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
+    return acc.atomic_or(&h.regions[page / regionsize], 1u << (page % regionsize));
+  }
+  // A free may have slipped in before our bit took effect: read `fill`
+  // again, with an atomic issued once the OR's old value (`marks`) is back,
+  // i.e. after the OR took effect (no fence on the way). A free that takes
+  // `fill` below `chunks` clears the bit after its own decrement, so if
+  // our re-read still sees the page full, that clear comes after our OR.
+  // When the bit was set already, its setter's re-check or the clear of a
+  // free since our fill follows our OR. (A failed reservation in flight can hide a
+  // free here; its undoing clears the bit then, see release_reservation.)
+  // A page of one chunk needs no re-check: the only chunk that a free could
+  // return after our reservation is the one we reserved, not handed out yet
+  // (the return of an earlier owner's free came before our reservation,
+  // which found fill at 0; its clear of the bit may come after our OR, which
+  // leaves the page marked not full, a hint that costs a probe).
+  template <class Acc>
+  MANYALLOC_FN static void finish_mark_page_full(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                                 std::uint32_t chunks, std::uint32_t marks) {
     const std::uint32_t bit = 1u << (page % regionsize);
-    const std::uint32_t old = acc.atomic_or(word, bit);
-    if (chunks == 0u) return;
-    // A free may have slipped in before our bit took effect: read `fill`
-    // again, with an atomic issued once the OR's old value is back, i.e.
-    // after the OR took effect (no fence on the way). A free that takes
-    // `fill` below `chunks` clears the bit after its own decrement, so if
-    // our re-read still sees the page full, that clear comes after our OR.
-    // When the bit was set already, its setter's re-check or the clear of a
-    // free since our fill follows our OR. (A failed reservation in flight can hide a
-    // free here; its undoing clears the bit then, see release_reservation.)
-    if ((old & bit) == 0u && acc.atomic_add(&h.pages[page].fill, 0u) < chunks) acc.atomic_and(word, ~bit);
+    if (chunks > 1u && (marks & bit) == 0u && acc.atomic_add(&h.pages[page].fill, 0u) < chunks)
+      acc.atomic_and(&h.regions[page / regionsize], ~bit);
   }
   template <class Acc>
   MANYALLOC_FN static void mark_page_not_full(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
@@ -54,56 +64,61 @@ struct PageOps {
   }
 
   // --- claiming an unused page (6.1, alloc lines 16-27) --------------------
-  // Sets the chunk size of an unused page to `chunk_size` under the page lock
-  // (I4) and clears its bit fields. Returns the page's chunk size afterwards:
-  // `chunk_size` when we claimed it; the size another worker gave it (waiting
-  // briefly for its lock holder, see wait_for_claim); 0 when the page stayed
-  // busy (in use by a multi-page run, or locked for longer).
+  // Splits a page at 0 (I1) into `chunk_size` chunks: wins it by CAS(0,
+  // claiming), zeroes its mask and the bit-field words the split needs (they
+  // may hold user data of a run) and publishes the size with a release
+  // (I1s). Returns the page's chunk size afterwards: `chunk_size` when we
+  // split it; the size another worker gave it (waiting for its split, see
+  // wait_for_claim); 0 when the page is in a run (or went to one).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                           std::uint32_t chunk_size) {
     PageEntry& e = h.pages[page];
-    if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return wait_for_claim(acc, e);
-    std::uint32_t current = acc.load(&e.chunk_size);
-    // We hold the lock of a page without reservations: with resetfreedpages
-    // an emptied page that lost its reset to our lock is reset here.
-    if (Config::resetfreedpages && current != 0u && current != multi_page) current = 0u;
-    if (current == 0u) {
-      acc.store(&e.mask, 0u);
-      const PageGeometry g = page_geometry(pagesize, chunk_size);
-      // The words may hold user data of an earlier split of this page.
-      for (std::uint32_t s = 0; s < g.segments(); ++s) acc.store(segment_word(h, page, s), 0u);
-      // No fence before the size: a worker that reads the new size while
-      // the page is locked gets no reservation (try_use), and the unlock
-      // below is a release of every store here, as in try_reset. (A fence
-      // here cost every claim of a cold launch of mixed sizes, where each
-      // lane splits a page of its own.)
-      acc.store(&e.chunk_size, chunk_size);
-      current = chunk_size;
-    }
-    acc.atomic_sub_release(&e.fill, page_locked);  // unlock after every change above
-    return current;
+    const std::uint32_t was = acc.atomic_cas(&e.chunk_size, 0u, claiming);
+    if (was != 0u) return was == claiming ? wait_for_claim(acc, e) : settled(was);
+    acc.store(&e.mask, 0u);
+    const PageGeometry g = page_geometry(pagesize, chunk_size);
+    for (std::uint32_t s = 0; s < g.segments(); ++s) acc.store(segment_word(h, page, s), 0u);
+    // One fence for all of the stores above, then the size: a worker that
+    // reads it finds them done. (A cold launch of mixed sizes pays the fence
+    // once per lane that splits a page at 0; clean pages need none, I1c.)
+    acc.fence();
+    acc.store(&e.chunk_size, chunk_size);
+    return chunk_size;
   }
 
-  // Another worker holds the page lock, most often a lane of the same warp
-  // claiming the page for the same size. As in [Steinberger2012], where the loser of
-  // the CAS uses the winner's split, wait until the lock is gone and report
-  // the chunk size the page ended with (0 for a multi-page run). The wait is
-  // not bounded: a bound let the lanes of a warp that lost to their own
-  // sibling give up while the sibling, on the other side of the warp's
+  // The chunk size a claim reports for a page whose chunk_size it read as
+  // `chunk`: a split's size, or 0 for every page that is not split.
+  MANYALLOC_FN static constexpr std::uint32_t settled(std::uint32_t chunk) {
+    return chunk >= 1u && chunk <= pagesize ? chunk : 0u;
+  }
+
+  // Another worker is splitting the page (I1s), most often a lane of the
+  // same warp splitting it for the same size. As in [Steinberger2012], where
+  // the loser of the CAS uses the winner's split, wait for the size. The
+  // wait is not bounded: a bound let the lanes of a warp that lost to their
+  // own sibling give up while the sibling, on the other side of the warp's
   // divergence, had not finished, so that every lane claimed a page of its
-  // own (scatter_anomalies.md). Locks are held for a bounded number of steps
-  // (I4), and the GPU schedules the diverged lanes of a warp independently.
+  // own (scatter_anomalies.md). A split takes a bounded number of steps
+  // (I1s), and the GPU schedules the diverged lanes of a warp independently.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t wait_for_claim(const Acc& acc, PageEntry& e) {
     for (;;) {
-      if (acc.load(&e.chunk_size) == multi_page) return 0u;
-      if (acc.load(&e.fill) < page_locked) {
-        const std::uint32_t chunk = acc.load(&e.chunk_size);
-        return chunk == multi_page ? 0u : chunk;
-      }
+      const std::uint32_t chunk = acc.load(&e.chunk_size);
+      if (chunk != claiming) return settled(chunk);
       acc.relax();
     }
+  }
+
+  // Splits a clean page (I1c) into `chunk_size` chunks with one CAS: its
+  // bit fields are zero already, so nothing to publish first. Returns the
+  // page's chunk size afterwards: `chunk_size` when the CAS won, else what
+  // another worker made of it (a split's size; 0 for a run's page).
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t claim_clean(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                                std::uint32_t chunk_size) {
+    const std::uint32_t was = acc.atomic_cas(&h.pages[page].chunk_size, clean_page, chunk_size);
+    return was == clean_page ? chunk_size : settled(was);
   }
 
   // --- tryUsePage (6.1) ------------------------------------------------------
@@ -137,12 +152,17 @@ struct PageOps {
     }
     // Without resetfreedpages a split page keeps its chunk size (I2): no
     // re-check, and no fence on the way to a chunk.
-    if (reserved + 1u == g.chunks) mark_page_full(acc, h, page, g.chunks);
+    // The reservation of the page's last chunk marks the page full, the
+    // mark sent before the take and waited for after it (two round trips to
+    // memory in flight at once, not one after the other).
+    const bool fills = reserved + 1u == g.chunks;
+    const std::uint32_t marks = fills ? start_mark_page_full(acc, h, page) : 0u;
     // Start at the reservation index rather than the lane id of [Steinberger2012]:
     // it is distinct for every worker on the page, so warps that share a
     // page do not collide, and lanes of one warp still get neighbouring chunks.
     const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
                                                : take_in_mask(acc, e, g.chunks, reserved);  // reserved < g.chunks (above)
+    if (fills) finish_mark_page_full(acc, h, page, g.chunks, marks);
     if (index == g.chunks) {  // no bit came free within the walk's bound
       release_reservation(acc, h, page, g.chunks);
       return nullptr;
@@ -324,7 +344,7 @@ struct PageOps {
     std::uint32_t before = 0, freed = 0;
     if constexpr (Config::resetfreedpages) {
       // A page whose fill reaches 0 may at once be reset and split anew (a
-      // claim, a run's lock): the bits must be clear before the
+      // claim, a run): the bits must be clear before the
       // reservations return (I2), or the clear lands on the new split
       // (GPU test NoMemoryLossWithResetFreedPages: chunks handed out twice).
       freed = bits::popcount(old & bits);
@@ -426,14 +446,30 @@ struct PageOps {
     if (Config::resetfreedpages && before == 1u) try_reset(acc, h, page);
   }
 
-  // Gives an emptied page back its unused state (6.2, free lines 10-16).
+  // Gives an emptied page back its unused state (6.2, free lines 10-16),
+  // with resetfreedpages: under the page lock (I4), so that no reservation
+  // succeeds meanwhile. Under the lock a split page's size cannot change by
+  // anything but this reset, and a fill of 0 means none of its chunks is
+  // allocated, whatever size it has: it goes to 0. A page that is not split
+  // is left as it is. Its mask is left too: the claim of a page at 0 zeroes
+  // it (I1s), a run sets it (I3).
+  // A page at 0 may be claimed while we hold the lock: the claimer's
+  // reservation then fails on the lock, and the page would stay split with
+  // no chunk in use and no free to come that could reset it (GPU tests
+  // GpuCoalescing.FullOccupancyAllocWriteFree, HeapTest.ChurnRandomSizesUpToFourPages:
+  // pages split and empty after everything was freed). So when our unlock
+  // takes fill to 0, the page is looked at again. (When it does not, a
+  // reservation that failed on the lock is still to be given back, and
+  // that return, taking fill to 0, resets the page.)
   template <class Acc>
   MANYALLOC_FN static void try_reset(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
     PageEntry& e = h.pages[page];
-    if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return;  // reused meanwhile
-    acc.store(&e.chunk_size, 0u);
-    acc.store(&e.mask, 0u);
-    acc.atomic_sub_release(&e.fill, page_locked);
+    for (;;) {
+      if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return;  // reused meanwhile
+      if (settled(acc.load(&e.chunk_size)) != 0u) acc.store(&e.chunk_size, 0u);
+      if (acc.atomic_sub_release(&e.fill, page_locked) != page_locked) return;
+      if (settled(acc.load(&e.chunk_size)) == 0u) return;
+    }
   }
 };
 

@@ -110,8 +110,18 @@ struct SmallSearch {
     const std::uint32_t chunk = acc.load(&h.pages[page].chunk_size);
     const std::uint32_t fill = acc.load(&h.pages[page].fill);
     if (chunk >= request && chunk <= max_chunk) return Ops::try_use(acc, h, page, chunk, fill);
-    if (chunk != 0u) return nullptr;
-    const std::uint32_t now = Ops::claim(acc, h, page, request);
+    // A clean page is split by one CAS (I1c), one at 0 by the claim of I1s;
+    // a page being split is waited for (I1s).
+    std::uint32_t now = 0;
+    if (chunk == clean_page) {
+      now = Ops::claim_clean(acc, h, page, request);
+    } else if (chunk == 0u) {
+      now = Ops::claim(acc, h, page, request);
+    } else if (chunk == claiming) {
+      now = Ops::wait_for_claim(acc, h.pages[page]);
+    } else {
+      return nullptr;
+    }
     if (now >= request && now <= max_chunk) return Ops::try_use(acc, h, page, now, 0u);
     return nullptr;
   }

@@ -68,7 +68,7 @@ struct SlotCounter {
     const std::uint32_t fill = load(&e.fill);
     if (fill >= page_locked) return 0;
     std::uint32_t chunk = load(&e.chunk_size);
-    if (chunk == 0u) chunk = slot;
+    if (unused_page(chunk)) chunk = slot;
     const std::uint64_t max_chunk = static_cast<std::uint64_t>(slot) * Config::wastefactor;
     if (chunk < slot || chunk > pagesize || chunk > max_chunk) return 0;
     const std::uint32_t chunks = page_geometry(pagesize, chunk).chunks;
@@ -91,7 +91,7 @@ struct SlotCounter {
     std::uint64_t run = 0;
     bool head = true;
     for (std::uint64_t p = begin; p < end; ++p) {
-      const bool unused = load(&h.pages[p].chunk_size) == 0u && load(&h.pages[p].fill) == 0u;
+      const bool unused = unused_page(load(&h.pages[p].chunk_size)) && load(&h.pages[p].fill) == 0u;
       if (unused) {
         ++run;
       } else {
@@ -129,11 +129,34 @@ struct SlotRangeSummary {
   }
 };
 
+// init_heap's pass over pages [begin, end) of a heap whose metadata it has
+// just zeroed: each page's bit-field words (the last 32 words of the page,
+// page_geometry.hpp) are zeroed and the page is marked clean (I1c). Plain
+// stores: no worker runs yet, and the back end's map_ranges returns once
+// they are done.
+template <class Config>
+struct MarkPagesClean {
+  HeapLayout layout;
+  MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
+    // At most 32 segments (page_geometry.hpp); a page of pagesize >= 64 holds
+    // fewer words than that when it is small.
+    constexpr std::uint32_t tail_words = Config::pagesize / 4u < 32u ? Config::pagesize / 4u : 32u;
+    for (std::uint64_t p = begin; p < end; ++p) {
+      const auto page = static_cast<std::uint32_t>(p);
+      auto* tail = reinterpret_cast<std::uint32_t*>(layout.page_data(page, Config::pagesize) + Config::pagesize) -
+                   tail_words;
+      for (std::uint32_t w = 0; w < tail_words; ++w) tail[w] = 0u;
+      layout.pages[page].chunk_size = clean_page;
+    }
+    return 0;
+  }
+};
+
 struct PagesInUse {
   HeapLayout layout;
   MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
     std::uint64_t n = 0;
-    for (std::uint64_t p = begin; p < end; ++p) n += CoherentLoad{}(&layout.pages[p].chunk_size) != 0u;
+    for (std::uint64_t p = begin; p < end; ++p) n += !unused_page(CoherentLoad{}(&layout.pages[p].chunk_size));
     return n;
   }
 };
