@@ -1,6 +1,7 @@
 // The probe loop shared by ours.cu (C++20, our headers) and upstream.cu
 // (C++17, alpaka and mallocMC): alloc and free launches of n threads, one
 // request each, L2 flushed between them; medians of 11 launches after one.
+// Mode `cold` (probe_cold) times only first launches, each on a fresh heap.
 // An adapter H has __device__ void* alloc(unsigned bytes) const and
 // __device__ void free(void*) const. Sizes: 16, 64, 256, 1024, 4096 B and
 // mixed (0: 16 B-4 KiB by a hash of the thread index).
@@ -68,4 +69,88 @@ template <class Make> void probe_loop(Make make, const char* label, bool only_2_
     }
   }
   std::fflush(stdout);
+}
+
+// Mode `cold`: the first alloc launch on a fresh heap, `reps` heaps per
+// (threads, size), each launch queued behind a gate kernel that the host
+// opens once both events and the launch are submitted (so that the host's
+// submission is not in the time, as in the peers benchmark's gated timing);
+// then the free launch on the same heap, timed the same way. Prints the
+// median, min and max of each over the heaps.
+__global__ void gate_k(const volatile unsigned* open) {
+  const long long t = clock64();
+  while (*open == 0u && clock64() - t < 400000000ll) {}
+}
+struct ProbeGate {
+  volatile unsigned* host = nullptr;
+  unsigned* dev = nullptr;
+  ProbeGate() {
+    CK(cudaHostAlloc(const_cast<unsigned**>(&host), 4, cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), const_cast<unsigned*>(host), 0));
+  }
+  template <class F> float operator()(F f) {
+    *host = 0u;
+    gate_k<<<1, 1>>>(dev);
+    cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
+    cudaEventRecord(a); f(); cudaEventRecord(b);
+    *host = 1u;
+    probe_check(cudaEventSynchronize(b), "gated launch");
+    float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b);
+    probe_check(cudaGetLastError(), "gated launch");
+    return ms * 1000;
+  }
+};
+template <class Make> void probe_cold(Make make, const char* label, const std::vector<unsigned>& threads,
+                                      const std::vector<unsigned>& sizes, int reps) {
+  void** p; CK(cudaMalloc(&p, (1u << 20) * sizeof(void*)));
+  unsigned* nulls; CK(cudaMalloc(&nulls, sizeof(unsigned)));
+  ProbeGate gate;
+  for (unsigned n : threads) {
+    for (unsigned bytes : sizes) {
+      std::vector<float> a, f;
+      unsigned fails = 0;
+      for (int rep = 0; rep < reps; ++rep) {
+        auto heap = make();
+        const auto h = heap->adapter();
+        busy_k<<<1, 1>>>(2000000);  // clocks up after the heap's set-up
+        a.push_back(gate([&] { alloc_k<<<n / 256, 256>>>(h, p, n, bytes); }));
+        CK(cudaMemset(nulls, 0, sizeof(unsigned)));
+        nulls_k<<<n / 256, 256>>>(p, n, nulls);
+        unsigned got = 0; CK(cudaMemcpy(&got, nulls, sizeof got, cudaMemcpyDeviceToHost)); fails += got;
+        f.push_back(gate([&] { free_k<<<n / 256, 256>>>(h, p, n); }));
+        CK(cudaDeviceSynchronize());
+      }
+      std::sort(a.begin(), a.end()); std::sort(f.begin(), f.end());
+      std::printf("%s cold n=%7u %5s alloc %7.1f us (min %6.1f max %6.1f) free %6.1f us (min %5.1f max %5.1f) heaps=%d fails=%u\n",
+                  label, n, bytes ? std::to_string(bytes).c_str() : "mixed", a[a.size() / 2], a.front(), a.back(),
+                  f[f.size() / 2], f.front(), f.back(), reps, fails);
+    }
+  }
+  std::fflush(stdout);
+  cudaFree(p); cudaFree(nulls);
+}
+// The probes' command line: LABEL THREADS MODE [SIZES [REPS]], THREADS
+// 2_17 (2^17 only) or anything else (2^17 and 2^20); MODE flush, verify,
+// verify_fresh (probe_loop) or cold (probe_cold: SIZES a list like
+// 16,64,mixed, default 16,64,256,1024,mixed; REPS heaps, default 7).
+template <class Make> int probe_main(Make make, int argc, char** argv) {
+  const std::string label = argc > 1 ? argv[1] : "";
+  const bool only_2_17 = argc > 2 && std::string(argv[2]) == "2_17";
+  const std::string mode = argc > 3 ? argv[3] : "flush";
+  if (mode == "cold") {
+    std::vector<unsigned> sizes;
+    std::string list = argc > 4 ? argv[4] : "16,64,256,1024,mixed";
+    for (size_t at = 0; at <= list.size();) {
+      const size_t end = std::min(list.find(',', at), list.size());
+      const std::string item = list.substr(at, end - at);
+      if (!item.empty()) sizes.push_back(item == "mixed" ? 0u : static_cast<unsigned>(std::stoul(item)));
+      at = end + 1;
+    }
+    std::vector<unsigned> threads{1u << 17};
+    if (!only_2_17) threads.push_back(1u << 20);
+    probe_cold(make, label.c_str(), threads, sizes, argc > 5 ? std::atoi(argv[5]) : 7);
+    return 0;
+  }
+  probe_loop(make, label.c_str(), only_2_17, mode.rfind("verify", 0) == 0, mode.find("fresh") != std::string::npos);
+  return 0;
 }

@@ -42,8 +42,4 @@ struct Holder {
   ~Holder() { cudaFree(base); cudaFree(entries); cudaFree(sink); }
   Adapter adapter() { return Adapter{base, entries, sink}; }
 };
-int main(int argc, char** argv) {
-  const std::string mode = argc > 3 ? argv[3] : "flush";
-  probe_loop([] { return std::make_unique<Holder>(); }, argc > 1 ? argv[1] : "", argc > 2 && std::string(argv[2]) == "2_17",
-             mode.rfind("verify", 0) == 0, mode.find("fresh") != std::string::npos);
-}
+int main(int argc, char** argv) { return probe_main([] { return std::make_unique<Holder>(); }, argc, argv); }

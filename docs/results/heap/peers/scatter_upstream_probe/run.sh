@@ -11,28 +11,7 @@
 # counts of the 256 B and 1 KiB free launches in the last mode.
 #   [ROUNDS=3] [NCU=1] [MODES="flush verify"] docs/results/heap/peers/scatter_upstream_probe/run.sh NAME...
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-P=.carry/ncu
-flags=(-O3 -arch=sm_90 --expt-relaxed-constexpr)
-runs=()
-for t in "$@"; do
-  inc=(-I$P/$t/heap/include -I$P/$t/common/include -I$P/gen)
-  nvcc -std=c++20 "${flags[@]}" "${inc[@]}" -o /tmp/su_$t $here/ours.cu > /tmp/sub_$t.log 2>&1 &
-  nvcc -std=c++20 "${flags[@]}" "${inc[@]}" -DPROBE_CONFIG=manyalloc::heap::CreationPolicies::ScatterRelaxedFreesConfig \
-    -o /tmp/su_${t}r $here/ours.cu > /tmp/sub_${t}r.log 2>&1 &
-  runs+=("$t" "${t}r")
-done
-mkdir -p /tmp/mmc && tar -xJf .carry/peers/mallocmc-*.tar.xz -C /tmp/mmc
-m=$(dirname "$(dirname "$(find /tmp/mmc -path '*src/include/mallocMC/mallocMC.hpp' | head -1)")")
-nvcc -std=c++17 "${flags[@]}" --extended-lambda -DALPAKA_ACC_GPU_CUDA_ENABLED -isystem "$m/../../alpaka/include" -isystem "$m" \
-  -isystem .carry/boost/include -o /tmp/su_upstream $here/upstream.cu > /tmp/sub_upstream.log 2>&1 &
-runs+=(upstream)
-# The limit with no allocator in the way (roofline.cu): entry read and one atomic, entry read only.
-nvcc -std=c++17 "${flags[@]}" -o /tmp/su_roof $here/roofline.cu > /tmp/sub_roof.log 2>&1 &
-nvcc -std=c++17 "${flags[@]}" -DPROBE_FREE_READ_ONLY -o /tmp/su_roofread $here/roofline.cu > /tmp/sub_roofread.log 2>&1 &
-runs+=(roof roofread)
-wait
-for t in "${runs[@]}"; do [[ -x /tmp/su_$t ]] || { echo "$t: build failed"; tail -20 /tmp/sub_$t.log; }; done
+source "$(dirname "$0")/build.sh" "$@"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for ((round = 1; round <= ${ROUNDS:-3}; ++round)); do
   for mode in ${MODES:-flush verify}; do
