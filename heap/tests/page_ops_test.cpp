@@ -2,8 +2,10 @@
 // checking the invariants of scatter/invariants.hpp after each step.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "generic/test_heaps.hpp"
@@ -50,11 +52,19 @@ TEST_F(PageOpsTest, ClaimSetsTheSizeOnceAndClearsBitFields) {
   EXPECT_EQ(entry(6).chunk_size, heap::detail::multi_page);
   Ops::try_reset(acc, h, 6);
   EXPECT_EQ(entry(6).chunk_size, heap::detail::multi_page) << "a reset leaves a run's page alone";
+  // A page being split when the reset comes: the reset waits for the size
+  // (the claimer's reservation may have been visible before it, I4) and,
+  // the page holding no chunk, resets it then.
   entry(6).chunk_size = heap::detail::claiming;
+  std::thread claimer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    acc.fence();
+    acc.store(&entry(6).chunk_size, 64u);
+  });
   Ops::try_reset(acc, h, 6);
-  EXPECT_EQ(entry(6).chunk_size, heap::detail::claiming) << "a reset leaves a page being split alone";
+  claimer.join();
+  EXPECT_EQ(entry(6).chunk_size, 0u) << "the split waited for and reset";
   EXPECT_EQ(entry(6).fill, 0u);
-  entry(6).chunk_size = 0;
 }
 
 // A host thread whose next unlock of a page lock (the release that ends
@@ -88,6 +98,54 @@ TEST_F(PageOpsTest, APageSplitDuringItsResetIsResetToo) {
   EXPECT_FALSE(claim_meanwhile) << "the claim ran";
   EXPECT_EQ(entry(12).chunk_size, 0u) << "a page split and emptied under the lock is reset as well";
   EXPECT_EQ(entry(12).fill, 0u);
+}
+
+// A host thread whose next release of reservations (a free's return of
+// `fill`, with resetfreedpages a release) is followed at once by
+// `meanwhile`: other workers' steps between that return and the rest of the free.
+struct AfterReturnThread : acc::HostThread {
+  std::function<void()>* meanwhile = nullptr;
+  std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const {
+    const std::uint32_t before = HostThread::atomic_sub_release(p, v);
+    if (v != page_locked && meanwhile != nullptr && *meanwhile) {
+      auto f = std::move(*meanwhile);
+      *meanwhile = nullptr;
+      f();
+    }
+    return before;
+  }
+};
+
+// I5 with resetfreedpages: a free that found its segment full takes the
+// segment's mark away before it returns its reservation. Once the return
+// is out, the others' frees may empty the page, reset it and a claim split
+// it anew; a clear of the mark after that landed on the new split's mask
+// and gave a taken chunk out again (found by review, 2026-11-30).
+TEST_F(PageOpsTest, AFreesSegmentMarkIsClearedBeforeItsReturn) {
+  constexpr std::uint32_t page = 13;
+  ASSERT_EQ(Ops::claim(acc, h, page, 16), 16u);
+  const std::uint32_t chunks = heap::detail::page_geometry(4096, 16).chunks;
+  for (std::uint32_t i = 0; i < chunks; ++i) ASSERT_NE(Ops::try_use(acc, h, page, 16), nullptr) << i;  // all taken
+  void* c1 = nullptr;
+  void* c2 = nullptr;
+  std::function<void()> others = [&] {
+    for (std::uint32_t i = 0; i < chunks; ++i)
+      if (i != 40u) ASSERT_EQ(Ops::free_chunk(acc, h, page, 16, i * 16), Misuse::none) << i;
+    ASSERT_EQ(entry(page).chunk_size, 0u) << "the last free reset the page";
+    ASSERT_EQ(Ops::claim(acc, h, page, 512), 512u);
+    c1 = Ops::try_use(acc, h, page, 512);
+    c2 = Ops::try_use(acc, h, page, 512);
+    ASSERT_EQ(entry(page).mask, 0x3u);
+  };
+  AfterReturnThread f1;
+  f1.meanwhile = &others;
+  EXPECT_EQ(Ops::free_chunk(f1, h, page, 16, 40 * 16), Misuse::none);  // chunk 40: segment 1, full
+  EXPECT_FALSE(others) << "the other frees ran";
+  ASSERT_NE(c2, nullptr);
+  EXPECT_EQ(entry(page).mask, 0x3u) << "the new split's taken chunks keep their bits";
+  void* c3 = Ops::try_use(acc, h, page, 512);
+  EXPECT_NE(c3, c1);
+  EXPECT_NE(c3, c2);
 }
 
 TEST_F(PageOpsTest, FlatPageFillsMarksRegionAndFrees) {
@@ -212,15 +270,18 @@ TEST_F(PageOpsTest, RunUndoesEveryPageOfItsBatchesOnAConflict) {
   using Multi = MultiPage<ResetPagesConfig>;
   constexpr std::uint32_t first = 16, n = 20, taken = first + 11;  // the fourth page of the second batch
   entry(taken).chunk_size = 64;
+  for (std::uint32_t p = first; p < first + n; ++p) entry(p).mask = 0xabcu;  // masks are set only once all pages are won
   EXPECT_EQ(Multi::take_run(acc, h, first, n, 0u), taken - first);
   for (std::uint32_t p = first; p < first + n; ++p) {
     if (p == taken) continue;
     EXPECT_EQ(entry(p).fill, 0u) << p;
     EXPECT_EQ(entry(p).chunk_size, 0u) << p;
-    EXPECT_EQ(entry(p).mask, 0u) << p;
+    EXPECT_EQ(entry(p).mask, 0xabcu) << p;
+    entry(p).mask = 0;
     EXPECT_FALSE(region_word(p) & (1u << (p % 16))) << p;
   }
   EXPECT_EQ(entry(taken).chunk_size, 64u);
+  entry(taken).mask = 0;
   // A page being split is a conflict too, and keeps its state.
   entry(taken).chunk_size = heap::detail::claiming;
   EXPECT_EQ(Multi::take_run(acc, h, first, n, 0u), taken - first);

@@ -623,13 +623,11 @@ TEST_F(CleanPagesTest, ARunThatMeetsACleanSplitGivesItsBatchBackClean) {
 // page split meanwhile is a conflict: the pages of its batch go back clean,
 // those of the batches before at 0 (which were clean is not kept).
 TEST_F(CleanPagesTest, ACleanWindowIsTakenWithOneCasPerPage) {
-  std::uint64_t ops = 0, claims = 0;
+  std::uint64_t ops = 0;
   PlayedLane lane = lane_of(0, 0);
   lane.ops = &ops;
-  lane.claims = &claims;
   const std::uint32_t first = 96, n = 16;
   EXPECT_EQ(Multi::take_run(lane, h, first, n, heap::detail::clean_page), n);
-  EXPECT_EQ(claims, 0u);
   EXPECT_LE(ops, 2u * n + 1u) << "a CAS and a store (the mask) per page, one region mark";
   for (std::uint32_t k = 0; k < n; ++k) {
     EXPECT_EQ(entry(first + k).chunk_size, heap::detail::multi_page) << "page " << k;

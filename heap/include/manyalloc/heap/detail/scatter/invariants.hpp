@@ -32,8 +32,11 @@
 //     clean pages, where the back end's pool memory is resident
 //     (acc::Backend::pool_memory_resident; elsewhere writing every page
 //     would commit the whole pool) and the configuration keeps splits (no
-//     resetfreedpages). A page leaves I1c for good: split, or taken by a
-//     run (I3), whose free or give-back leaves it at 0.
+//     resetfreedpages). A split page never becomes clean again, nor does a
+//     run's page once the run is made: a freed run leaves its pages at 0. A
+//     run that loses a page of its window to another worker before it
+//     wrote anything gives back its current batch as the pages were (clean
+//     stays clean) and its earlier batches at 0 (I3).
 //  I1s chunk_size == claiming: a worker won the CAS from 0 to claiming and
 //     is splitting the page: it zeroes the mask and the bit-field words the
 //     split needs, then publishes the chunk size with a release (a fence,
@@ -57,11 +60,13 @@
 //  I3 chunk_size == multi_page: the page belongs to an allocation of several
 //     pages (6.3), which won each page by a CAS of chunk_size from the
 //     unused value it read (0 or clean_page) to multi_page; the first
-//     page's mask holds the number of pages, the others' masks are 0. A
-//     run's pages keep fill at 0 (no reservation is made on them). A run
-//     that loses a page to another worker gives back the pages it won at 0;
-//     its free publishes 0 with a release (one fence for the run, then the
-//     stores).
+//     page's mask holds the number of pages, the others' masks are 0 (set
+//     only once every page is won). A run's pages keep fill at 0: no
+//     reservation is made on them (with resetfreedpages a stale reservation
+//     or a reset's lock may hold it for a moment; only scans read it then).
+//     A run that loses a page to another worker gives back its current
+//     batch as the pages were and its earlier batches at 0; its free
+//     publishes 0 with a release (one fence for the run, then the stores).
 //  I4 fill >= locked: the page is locked, only with resetfreedpages, by the
 //     reset of a split page whose fill came to 0 (6.2): taken by CAS(fill,
 //     0, locked), so that no reservation can succeed meanwhile (any

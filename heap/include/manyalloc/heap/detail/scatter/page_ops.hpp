@@ -69,7 +69,8 @@ struct PageOps {
   // may hold user data of a run) and publishes the size with a release
   // (I1s). Returns the page's chunk size afterwards: `chunk_size` when we
   // split it; the size another worker gave it (waiting for its split, see
-  // wait_for_claim); 0 when the page is in a run (or went to one).
+  // wait_for_claim); 0 when the page is not split (in a run, or clean:
+  // claim_clean splits those).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                           std::uint32_t chunk_size) {
@@ -112,8 +113,9 @@ struct PageOps {
 
   // Splits a clean page (I1c) into `chunk_size` chunks with one CAS: its
   // bit fields are zero already, so nothing to publish first. Returns the
-  // page's chunk size afterwards: `chunk_size` when the CAS won, else what
-  // another worker made of it (a split's size; 0 for a run's page).
+  // page's chunk size afterwards: `chunk_size` when the CAS won, else a
+  // split's size, or 0 for a page that is not split (a run's, one at 0, or
+  // one being split: the caller reads it again on its next visit).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_clean(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                                 std::uint32_t chunk_size) {
@@ -347,7 +349,12 @@ struct PageOps {
       // claim, a run): the bits must be clear before the
       // reservations return (I2), or the clear lands on the new split
       // (GPU test NoMemoryLossWithResetFreedPages: chunks handed out twice).
+      // So must the segment's full mark go (I5): a late clear of it landed
+      // on the mask of the page's next split (a flat page's taken chunk then
+      // handed out again) or of a run's first page (its length). The
+      // release below orders both.
       freed = bits::popcount(old & bits);
+      unmark_full_segment(acc, e, g, word, old);
       if (freed != 0u) before = acc.atomic_sub_release(&e.fill, freed);
     } else {
       // A split page keeps its split (I2): the reservations go back at the
@@ -362,7 +369,7 @@ struct PageOps {
       if (freed != asked) acc.atomic_add(&e.fill, asked - freed);
     }
     r.stale = bits & ~old;
-    unmark_full_segment(acc, e, g, word, old);
+    if constexpr (!Config::resetfreedpages) unmark_full_segment(acc, e, g, word, old);
     if (freed == 0u) return r;
     r.made_room = unmark_full_page(acc, h, page, g, before);
     if (Config::resetfreedpages && before == freed) try_reset(acc, h, page);
@@ -458,17 +465,24 @@ struct PageOps {
   // no chunk in use and no free to come that could reset it (GPU tests
   // GpuCoalescing.FullOccupancyAllocWriteFree, HeapTest.ChurnRandomSizesUpToFourPages:
   // pages split and empty after everything was freed). So when our unlock
-  // takes fill to 0, the page is looked at again. (When it does not, a
+  // takes fill to 0, the page is looked at again, a split in progress
+  // waited for (the claimer's size may become visible after its failed
+  // reservation did). (When the unlock does not take fill to 0, a
   // reservation that failed on the lock is still to be given back, and
-  // that return, taking fill to 0, resets the page.)
+  // that return, taking fill to 0, resets the page.) A page split since
+  // our unlock whose claimer has not reserved yet is reset too; its
+  // claimer's reservation then fails its re-check and it searches on.
   template <class Acc>
   MANYALLOC_FN static void try_reset(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
     PageEntry& e = h.pages[page];
     for (;;) {
       if (acc.atomic_cas(&e.fill, 0u, page_locked) != 0u) return;  // reused meanwhile
+      acc.fence();  // the size read under the lock, not before it
       if (settled(acc.load(&e.chunk_size)) != 0u) acc.store(&e.chunk_size, 0u);
       if (acc.atomic_sub_release(&e.fill, page_locked) != page_locked) return;
-      if (settled(acc.load(&e.chunk_size)) == 0u) return;
+      std::uint32_t chunk = acc.load(&e.chunk_size);
+      if (chunk == claiming) chunk = wait_for_claim(acc, e);
+      if (settled(chunk) == 0u) return;
     }
   }
 };
