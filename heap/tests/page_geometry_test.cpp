@@ -5,6 +5,7 @@
 #include "manyalloc/heap/detail/scatter/page_geometry.hpp"
 
 using manyalloc::heap::detail::hierarchy_threshold;
+using manyalloc::heap::detail::max_segments;
 using manyalloc::heap::detail::page_geometry;
 
 TEST(PageGeometry, ThresholdOfTheThesis) {
@@ -53,5 +54,15 @@ TEST(PageGeometry, EverySizeFitsAndMatchesTheThesis) {
       if (g.full_segments < 32)
         ASSERT_EQ(g.chunks, manyalloc::heap::testing::thesis_chunks_in_page(pagesize, s)) << pagesize << " " << s;
     }
+  }
+}
+
+// A heap zeroes max_segments words of every page when it marks the page
+// clean (I1c): no split may use more.
+TEST(PageGeometry, NoSplitUsesMoreThanMaxSegmentsWords) {
+  EXPECT_EQ(max_segments(4096), 32u);
+  for (std::uint32_t pagesize : {64u, 256u, 1000u, 4096u, 65536u}) {
+    for (std::uint32_t chunk = 1; chunk <= pagesize; ++chunk)
+      ASSERT_LE(page_geometry(pagesize, chunk).segments(), max_segments(pagesize)) << pagesize << " " << chunk;
   }
 }

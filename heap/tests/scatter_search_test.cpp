@@ -45,7 +45,7 @@ struct PlayedLane : acc::HostThread {
     if (claims != nullptr && d == heap::detail::claiming) ++*claims;
     return count(), HostThread::atomic_cas(p, e, d);
   }
-  std::uint64_t* claims = nullptr;  // claims of pages at 0 tried (CAS to claiming, I1s), when not null
+  std::uint64_t* claims = nullptr;  // claims of pages at 0 tried (CAS to claiming, I1b), when not null
 
  private:
   void count() const {
@@ -539,10 +539,10 @@ TEST(ScatterRelaxedFreesTest, EmulatedWarpsChurnAndEveryChunkComesBack) {
 
 // I1c: a fresh heap on a resident pool (a GPU's, here host threads that
 // count as one) starts with every page clean: bit-field words zero, and the
-// first split of a page one CAS on its chunk size. Before, the first split
-// took the page lock, zeroed the words and unlocked with a release: the
-// cold launches of 2^17 threads were 0.57x-0.89x of upstream mallocMC's
-// Scatter (docs/results/heap/peers/h200-6df14ad).
+// first split of a page one CAS on its chunk size, as upstream mallocMC's
+// is. Before, the first split took the page lock, zeroed the words and
+// unlocked with a release, which made our cold launches slower than
+// upstream's (docs/results/heap/peers/scatter_owner_word).
 class CleanPagesTest : public ::testing::Test {
  protected:
   using Config = CreationPolicies::ScatterHeapConfig;
@@ -571,7 +571,8 @@ class CleanPagesTest : public ::testing::Test {
 TEST_F(CleanPagesTest, AFreshHeapsPagesAreCleanAndTheirFirstSplitIsOneCas) {
   for (std::uint32_t p = 0; p < h.page_count; ++p) {
     ASSERT_EQ(entry(p).chunk_size, heap::detail::clean_page) << "page " << p;
-    for (std::uint32_t s = 0; s < 32; ++s) ASSERT_EQ(*Ops::segment_word(h, p, s), 0u) << "page " << p;
+    for (std::uint32_t s = 0; s < heap::detail::max_segments(Config::pagesize); ++s)
+      ASSERT_EQ(*Ops::segment_word(h, p, s), 0u) << "page " << p;
   }
   std::uint64_t claims = 0, ops = 0;
   PlayedLane lane = lane_of(0, 0);
@@ -579,12 +580,12 @@ TEST_F(CleanPagesTest, AFreshHeapsPagesAreCleanAndTheirFirstSplitIsOneCas) {
   lane.ops = &ops;
   void* p = heap.creation().create(lane, 16);
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(claims, 0u) << "a clean page is split by a CAS to its chunk size, not by the claim of I1s";
+  EXPECT_EQ(claims, 0u) << "a clean page is split by a CAS to its chunk size, not by the claim of I1b";
   EXPECT_EQ(entry(page_of(p)).chunk_size, 16u);
   EXPECT_EQ(entry(page_of(p)).fill, 1u);
   EXPECT_LE(ops, 8u) << "hashed page read, one CAS, the reservation, one bit";
   // A heap of the host's own pool (pages committed on first touch) is left
-  // untouched: its pages start at 0 and are split by the claim of I1s.
+  // untouched: its pages start at 0 and are split by the claim of I1b.
   ScatterHeap<HostRunner> lazy{std::size_t{4} << 20};
   EXPECT_EQ(lazy.creation().layout().pages[0].chunk_size, 0u);
 }
@@ -659,7 +660,7 @@ TEST_F(CleanPagesTest, AWindowOfCleanPagesAndPagesAtZeroIsTaken) {
 }
 
 // A freed run leaves its pages at 0, not clean (I1): their bit-field words
-// hold the run's data, which the next split must zero (the claim of I1s).
+// hold the run's data, which the next split must zero (the claim of I1b).
 // Were they taken for clean, the data's set bits would read as taken chunks.
 TEST_F(CleanPagesTest, AFreedRunsPagesAreSplitByAClaimThatZeroesThem) {
   const acc::HostThread host;

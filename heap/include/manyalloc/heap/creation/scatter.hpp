@@ -155,7 +155,7 @@ class Scatter {
         m = Misuse::none;
         multi = true;
       } else if (chunk == heap::detail::claiming) {
-        m = Misuse::double_free;  // being split: none of its chunks was handed out (I1s)
+        m = Misuse::double_free;  // being split: none of its chunks was handed out (I1b)
       } else {
         g = heap::detail::page_geometry(pagesize, chunk);
         index = Ops::chunk_index(g, chunk, in_page);

@@ -16,17 +16,17 @@
 // PageEntry (the page usage table, 5.2) -- invariants:
 //  I0 chunk_size says what the page is used for, and every change of an
 //     unused page's use is a CAS on it: the word is the page's owner. Its
-//     values: 0 or clean_page (unused, I1), claiming (being split, I1s),
+//     values: 0 or clean_page (unused, I1), claiming (being split, I1b),
 //     1..pagesize (split, I2), multi_page (in a run, I3).
 //  I1 chunk_size == 0: the page is unused and no chunk on it is allocated.
 //     Its in-page bit-field words may hold anything (user data of a
 //     multi-page run, or never written), so it is split by the claim of
-//     I1s, which zeroes them.
+//     I1b, which zeroes them.
 //  I1c chunk_size == clean_page: the page is unused and has been neither
 //     split nor in a run since the heap was made: its mask and every in-page
-//     bit-field word (the last 32 words of the page) are 0. It is split by
-//     one CAS of chunk_size from clean_page to the chunk size
-//     ([Steinberger2012] 6.1 claims every page so): the bit fields it needs are
+//     bit-field word a split can use (max_segments, page_geometry.hpp) are
+//     0. It is split by one CAS of chunk_size from clean_page to the chunk
+//     size ([Steinberger2012] 6.1 claims every page so): the bit fields it needs are
 //     already zero, so nothing has to be published before the size, and a
 //     worker that reads the size may reserve at once. Only init_heap makes
 //     clean pages, where the back end's pool memory is resident
@@ -37,7 +37,7 @@
 //     run that loses a page of its window to another worker before it
 //     wrote anything gives back its current batch as the pages were (clean
 //     stays clean) and its earlier batches at 0 (I3).
-//  I1s chunk_size == claiming: a worker won the CAS from 0 to claiming and
+//  I1b chunk_size == claiming: a worker won the CAS from 0 to claiming and
 //     is splitting the page: it zeroes the mask and the bit-field words the
 //     split needs, then publishes the chunk size with a release (a fence,
 //     then the store), so that a worker that reads the size finds them
@@ -79,7 +79,7 @@
 //     re-split meanwhile. Without resetfreedpages nothing locks a page and
 //     no re-split can happen (I2), so no reservation re-reads (as in
 //     [Steinberger2012]): a worker touches the bit fields only after it read
-//     the chunk size published by the release of I1s (or set by the CAS of
+//     the chunk size published by the release of I1b (or set by the CAS of
 //     I1c, over words that were zero before the heap was shared) and its
 //     reservation, an atomic on fill, has returned.
 //  I5 The mask of a hierarchical page has bit k set only if segment k was seen
@@ -134,7 +134,7 @@ inline constexpr std::uint32_t page_locked = 1u << 31;
 inline constexpr std::uint32_t multi_page = 0xffffffffu;
 // Unused pages whose bit fields are known to be zero (I1c).
 inline constexpr std::uint32_t clean_page = 0xfffffffeu;
-// A page a worker is splitting (I1s).
+// A page a worker is splitting (I1b).
 inline constexpr std::uint32_t claiming = 0xfffffffdu;
 // Whether a chunk_size names an unused page (I1, I1c).
 MANYALLOC_FN constexpr bool unused_page(std::uint32_t chunk_size) { return chunk_size == 0u || chunk_size == clean_page; }

@@ -145,7 +145,7 @@ struct MultiPage {
 #pragma unroll
 #endif
         for (std::uint32_t i = 0; i < batch; ++i)
-          if (i < m && i != lost && unused_page(was[i])) acc.store(&h.pages[first + done + i].chunk_size, was[i]);
+          if (i < m && unused_page(was[i])) acc.store(&h.pages[first + done + i].chunk_size, was[i]);
         for (std::uint32_t k = 0; k < done; ++k) acc.store(&h.pages[first + k].chunk_size, 0u);
         return done + lost;
       }

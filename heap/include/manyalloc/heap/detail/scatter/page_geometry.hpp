@@ -66,4 +66,8 @@ MANYALLOC_FN constexpr PageGeometry page_geometry(std::uint32_t pagesize, std::u
   return g;
 }
 
+// The most in-page bit-field words a split of a page can use: those of
+// the smallest chunks.
+MANYALLOC_FN constexpr std::uint32_t max_segments(std::uint32_t pagesize) { return page_geometry(pagesize, 1u).segments(); }
+
 }  // namespace manyalloc::heap::detail

@@ -67,7 +67,7 @@ struct PageOps {
   // Splits a page at 0 (I1) into `chunk_size` chunks: wins it by CAS(0,
   // claiming), zeroes its mask and the bit-field words the split needs (they
   // may hold user data of a run) and publishes the size with a release
-  // (I1s). Returns the page's chunk size afterwards: `chunk_size` when we
+  // (I1b). Returns the page's chunk size afterwards: `chunk_size` when we
   // split it; the size another worker gave it (waiting for its split, see
   // wait_for_claim); 0 when the page is not split (in a run, or clean:
   // claim_clean splits those).
@@ -94,14 +94,14 @@ struct PageOps {
     return chunk >= 1u && chunk <= pagesize ? chunk : 0u;
   }
 
-  // Another worker is splitting the page (I1s), most often a lane of the
+  // Another worker is splitting the page (I1b), most often a lane of the
   // same warp splitting it for the same size. As in [Steinberger2012], where
   // the loser of the CAS uses the winner's split, wait for the size. The
   // wait is not bounded: a bound let the lanes of a warp that lost to their
   // own sibling give up while the sibling, on the other side of the warp's
   // divergence, had not finished, so that every lane claimed a page of its
   // own (scatter_anomalies.md). A split takes a bounded number of steps
-  // (I1s), and the GPU schedules the diverged lanes of a warp independently.
+  // (I1b), and the GPU schedules the diverged lanes of a warp independently.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t wait_for_claim(const Acc& acc, PageEntry& e) {
     for (;;) {
@@ -459,7 +459,7 @@ struct PageOps {
   // anything but this reset, and a fill of 0 means none of its chunks is
   // allocated, whatever size it has: it goes to 0. A page that is not split
   // is left as it is. Its mask is left too: the claim of a page at 0 zeroes
-  // it (I1s), a run sets it (I3).
+  // it (I1b), a run sets it (I3).
   // A page at 0 may be claimed while we hold the lock: the claimer's
   // reservation then fails on the lock, and the page would stay split with
   // no chunk in use and no free to come that could reset it (GPU tests
@@ -484,6 +484,24 @@ struct PageOps {
       if (chunk == claiming) chunk = wait_for_claim(acc, e);
       if (settled(chunk) == 0u) return;
     }
+  }
+};
+
+// init_heap's pass over pages [begin, end) of a heap whose metadata it has
+// just zeroed: every bit-field word a split can use is zeroed and the page
+// is marked clean (I1c). Plain stores: no worker runs yet, and the back
+// end's map_ranges returns once they are done.
+template <class Config>
+struct MarkPagesClean {
+  HeapLayout layout;
+  MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
+    constexpr std::uint32_t words = max_segments(Config::pagesize);
+    for (std::uint64_t p = begin; p < end; ++p) {
+      const auto page = static_cast<std::uint32_t>(p);
+      for (std::uint32_t s = 0; s < words; ++s) *PageOps<Config>::segment_word(layout, page, s) = 0u;
+      layout.pages[page].chunk_size = clean_page;
+    }
+    return 0;
   }
 };
 

@@ -110,8 +110,8 @@ struct SmallSearch {
     const std::uint32_t chunk = acc.load(&h.pages[page].chunk_size);
     const std::uint32_t fill = acc.load(&h.pages[page].fill);
     if (chunk >= request && chunk <= max_chunk) return Ops::try_use(acc, h, page, chunk, fill);
-    // A clean page is split by one CAS (I1c), one at 0 by the claim of I1s;
-    // a page being split is waited for (I1s).
+    // A clean page is split by one CAS (I1c), one at 0 by the claim of I1b;
+    // a page being split is waited for (I1b).
     std::uint32_t now = 0;
     if (chunk == clean_page) {
       now = Ops::claim_clean(acc, h, page, request);

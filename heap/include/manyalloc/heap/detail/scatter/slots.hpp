@@ -129,29 +129,6 @@ struct SlotRangeSummary {
   }
 };
 
-// init_heap's pass over pages [begin, end) of a heap whose metadata it has
-// just zeroed: each page's bit-field words (the last 32 words of the page,
-// page_geometry.hpp) are zeroed and the page is marked clean (I1c). Plain
-// stores: no worker runs yet, and the back end's map_ranges returns once
-// they are done.
-template <class Config>
-struct MarkPagesClean {
-  HeapLayout layout;
-  MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
-    // At most 32 segments (page_geometry.hpp); a page of pagesize >= 64 holds
-    // fewer words than that when it is small.
-    constexpr std::uint32_t tail_words = Config::pagesize / 4u < 32u ? Config::pagesize / 4u : 32u;
-    for (std::uint64_t p = begin; p < end; ++p) {
-      const auto page = static_cast<std::uint32_t>(p);
-      auto* tail = reinterpret_cast<std::uint32_t*>(layout.page_data(page, Config::pagesize) + Config::pagesize) -
-                   tail_words;
-      for (std::uint32_t w = 0; w < tail_words; ++w) tail[w] = 0u;
-      layout.pages[page].chunk_size = clean_page;
-    }
-    return 0;
-  }
-};
-
 struct PagesInUse {
   HeapLayout layout;
   MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
