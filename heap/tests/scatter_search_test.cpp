@@ -427,6 +427,77 @@ TEST_F(ScatterFreeTest, AWarpsFreesOfOneBitFieldWordCostOneAtomicEach) {
   expect_every_chunk_free();
 }
 
+// The lanes of a warp asking for one size on one page take their chunks
+// together (group_take.hpp): one split of the page, one reservation and one
+// OR into the bit-field word, not one of each per lane. Every lane gets a
+// chunk of its own, neighbours on the page.
+TEST_F(ScatterFreeTest, AWarpsRequestsOfOneSizeTakeTheirChunksWithOneAtomicEach) {
+  std::vector<void*> chunks(32, nullptr);
+  std::atomic<std::uint64_t> atomics{0};
+  acc::EmulatedGrid grid;
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { chunks[t] = scatter.create(CountedLane(a, &atomics), 16); });
+  EXPECT_LE(atomics.load(), 3u);
+  std::vector<void*> sorted = chunks;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_NE(sorted[0], nullptr);
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a chunk handed out twice";
+  EXPECT_EQ(static_cast<std::byte*>(sorted[31]) - static_cast<std::byte*>(sorted[0]), 31 * 16);
+  EXPECT_EQ(entry(page_of(sorted[0])).fill, 32u);
+  free_in_one_warp(chunks);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  expect_every_chunk_free();
+}
+
+// A group that asks for more chunks than its page has left: the page's last
+// chunks go to the group's lowest lanes, the others search on, and the
+// reservations past the page's end are given back (the page counts exactly
+// its chunks and is marked full).
+TEST_F(ScatterFreeTest, AGroupLargerThanItsPagesRoomTakesTheRestAndSearchesOn) {
+  const std::uint32_t chunks_per_page = heap::detail::page_geometry(CreationPolicies::ScatterHeapConfig::pagesize, 16).chunks;
+  std::vector<void*> all;
+  std::uint32_t first_page = ~0u;
+  // The same warp asks eight times; its hash names the same page each time.
+  for (int launch = 0; launch < 8; ++launch) {
+    std::vector<void*> chunks(32, nullptr);
+    acc::EmulatedGrid grid;
+    grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { chunks[t] = scatter.create(a, 16); });
+    if (launch == 0) first_page = page_of(chunks[0]);
+    all.insert(all.end(), chunks.begin(), chunks.end());
+  }
+  ASSERT_EQ(std::count(all.begin(), all.end(), nullptr), 0);
+  std::vector<void*> sorted = all;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a chunk handed out twice";
+  const auto on_first = std::count_if(all.begin(), all.end(), [&](void* c) { return page_of(c) == first_page; });
+  EXPECT_EQ(static_cast<std::uint32_t>(on_first), chunks_per_page);
+  EXPECT_EQ(entry(first_page).fill, chunks_per_page);
+  EXPECT_NE(region_word(first_page) & (1u << (first_page % rs)), 0u) << "a full page is marked full";
+  for (std::size_t i = 0; i < all.size(); i += 32)
+    free_in_one_warp(std::vector<void*>(all.begin() + static_cast<std::ptrdiff_t>(i), all.begin() + static_cast<std::ptrdiff_t>(i) + 32));
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  expect_every_chunk_free();
+}
+
+// Lanes of one warp asking for chunks together (most of them 16 B) and
+// alone (160 B), and freeing them, round after round: every chunk comes back
+// and none is reported freed twice. (Built by g++ 12 with optimisation, a
+// form of the group's OR that merged its result with its operand set no
+// bit at all: every chunk of the group was then reported freed twice.)
+TEST_F(ScatterFreeTest, LanesTakingChunksTogetherAndAloneChurnWithNothingLost) {
+  std::atomic<std::uint64_t> fails{0};
+  acc::EmulatedGrid grid;
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
+    for (unsigned round = 0; round < 100; ++round) {
+      void* p = scatter.create(a, (t + round) % 3 == 0 ? 160 : 16);
+      if (p == nullptr) ++fails;
+      scatter.destroy(a, p);
+    }
+  });
+  EXPECT_EQ(fails.load(), 0u);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  expect_every_chunk_free();
+}
+
 // Two lanes of one group freeing the same chunk: one frees it, the other is
 // reported, and the count stays right.
 TEST_F(ScatterFreeTest, TwoLanesFreeingOneChunkFreeItOnce) {

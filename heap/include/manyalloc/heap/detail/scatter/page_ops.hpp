@@ -445,12 +445,19 @@ struct PageOps {
   // scatter/invariants.hpp). Left set, such a mark stayed on a page with room until
   // the page filled up again; a region of such pages is skipped as closed
   // (scatter_anomalies.md: 1-3 of them after each churn repetition).
+  // A group's leader gives back `k` at once (group_take.hpp): the same rules,
+  // for a return that takes fill from `before` to `before - k`.
+  template <class Acc>
+  MANYALLOC_FN static void release_reservations(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                                std::uint32_t chunks, std::uint32_t k) {
+    const std::uint32_t before = acc.atomic_sub(&h.pages[page].fill, k);
+    if (before >= chunks && before - k < chunks) mark_page_not_full(acc, h, page);
+    if (Config::resetfreedpages && before == k) try_reset(acc, h, page);
+  }
   template <class Acc>
   MANYALLOC_FN static void release_reservation(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                                std::uint32_t chunks) {
-    const std::uint32_t before = acc.atomic_sub(&h.pages[page].fill, 1u);
-    if (before == chunks) mark_page_not_full(acc, h, page);
-    if (Config::resetfreedpages && before == 1u) try_reset(acc, h, page);
+    release_reservations(acc, h, page, chunks, 1u);
   }
 
   // Gives an emptied page back its unused state (6.2, free lines 10-16),

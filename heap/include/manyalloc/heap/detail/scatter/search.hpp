@@ -6,6 +6,8 @@
 
 #include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/math.hpp"
+#include "manyalloc/heap/acc/concepts.hpp"
+#include "manyalloc/heap/detail/scatter/group_take.hpp"
 #include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_ops.hpp"
 
@@ -96,7 +98,7 @@ struct SmallSearch {
     const std::uint32_t stride = regions / samples > 0 ? regions / samples : 1u;
     std::uint32_t closed = 0, seen = 0;
     for (std::uint32_t i = 0; i < samples && i < regions; ++i, ++seen)
-      closed += Ops::closed_region(bits::popcount(acc.load(&words[(region + i * stride) % regions])));
+      closed += Ops::closed_region(bits::popcount(heap::acc::load_hint(acc, &words[(region + i * stride) % regions])));
     return closed * 10u > seen * 9u;
   }
 
@@ -160,7 +162,11 @@ struct SmallSearch {
     // so it is visited again from its beginning at the end.
     for (std::uint32_t visit = 0; visit <= regions; ++visit) {
       const std::uint32_t region = p / regionsize;
-      const std::uint32_t marks = bits::popcount(acc.load(&h.regions[block_first / regionsize + region]));
+      // The first pass reads the word as a hint (a stale one costs probes);
+      // the last resort reads it coherently: a region it skips is full.
+      const std::uint32_t* word = &h.regions[block_first / regionsize + region];
+      const std::uint32_t marks =
+          bits::popcount(pass == Pass::skip_90_percent ? heap::acc::load_hint(acc, word) : acc.load(word));
       if (search_region(marks, pass)) {
         const std::uint32_t region_end = (region + 1u) * regionsize;
         for (; p < region_end; ++p) {
@@ -182,14 +188,35 @@ struct SmallSearch {
     return nullptr;
   }
 
+  // The fewest lanes that take their chunks together. A group's leader runs
+  // its steps while the warp's other lanes wait (they diverged): where
+  // most lanes of a warp ask for sizes of their own (mixed sizes), pairs
+  // taking together made the warp's whole search longer, not shorter. Four
+  // is a page of 1 KiB chunks.
+  static constexpr std::uint32_t group_min = 4;
+
   // alloc (6.1): start in the active access block; when it cannot serve the
   // request, or is full for the first pass, move the active block on (5.4)
   // and try the next one. `same`: the lanes of the caller's warp asking for
   // `request` bytes too (hash).
+  //
+  // Fast path: the lanes of `same` whose hash names the same page try it
+  // together first (group_take.hpp), when they are at least group_min; the
+  // lanes it does not serve, and the others, search on their own (slow
+  // path, from the hashed page on).
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request, std::uint32_t same) {
     const std::uint32_t start = hash(acc, request, h.pages_per_block, same);
-    const std::uint32_t first_block = acc.load(&h.shared->active_block) % h.block_count;
+    const std::uint32_t first_block = heap::acc::load_hint(acc, &h.shared->active_block) % h.block_count;
+    if constexpr (Acc::warp_size > 1) {
+      const std::uint32_t group = bits::popcount(same) >= group_min ? acc.match_any(same, start) : 0u;
+      if (bits::popcount(group) >= group_min) {
+        const std::uint32_t max_chunk =
+            request * Config::wastefactor < pagesize ? request * Config::wastefactor : pagesize;
+        if (void* mem = GroupTake<Config>::take(acc, h, first_block * h.pages_per_block + start, request, max_chunk, group))
+          return mem;
+      }
+    }
     bool full = false;
     for (std::uint32_t i = 0; i < h.block_count; ++i) {
       const std::uint32_t block = (first_block + i) % h.block_count;
@@ -222,7 +249,7 @@ struct SmallSearch {
   // b's first page is b * pages_per_block): no division on the way out.
   template <class Acc>
   MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
-    std::uint32_t active = acc.load(&h.shared->active_block);
+    std::uint32_t active = heap::acc::load_hint(acc, &h.shared->active_block);
     if (page >= std::uint64_t{active} * h.pages_per_block) return;
     // Slow path: a lower block, made active unless it is still full.
     const std::uint32_t block = h.block_of(page);
