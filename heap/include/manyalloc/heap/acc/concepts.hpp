@@ -11,8 +11,6 @@
 #include <cstdint>
 #include <string>
 
-#include "manyalloc/common/platform.hpp"
-
 namespace manyalloc::heap::acc {
 
 // A worker (one thread of a kernel or one host thread).
@@ -78,27 +76,6 @@ concept MixedWidthAtomics =
       { a.atomic_and64(d, dv) } -> std::same_as<std::uint64_t>;   // returns the old value
       { a.atomic_and64_release(d, dv) } -> std::same_as<std::uint64_t>;  // a release, as atomic_and_release
     };
-
-// Optional for a worker: a load of a word that a policy reads as a hint
-// only (a block to start a search in, a region's fill level), where a stale
-// value costs a probe and never a chunk. A back end with per-processor
-// caches serves it from the cache the worker's block shares (CUDA: L1, at
-// block scope), so that the words every worker reads at the start of a
-// launch cost one round trip to memory per processor, not one per warp.
-template <class A>
-concept HintLoads = Accelerator<A> && requires(const A a, const std::uint32_t* cw) {
-  { a.load_hint(cw) } -> std::same_as<std::uint32_t>;
-};
-
-// The hint load where the worker has one, else its coherent load.
-template <Accelerator A>
-MANYALLOC_FN std::uint32_t load_hint(const A& a, const std::uint32_t* p) {
-  if constexpr (HintLoads<A>) {
-    return a.load_hint(p);
-  } else {
-    return a.load(p);
-  }
-}
 
 // Where a worker stands in its block, among the block's workers that have not
 // exited: `rank` counts those with a smaller thread index, `count` all of them.

@@ -94,13 +94,6 @@ class CudaThread {
   __device__ void store(std::uint32_t* p, std::uint32_t v) const {
     *static_cast<volatile std::uint32_t*>(p) = v;
   }
-  // HintLoads: a relaxed load at block scope, which the SM's L1 may serve;
-  // a value another block wrote may reach this block late.
-  __device__ std::uint32_t load_hint(const std::uint32_t* p) const {
-    std::uint32_t v;
-    asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-  }
   __device__ std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const { return atomicAdd(p, v); }
   __device__ std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { return atomicSub(p, v); }
   __device__ std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const {

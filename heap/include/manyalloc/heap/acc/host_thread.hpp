@@ -42,10 +42,6 @@ class HostThread {
     return std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(p))
         .load();
   }
-  // HintLoads: relaxed, with no order against the worker's other accesses.
-  std::uint32_t load_hint(const std::uint32_t* p) const {
-    return std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(p)).load(std::memory_order_relaxed);
-  }
   void store(std::uint32_t* p, std::uint32_t v) const {
     std::atomic_ref<std::uint32_t>(*p).store(v);
   }

@@ -6,7 +6,6 @@
 
 #include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/math.hpp"
-#include "manyalloc/heap/acc/concepts.hpp"
 #include "manyalloc/heap/detail/scatter/group_take.hpp"
 #include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_ops.hpp"
@@ -98,7 +97,7 @@ struct SmallSearch {
     const std::uint32_t stride = regions / samples > 0 ? regions / samples : 1u;
     std::uint32_t closed = 0, seen = 0;
     for (std::uint32_t i = 0; i < samples && i < regions; ++i, ++seen)
-      closed += Ops::closed_region(bits::popcount(heap::acc::load_hint(acc, &words[(region + i * stride) % regions])));
+      closed += Ops::closed_region(bits::popcount(acc.load(&words[(region + i * stride) % regions])));
     return closed * 10u > seen * 9u;
   }
 
@@ -162,11 +161,7 @@ struct SmallSearch {
     // so it is visited again from its beginning at the end.
     for (std::uint32_t visit = 0; visit <= regions; ++visit) {
       const std::uint32_t region = p / regionsize;
-      // The first pass reads the word as a hint (a stale one costs probes);
-      // the last resort reads it coherently: a region it skips is full.
-      const std::uint32_t* word = &h.regions[block_first / regionsize + region];
-      const std::uint32_t marks =
-          bits::popcount(pass == Pass::skip_90_percent ? heap::acc::load_hint(acc, word) : acc.load(word));
+      const std::uint32_t marks = bits::popcount(acc.load(&h.regions[block_first / regionsize + region]));
       if (search_region(marks, pass)) {
         const std::uint32_t region_end = (region + 1u) * regionsize;
         for (; p < region_end; ++p) {
@@ -207,7 +202,7 @@ struct SmallSearch {
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request, std::uint32_t same) {
     const std::uint32_t start = hash(acc, request, h.pages_per_block, same);
-    const std::uint32_t first_block = heap::acc::load_hint(acc, &h.shared->active_block) % h.block_count;
+    const std::uint32_t first_block = acc.load(&h.shared->active_block) % h.block_count;
     if constexpr (Acc::warp_size > 1) {
       const std::uint32_t group = bits::popcount(same) >= group_min ? acc.match_any(same, start) : 0u;
       if (bits::popcount(group) >= group_min) {
@@ -249,7 +244,7 @@ struct SmallSearch {
   // b's first page is b * pages_per_block): no division on the way out.
   template <class Acc>
   MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
-    std::uint32_t active = heap::acc::load_hint(acc, &h.shared->active_block);
+    std::uint32_t active = acc.load(&h.shared->active_block);
     if (page >= std::uint64_t{active} * h.pages_per_block) return;
     // Slow path: a lower block, made active unless it is still full.
     const std::uint32_t block = h.block_of(page);
