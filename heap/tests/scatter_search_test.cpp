@@ -268,6 +268,42 @@ TEST_F(PageLockTest, HashedPageIsTriedInAClosedRegion) {
 // whose pages are all split for other sizes is left after a few regions for
 // the next block, not scanned to its end (which cost a million memory
 // operations per request in a 2 GiB block).
+// A lane whose reads of the active block are those of lanes that another
+// worker overtakes: the upper half of its warp reads the next block.
+struct LaneOfAMovedActiveBlock : acc::EmulatedThread {
+  LaneOfAMovedActiveBlock(const acc::EmulatedThread& a, const std::uint32_t* active)
+      : acc::EmulatedThread(a), active(active) {}
+  const std::uint32_t* active;
+  std::uint32_t load(const std::uint32_t* p) const {
+    const std::uint32_t v = acc::EmulatedThread::load(p);
+    return p == active && lane_id() >= 16u ? v + 1u : v;
+  }
+};
+
+// Lanes of one size that read different active blocks start on different
+// pages and take their chunks on their own page each: a group of them
+// reserved on the leader's page and set bits on another (group_take.hpp).
+TEST_F(BlockTest, LanesThatReadDifferentActiveBlocksTakeOnTheirOwnPages) {
+  std::vector<void*> chunks(32, nullptr);
+  acc::EmulatedGrid grid;
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
+    chunks[t] = scatter.create(LaneOfAMovedActiveBlock(a, &h.shared->active_block), 16);
+  });
+  std::vector<void*> sorted = chunks;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_NE(sorted[0], nullptr);
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a chunk handed out twice";
+  std::vector<std::uint32_t> pages;
+  for (void* c : chunks) pages.push_back(page_of(c));
+  for (std::uint32_t p : pages) {
+    EXPECT_EQ(entry(p).chunk_size, 16u) << "a chunk on a page that is not split";
+    EXPECT_EQ(entry(p).fill, static_cast<std::uint32_t>(std::count(pages.begin(), pages.end(), p)));
+  }
+  acc::EmulatedGrid frees;
+  frees.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { scatter.destroy(a, chunks[t]); });
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+}
+
 TEST_F(BlockTest, FirstPassLeavesABlockSplitForOtherSizes) {
   ASSERT_EQ(h.block_count, 2u);
   for (std::uint32_t p = 0; p < h.pages_per_block; ++p) {
@@ -478,6 +514,32 @@ TEST_F(ScatterFreeTest, AGroupLargerThanItsPagesRoomTakesTheRestAndSearchesOn) {
   expect_every_chunk_free();
 }
 
+// A group whose reservations fall in a segment marked full (I5; here a
+// stale mark): its lanes do not take their spots without an OR, but look
+// for free bits on their own, as try_use does; every chunk is handed out
+// once and comes back.
+TEST_F(ScatterFreeTest, AGroupWhoseSegmentIsMarkedFullLooksForFreeBitsAlone) {
+  std::vector<void*> chunks(32, nullptr);
+  auto take_in_one_warp = [&] {
+    acc::EmulatedGrid grid;
+    grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { chunks[t] = scatter.create(a, 16); });
+  };
+  take_in_one_warp();
+  const std::uint32_t page = page_of(chunks[0]);
+  free_in_one_warp(chunks);
+  ASSERT_EQ(entry(page).fill, 0u);
+  entry(page).mask |= 1u;  // segment 0, where the next reservations 0..31 fall, marked full
+  take_in_one_warp();
+  std::vector<void*> sorted = chunks;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_NE(sorted[0], nullptr);
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a chunk handed out twice";
+  free_in_one_warp(chunks);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u) << "a chunk taken without its bit";
+  entry(page).mask = 0u;
+  expect_every_chunk_free();
+}
+
 // Lanes of one warp asking for chunks together (most of them 16 B) and
 // alone (160 B), and freeing them, round after round: every chunk comes back
 // and none is reported freed twice. (Built by g++ 12 with optimisation, a
@@ -496,6 +558,32 @@ TEST_F(ScatterFreeTest, LanesTakingChunksTogetherAndAloneChurnWithNothingLost) {
   EXPECT_EQ(fails.load(), 0u);
   EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
   expect_every_chunk_free();
+}
+
+// With resetfreedpages, pages emptied under a group are reset and split
+// anew while other groups reserve on them (the leader's re-check, the
+// give-back of reservations that met a reset's lock): lanes together and
+// alone churn, nothing is reported, and every page ends unused.
+using ResetGroupTest = ScatterSearchTest<ResetPagesConfig>;
+TEST_F(ResetGroupTest, LanesTakingChunksTogetherOnPagesThatAreResetLoseNothing) {
+  std::atomic<std::uint64_t> fails{0};
+  acc::EmulatedGrid grid;
+  grid.run(2, 64, [&](const acc::EmulatedThread& a, unsigned t) {
+    for (unsigned round = 0; round < 60; ++round) {
+      void* p = scatter.create(a, (t + round) % 5 == 0 ? 160 : 16 << (round % 3));
+      if (p == nullptr) ++fails;
+      scatter.destroy(a, p);
+    }
+  });
+  EXPECT_EQ(fails.load(), 0u);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  std::uint64_t reserved = 0, split = 0;
+  for (std::uint32_t p = 0; p < h.page_count; ++p) {
+    reserved += entry(p).fill;
+    split += entry(p).chunk_size != 0u ? 1u : 0u;
+  }
+  EXPECT_EQ(reserved, 0u);
+  EXPECT_EQ(split, 0u) << "pages left split with nothing on them";
 }
 
 // Two lanes of one group freeing the same chunk: one frees it, the other is

@@ -4,10 +4,10 @@
 // ([Huang2010]); the rest of the search (search.hpp) is per lane.
 //
 // Why: a warp of 32 lanes asking for 16 B hashes all of them to one page,
-// and per lane that is 32 CASes on the page's chunk size, 32 additions to
-// its fill and 32 ORs into one bit-field word, all on the same addresses,
-// which memory serves one after the other. Together it is one of each (two
-// ORs where the group's chunks span two segments).
+// and per lane that is 32 additions to its fill and 32 ORs into one
+// bit-field word (and 32 CASes on its chunk size when it is unused), all on
+// the same addresses, which memory serves one after the other. Together it
+// is one of each (two ORs where the group's chunks span two segments).
 #pragma once
 
 #include <cstdint>
@@ -95,7 +95,7 @@ struct GroupTake {
   }
 
   // Called by every lane of `group` (lanes of one warp asking for `request`
-  // bytes whose hash names `page`, at least search.hpp's group_min).
+  // bytes that start on `page`, at least search.hpp's group_min).
   // Returns the lane's chunk, or nullptr: the page did not serve the lane
   // (another size, full, or fewer chunks left than lanes), and the lane
   // searches on its own.
@@ -132,9 +132,10 @@ struct GroupTake {
     const std::uint32_t bits_of_word = acc.reduce_or(sharing, 1u << spot);
     const unsigned root = heap::acc::lowest_lane(sharing);
     // Only the root's value is handed over; a lane whose segment is marked
-    // is its own root and hands itself "taken". (Other lanes pass 0, not
-    // bits_of_word: g++ 12 at -O1 and above, given the OR's result and its
-    // operand merged into one value, dropped the operand and OR-ed nothing.)
+    // is its own root and hands itself "taken". The other lanes pass 0, and
+    // the OR stays out of any expression that also yields its operand: g++
+    // 12 compiled such a merge into an OR of nothing
+    // (docs/results/heap/peers/scatter_group_take).
     std::uint32_t old = 0u;
     if (segment_marked != 0u) {
       old = ~0u;

@@ -183,11 +183,11 @@ struct SmallSearch {
     return nullptr;
   }
 
-  // The fewest lanes that take their chunks together. A group's leader runs
-  // its steps while the warp's other lanes wait (they diverged): where
-  // most lanes of a warp ask for sizes of their own (mixed sizes), pairs
-  // taking together made the warp's whole search longer, not shorter. Four
-  // is a page of 1 KiB chunks.
+  // The fewest lanes that take their chunks together. A group's steps run
+  // while the warp's lanes outside it wait (they diverged), so groups pay
+  // where the whole warp is in groups (a warp asking for one size; pages of
+  // four 1 KiB chunks), and pairs among lanes of sizes of their own (mixed
+  // sizes) take alone.
   static constexpr std::uint32_t group_min = 4;
 
   // alloc (6.1): start in the active access block; when it cannot serve the
@@ -195,7 +195,7 @@ struct SmallSearch {
   // and try the next one. `same`: the lanes of the caller's warp asking for
   // `request` bytes too (hash).
   //
-  // Fast path: the lanes of `same` whose hash names the same page try it
+  // Fast path: the lanes of `same` that start on the same page try it
   // together first (group_take.hpp), when they are at least group_min; the
   // lanes it does not serve, and the others, search on their own (slow
   // path, from the hashed page on).
@@ -204,12 +204,16 @@ struct SmallSearch {
     const std::uint32_t start = hash(acc, request, h.pages_per_block, same);
     const std::uint32_t first_block = acc.load(&h.shared->active_block) % h.block_count;
     if constexpr (Acc::warp_size > 1) {
-      const std::uint32_t group = bits::popcount(same) >= group_min ? acc.match_any(same, start) : 0u;
+      // The group is keyed by the page itself, not by `start`: the lanes
+      // read the active block one by one, and another worker may move it
+      // in between (a group spread over two blocks reserved on one page and
+      // took bits on the other).
+      const std::uint32_t page = first_block * h.pages_per_block + start;
+      const std::uint32_t group = bits::popcount(same) >= group_min ? acc.match_any(same, page) : 0u;
       if (bits::popcount(group) >= group_min) {
         const std::uint32_t max_chunk =
             request * Config::wastefactor < pagesize ? request * Config::wastefactor : pagesize;
-        if (void* mem = GroupTake<Config>::take(acc, h, first_block * h.pages_per_block + start, request, max_chunk, group))
-          return mem;
+        if (void* mem = GroupTake<Config>::take(acc, h, page, request, max_chunk, group)) return mem;
       }
     }
     bool full = false;
