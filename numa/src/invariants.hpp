@@ -379,6 +379,11 @@ struct alignas(64) Heap {
   // at every allocation from a run.
   alignas(64) MpscQueue<Run, &Run::qnext> rfq;
   std::atomic<std::uint32_t> rfq_pushes{0};  // runs queued since the RFQ was taken (lowmem)
+  // Bytes freed into this heap by other threads and not merged yet: chunk
+  // sizes of the bits published into its runs' remote bitmaps and not yet
+  // taken by a merge (remote_free.cpp). Part of small_in_use until merged.
+  // Written by the freeing threads and the merge, on the RFQ's line.
+  std::atomic<std::uint64_t> remote_pending{0};
   // The free cache stacks (FreeCache), last and line-aligned: a stack is
   // only written (made resident) once its class is used.
   alignas(64) void* cache_slots[cache_slot_count];

@@ -41,9 +41,15 @@ constexpr std::uint32_t idle_merge_runs = 16;
   // seq_cst load of `pins` comes after our increment (heap_runs.cpp, releasable).
   r.pins.fetch_add(1, std::memory_order_seq_cst);
   Heap* owner = r.seg->heap.load(std::memory_order_relaxed);
+  // Counted before the bits are published: a merge that takes them (after
+  // our fetch_or, which it reads) subtracts them after this addition.
+  owner->remote_pending.fetch_add(static_cast<std::uint64_t>(std::popcount(bits)) * r.chunk_size,
+                                  std::memory_order_relaxed);
   // seq_cst pairs with the owner's flush (see heap_flush_remote).
   const std::uint64_t old = r.remote_bits[w].fetch_or(bits, std::memory_order_seq_cst);
   if (const std::uint64_t dup = old & bits) [[unlikely]] {
+    owner->remote_pending.fetch_sub(static_cast<std::uint64_t>(std::popcount(dup)) * r.chunk_size,
+                                    std::memory_order_relaxed);
     misuse(c, "free", Misuse::double_free,
            r.base + (static_cast<std::size_t>(w) * 64 + std::countr_zero(dup)) * r.chunk_size);
     if ((bits & ~dup) == 0) {  // nothing new: the word is marked and queued already
@@ -56,6 +62,7 @@ constexpr std::uint32_t idle_merge_runs = 16;
   // the owner's drain of the word (after it cleared the marks) is still to
   // come and will see our bits.
   if (old == 0) r.remote_words.fetch_or(std::uint64_t{1} << w, std::memory_order_seq_cst);
+
   // Already queued: nothing to do. A seq_cst load that still sees 1 comes
   // before the owner's reset of `queued` and therefore before its drain,
   // which then sees our bits (see heap_flush_remote).
@@ -125,7 +132,7 @@ void heap_remote_batch_flush(Heap& self) {
 void heap_flush_remote(Heap& h) {
   Run* list = h.rfq.take_all();
   if (h.merge_for_owner && list != nullptr) h.rfq_pushes.store(0, std::memory_order_relaxed);
-  std::uint64_t merged_total = 0, bytes = 0;
+  std::uint64_t merged_total = 0, bytes = 0, taken = 0;
   while (list != nullptr) {
     Run& r = *list;
     list = r.qnext;
@@ -138,6 +145,7 @@ void heap_flush_remote(Heap& h) {
          words &= words - 1) {
       const unsigned w = static_cast<unsigned>(std::countr_zero(words));
       std::uint64_t bits = r.remote_bits[w].exchange(0, std::memory_order_seq_cst);
+      taken += static_cast<std::uint64_t>(std::popcount(bits)) * r.chunk_size;
       if (const std::uint64_t dup = bits & r.free_word_or_all(w)) [[unlikely]] {
         misuse(*h.ctx, "free", Misuse::double_free,
                r.base + (static_cast<std::size_t>(w) * 64 + std::countr_zero(dup)) * r.chunk_size);
@@ -154,6 +162,7 @@ void heap_flush_remote(Heap& h) {
     h.purge_credit += static_cast<std::uint64_t>(merged) * r.chunk_size;
     if (r.state == RunState::full || r.free_count == r.nchunks) heap_after_free(h, r);
   }
+  if (taken != 0) h.remote_pending.fetch_sub(taken, std::memory_order_relaxed);
   if (merged_total) {
     h.remote_frees.store(h.remote_frees.load(std::memory_order_relaxed) + merged_total,
                          std::memory_order_relaxed);

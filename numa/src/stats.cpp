@@ -42,6 +42,7 @@ void stats_gather(Context& c, manyalloc_numa_stats& out) noexcept {
       if (h->orphan.load(rl)) ++out.orphan_heaps;
       out.small_in_use_bytes += heap_small_in_use(*h);
       out.remote_frees += h->remote_frees.load(rl);
+      out.remote_pending_bytes += h->remote_pending.load(rl);
       out.idle_merges += h->idle_merges.load(rl);
     }
   }
@@ -74,8 +75,9 @@ void stats_print(Context& c, int fd) noexcept {
   };
   constexpr double MiB = 1024.0 * 1024.0;
   add("manyalloc-numa statistics (profile %s)\n", st.profile);
-  add("  in use      %10.1f MiB (small %.1f, large %.1f)\n", st.in_use_bytes / MiB,
-      st.small_in_use_bytes / MiB, st.large_in_use_bytes / MiB);
+  add("  in use      %10.1f MiB (small %.1f, large %.1f; freed by other threads, not merged yet %.1f)\n",
+      st.in_use_bytes / MiB, st.small_in_use_bytes / MiB, st.large_in_use_bytes / MiB,
+      st.remote_pending_bytes / MiB);
   add("  mapped      %10.1f MiB, cached %.1f MiB, metadata %.1f MiB\n", st.mapped_bytes / MiB,
       st.cached_bytes / MiB, st.metadata_bytes / MiB);
   add("  remote frees %llu (queues merged for idle owners %llu), page faults avoided %llu, "

@@ -562,9 +562,11 @@ TEST(Heap, RemoteFreesAreQueuedAndMergedByTheOwner) {
   });
   other.join();
   EXPECT_EQ(heap_small_in_use(*f.h), in_use);  // not merged yet
+  EXPECT_EQ(f.h->remote_pending.load(), in_use) << "every byte in use waits in the queue";
   EXPECT_FALSE(f.h->rfq.maybe_empty());
   heap_flush_remote(*f.h);
   EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+  EXPECT_EQ(f.h->remote_pending.load(), 0u);
   EXPECT_EQ(f.h->remote_frees.load(), static_cast<std::uint64_t>(item_count));
   EXPECT_EQ(f.c->misuses.load(), 0u);
   // Remote double free: the second one is caught at once or at merge time.
@@ -576,6 +578,7 @@ TEST(Heap, RemoteFreesAreQueuedAndMergedByTheOwner) {
   t2.join();
   heap_flush_remote(*f.h);
   EXPECT_EQ(f.c->misuses.load(), 1u);
+  EXPECT_EQ(f.h->remote_pending.load(), 0u) << "a double free leaves nothing counted";
   void* q = heap_alloc(*f.h, 2);
   f.free(q, f.h);
   std::thread t3([&] { f.free(q, nullptr); });  // freed locally, then remotely
@@ -603,8 +606,10 @@ TEST(Heap, BatchedRemoteFreesArePublishedLaterAndCheckedForDoubles) {
   EXPECT_GT(heap_small_in_use(*f.h), 0u);
   heap_remote_batch_flush(*other);
   EXPECT_EQ(other->remote_batch_classes, 0u);
+  EXPECT_EQ(f.h->remote_pending.load(), heap_small_in_use(*f.h));
   heap_flush_remote(*f.h);
   EXPECT_EQ(heap_small_in_use(*f.h), 0u);
+  EXPECT_EQ(f.h->remote_pending.load(), 0u);
   EXPECT_EQ(f.h->remote_frees.load(), 300u);
   EXPECT_EQ(f.c->misuses.load(), 0u);
   // A double free inside one batch is found at once, one across batches

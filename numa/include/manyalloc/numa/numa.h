@@ -95,6 +95,8 @@ struct manyalloc_numa_stats {
   uint64_t cached_bytes;
   uint64_t metadata_bytes;   /* descriptors and registry */
   uint64_t remote_frees;     /* chunks freed by a thread other than the owner, merged */
+  uint64_t remote_pending_bytes; /* of small_in_use_bytes: chunks freed by other threads and
+                                    not yet merged by their owner (remote-free queues) */
   uint64_t idle_merges;      /* lowmem: remote-free queues merged by another thread for an
                                 owner that was not allocating */
   uint64_t faults_avoided;
