@@ -56,23 +56,10 @@ struct GroupTake {
     PageEntry& e = h.pages[page];
     const std::uint32_t chunk = acc.load(&e.chunk_size);
     const std::uint32_t fill = acc.load(&e.fill);
-    std::uint32_t now = chunk;
-    std::uint32_t fill_seen = fill;
-    if (chunk < request || chunk > max_chunk) {
-      fill_seen = 0;
-      if (chunk == clean_page) {
-        now = Ops::claim_clean(acc, h, page, request);
-      } else if (chunk == 0u) {
-        now = Ops::claim(acc, h, page, request);
-      } else if (chunk == claiming) {
-        now = Ops::wait_for_claim(acc, e);
-      } else {
-        return {};
-      }
-      if (now < request || now > max_chunk) return {};
-    }
+    const std::uint32_t now = Ops::size_for_request(acc, h, page, chunk, request, max_chunk);
+    if (now == 0u) return {};
     const PageGeometry g = page_geometry(pagesize, now);
-    if (fill_seen >= g.chunks) return {};
+    if (now == chunk && fill >= g.chunks) return {};  // the fill counts only for the split it was read with
     // Read with the reservation in flight, as try_use does.
     const std::uint32_t marked = g.hierarchical ? acc.load(&e.mask) : 0u;
     const std::uint32_t first = acc.atomic_add(&e.fill, n);

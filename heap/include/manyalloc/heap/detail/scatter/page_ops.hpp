@@ -123,6 +123,29 @@ struct PageOps {
     return was == clean_page ? chunk_size : settled(was);
   }
 
+  // The chunk size with which `page`, whose chunk_size was read as `chunk`,
+  // serves a request of `request` bytes (chunks of request..max_chunk
+  // bytes, the waste factor of 6.1): `chunk` when it fits; for an unused
+  // page the size it has once split (a clean page by one CAS, I1c; one at
+  // 0 by the claim of I1b; one being split waited for, I1b); 0 when the
+  // page serves no such request. (try_page for one lane, GroupTake for a
+  // group.)
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t size_for_request(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                                     std::uint32_t chunk, std::uint32_t request,
+                                                     std::uint32_t max_chunk) {
+    if (chunk >= request && chunk <= max_chunk) return chunk;
+    std::uint32_t now = 0;
+    if (chunk == clean_page) {
+      now = claim_clean(acc, h, page, request);
+    } else if (chunk == 0u) {
+      now = claim(acc, h, page, request);
+    } else if (chunk == claiming) {
+      now = wait_for_claim(acc, h.pages[page]);
+    }
+    return now >= request && now <= max_chunk ? now : 0u;
+  }
+
   // --- tryUsePage (6.1) ------------------------------------------------------
   // Reserves a chunk on a page split into `chunk_size` chunks and takes it.
   // Returns nullptr when the page is full, locked or was re-split meanwhile.

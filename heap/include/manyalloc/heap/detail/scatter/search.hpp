@@ -110,21 +110,15 @@ struct SmallSearch {
     // Both words at once: one round trip to memory, not two.
     const std::uint32_t chunk = acc.load(&h.pages[page].chunk_size);
     const std::uint32_t fill = acc.load(&h.pages[page].fill);
-    if (chunk >= request && chunk <= max_chunk) return Ops::try_use(acc, h, page, chunk, fill);
-    // A clean page is split by one CAS (I1c), one at 0 by the claim of I1b;
-    // a page being split is waited for (I1b).
-    std::uint32_t now = 0;
-    if (chunk == clean_page) {
-      now = Ops::claim_clean(acc, h, page, request);
-    } else if (chunk == 0u) {
-      now = Ops::claim(acc, h, page, request);
-    } else if (chunk == claiming) {
-      now = Ops::wait_for_claim(acc, h.pages[page]);
-    } else {
-      return nullptr;
-    }
-    if (now >= request && now <= max_chunk) return Ops::try_use(acc, h, page, now, 0u);
-    return nullptr;
+    const std::uint32_t now = Ops::size_for_request(acc, h, page, chunk, request, max_chunk);
+    if (now == 0u) return nullptr;
+    // The fill read above counts only for the split it was read with.
+    return Ops::try_use(acc, h, page, now, now == chunk ? fill : 0u);
+  }
+
+  // The largest chunks a request of `request` bytes may use (6.1, max_frag).
+  MANYALLOC_FN static constexpr std::uint32_t max_chunk_for(std::uint32_t request) {
+    return request * Config::wastefactor < pagesize ? request * Config::wastefactor : pagesize;
   }
 
   // Pages of open regions that the first pass probes in one block before it
@@ -145,8 +139,7 @@ struct SmallSearch {
   MANYALLOC_FN static void* search_block(const Acc& acc, const HeapLayout& h, std::uint32_t block,
                                          std::uint32_t start, std::uint32_t request, Pass pass, bool& full) {
     full = false;
-    const std::uint32_t max_chunk =
-        request * Config::wastefactor < pagesize ? request * Config::wastefactor : pagesize;
+    const std::uint32_t max_chunk = max_chunk_for(request);
     const std::uint32_t block_first = block * h.pages_per_block;
     const std::uint32_t regions = h.regions_in_block(block, regionsize);
     // The hashed page first, whatever its region's fill level: it is the page
@@ -211,9 +204,7 @@ struct SmallSearch {
       const std::uint32_t page = first_block * h.pages_per_block + start;
       const std::uint32_t group = bits::popcount(same) >= group_min ? acc.match_any(same, page) : 0u;
       if (bits::popcount(group) >= group_min) {
-        const std::uint32_t max_chunk =
-            request * Config::wastefactor < pagesize ? request * Config::wastefactor : pagesize;
-        if (void* mem = GroupTake<Config>::take(acc, h, page, request, max_chunk, group)) return mem;
+        if (void* mem = GroupTake<Config>::take(acc, h, page, request, max_chunk_for(request), group)) return mem;
       }
     }
     bool full = false;
