@@ -219,6 +219,23 @@ TEST_F(PageLockTest, LoneLanesAskingForWholePagesStartOnPagesOfTheirOwn) {
   EXPECT_EQ(Search::hash(lane_of(0, 10), 4096, h.pages_per_block, alone(0)), (p0 + 33) % h.pages_per_block);
 }
 
+// The spread counts a hierarchical page as 33 chunks instead of its exact
+// count (search.hpp, spread_chunks): for every request size and every
+// number of lanes of a warp, what the hash derives from the count (a page
+// per request, and the quotients of the lanes asking and of a lane's rank)
+// is what the exact count gives.
+TEST(ScatterHashTest, TheSpreadsCountOfChunksPlacesAsTheExactCountDoes) {
+  using Config = CreationPolicies::ScatterHeapConfig;
+  using Search = heap::detail::SmallSearch<Config, CreationPolicies::ScatterHashConfig>;
+  for (std::uint32_t request = 1; request <= Config::pagesize; ++request) {
+    const std::uint32_t exact = heap::detail::page_geometry(Config::pagesize, request).chunks;
+    const std::uint32_t spread = Search::spread_chunks(request);
+    ASSERT_EQ(spread == 1u, exact == 1u) << request;
+    for (std::uint32_t lanes = 0; lanes <= 32; ++lanes)
+      ASSERT_EQ(lanes / spread, lanes / exact) << request << " bytes, " << lanes << " lanes";
+  }
+}
+
 // Churn (scatter_anomalies.md): when the lanes of a warp ask for different
 // sizes, a size's pages lie side by side, warp after warp, instead of 1 + 32
 // / c pages apart for c chunks per page (spread as if all 32 lanes asked for

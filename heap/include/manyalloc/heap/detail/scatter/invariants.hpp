@@ -99,7 +99,8 @@
 // tries every region that is not entirely marked full before an allocation
 // fails.
 //
-// HeapShared: `active_block` is the access block new searches start in. A
+// HeapShared: `active_block` is the access block new searches start in,
+// always below block_count (every change is a CAS to a block's number). A
 // search moves it to the next block when it finds its block full for the
 // first pass (most regions sampled closed, search.hpp), a free that makes
 // room on a full page moves it back to that page's block if lower and not

@@ -69,7 +69,7 @@ struct SmallSearch {
   template <class Acc>
   MANYALLOC_FN static std::uint32_t hash(const Acc& acc, std::uint32_t request, std::uint32_t pages_per_block,
                                          std::uint32_t same) {
-    const std::uint32_t chunks = page_geometry(pagesize, request).chunks;
+    const std::uint32_t chunks = spread_chunks(request);
     const bool whole_page = chunks == 1u;
     const std::uint32_t asking = whole_page ? Acc::warp_size : bits::popcount(same);
     const std::uint32_t rank = whole_page ? acc.lane_id() : bits::popcount(same & bits::low_mask(acc.lane_id()));
@@ -79,6 +79,18 @@ struct SmallSearch {
     const std::uint64_t h = static_cast<std::uint64_t>(request) * Hash::hashingK + processor_term(acc) +
                             static_cast<std::uint64_t>(acc.warp_id()) * warp_distance + lane_distance;
     return static_cast<std::uint32_t>(h % pages_per_block);
+  }
+
+  // The chunks of a page split for `request` bytes as the spread counts
+  // them: page_geometry's count for flat pages (at most 32), and 33 for
+  // hierarchical ones, which hold at least 33 (a full segment and one more
+  // chunk, hierarchy_threshold). The quotients of at most 32 lanes by either
+  // are the same (0), and the segments' divisions are left out: with mixed
+  // sizes a warp's lanes ran both geometries one after the other.
+  MANYALLOC_FN static std::uint32_t spread_chunks(std::uint32_t request) {
+    const std::uint32_t fit = small_quotient(pagesize, request);
+    const std::uint32_t most = request > hierarchy_threshold(pagesize) ? 32u : 33u;
+    return fit < most ? fit : most;
   }
 
   // Whether `block` is full for the first pass (5.4: "only if the super
@@ -176,6 +188,10 @@ struct SmallSearch {
     return nullptr;
   }
 
+  MANYALLOC_FN static std::uint32_t next_block(const HeapLayout& h, std::uint32_t block) {
+    return block + 1u == h.block_count ? 0u : block + 1u;
+  }
+
   // The fewest lanes that take their chunks together. A group's steps run
   // while the warp's lanes outside it wait (they diverged), so groups pay
   // where the whole warp is in groups (a warp asking for one size; pages of
@@ -195,7 +211,7 @@ struct SmallSearch {
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request, std::uint32_t same) {
     const std::uint32_t start = hash(acc, request, h.pages_per_block, same);
-    const std::uint32_t first_block = acc.load(&h.shared->active_block) % h.block_count;
+    const std::uint32_t first_block = acc.load(&h.shared->active_block);  // < block_count (invariants.hpp)
     if constexpr (Acc::warp_size > 1) {
       // The group is keyed by the page itself, not by `start`: the lanes
       // read the active block one by one, and another worker may move it
@@ -208,16 +224,15 @@ struct SmallSearch {
       }
     }
     bool full = false;
-    for (std::uint32_t i = 0; i < h.block_count; ++i) {
-      const std::uint32_t block = (first_block + i) % h.block_count;
+    // Blocks from first_block on, wrapping (first_block < block_count).
+    for (std::uint32_t i = 0, block = first_block; i < h.block_count; ++i, block = next_block(h, block)) {
       if (void* mem = search_block(acc, h, block, start, request, Pass::skip_90_percent, full)) return mem;
-      if (full) acc.atomic_cas(&h.shared->active_block, block, (block + 1u) % h.block_count);
+      if (full) acc.atomic_cas(&h.shared->active_block, block, next_block(h, block));
     }
     // Region fill levels are hints (scatter/invariants.hpp), and the first pass
     // looks at part of each block only: before reporting out of memory, look
     // into every region that is not entirely marked full.
-    for (std::uint32_t i = 0; i < h.block_count; ++i) {
-      const std::uint32_t block = (first_block + i) % h.block_count;
+    for (std::uint32_t i = 0, block = first_block; i < h.block_count; ++i, block = next_block(h, block)) {
       if (void* mem = search_block(acc, h, block, start, request, Pass::skip_only_full, full)) return mem;
     }
     return nullptr;
@@ -243,8 +258,8 @@ struct SmallSearch {
     if (page >= std::uint64_t{active} * h.pages_per_block) return;
     // Slow path: a lower block, made active unless it is still full.
     const std::uint32_t block = h.block_of(page);
-    if (active % h.block_count <= block || block_full(acc, h, block)) return;
-    while (active % h.block_count > block) {
+    if (active <= block || block_full(acc, h, block)) return;
+    while (active > block) {
       const std::uint32_t seen = acc.atomic_cas(&h.shared->active_block, active, block);
       if (seen == active) return;
       active = seen;
