@@ -85,7 +85,10 @@ class ScatterSearchTest : public ::testing::Test {
   std::uint32_t page_of(const void* p) {
     return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - h.data) / Config::pagesize);
   }
-  std::uint32_t active() { return h.shared->active_block % h.block_count; }
+  std::uint32_t active() {
+    EXPECT_LT(h.shared->active_block, h.block_count) << "the active block is below block_count (invariants.hpp)";
+    return h.shared->active_block;
+  }
   // Splits `page` into `chunk`-byte chunks and takes every one of them.
   void fill_page(std::uint32_t page, std::uint32_t chunk) {
     const acc::HostThread host;
@@ -224,16 +227,29 @@ TEST_F(PageLockTest, LoneLanesAskingForWholePagesStartOnPagesOfTheirOwn) {
 // number of lanes of a warp, what the hash derives from the count (a page
 // per request, and the quotients of the lanes asking and of a lane's rank)
 // is what the exact count gives.
-TEST(ScatterHashTest, TheSpreadsCountOfChunksPlacesAsTheExactCountDoes) {
-  using Config = CreationPolicies::ScatterHeapConfig;
+template <std::uint32_t Pagesize>
+struct ConfigOfPagesize : CreationPolicies::ScatterHeapConfig {
+  static constexpr std::uint32_t pagesize = Pagesize;
+};
+template <std::uint32_t Pagesize>
+void expect_spread_places_as_exact_count() {
+  using Config = ConfigOfPagesize<Pagesize>;
+  static_assert(CreationPolicies::ScatterHeapConfiguration<Config>);
   using Search = heap::detail::SmallSearch<Config, CreationPolicies::ScatterHashConfig>;
-  for (std::uint32_t request = 1; request <= Config::pagesize; ++request) {
-    const std::uint32_t exact = heap::detail::page_geometry(Config::pagesize, request).chunks;
+  for (std::uint32_t request = 1; request <= Pagesize; ++request) {
+    const std::uint32_t exact = heap::detail::page_geometry(Pagesize, request).chunks;
     const std::uint32_t spread = Search::spread_chunks(request);
-    ASSERT_EQ(spread == 1u, exact == 1u) << request;
+    ASSERT_EQ(spread == 1u, exact == 1u) << Pagesize << "-byte pages, " << request << " bytes";
     for (std::uint32_t lanes = 0; lanes <= 32; ++lanes)
-      ASSERT_EQ(lanes / spread, lanes / exact) << request << " bytes, " << lanes << " lanes";
+      ASSERT_EQ(lanes / spread, lanes / exact) << Pagesize << "-byte pages, " << request << " bytes, " << lanes << " lanes";
   }
+}
+TEST(ScatterHashTest, TheSpreadsCountOfChunksPlacesAsTheExactCountDoes) {
+  // The smallest pages allowed, one not a power of two, the default, and the largest allowed.
+  expect_spread_places_as_exact_count<64>();
+  expect_spread_places_as_exact_count<68>();
+  expect_spread_places_as_exact_count<4096>();
+  expect_spread_places_as_exact_count<(1u << 21) - 4u>();
 }
 
 // Churn (scatter_anomalies.md): when the lanes of a warp ask for different

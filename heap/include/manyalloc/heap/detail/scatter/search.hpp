@@ -85,8 +85,9 @@ struct SmallSearch {
   // them: page_geometry's count for flat pages (at most 32), and 33 for
   // hierarchical ones, which hold at least 33 (a full segment and one more
   // chunk, hierarchy_threshold). The quotients of at most 32 lanes by either
-  // are the same (0), and the segments' divisions are left out: with mixed
-  // sizes a warp's lanes ran both geometries one after the other.
+  // are the same (0), and the segments' divisions are left out, so that the
+  // lanes of a warp asking for flat and hierarchical sizes do not run both
+  // geometries one after the other.
   MANYALLOC_FN static std::uint32_t spread_chunks(std::uint32_t request) {
     const std::uint32_t fit = small_quotient(pagesize, request);
     const std::uint32_t most = request > hierarchy_threshold(pagesize) ? 32u : 33u;
