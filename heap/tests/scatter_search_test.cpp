@@ -747,22 +747,31 @@ class CleanPagesTest : public ::testing::Test {
     return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - h.data) / Config::pagesize);
   }
   // Takes every chunk of `page` for `chunk`-byte requests the way a search
-  // does (PageOps::claim_clean or claim, then try_use); returns how many.
+  // does (PageOps::claim_clean and the chunk its split holds, or claim;
+  // then try_use); returns how many.
   std::uint32_t take_all(std::uint32_t page, std::uint32_t chunk) {
     const acc::HostThread host;
     const std::uint32_t c = entry(page).chunk_size;
-    const std::uint32_t now = c == heap::detail::clean_page ? Ops::claim_clean(host, h, page, chunk)
+    bool won = false;
+    const std::uint32_t now = c == heap::detail::clean_page ? Ops::claim_clean(host, h, page, chunk, won)
                                                             : Ops::claim(host, h, page, chunk);
     EXPECT_EQ(now, chunk);
     std::uint32_t n = 0;
+    if (won && take_held(page, chunk) != nullptr) ++n;
     while (Ops::try_use(host, h, page, chunk) != nullptr) ++n;
     return n;
+  }
+  // The chunk whose reservation the split of clean `page` holds (I1c).
+  void* take_held(std::uint32_t page, std::uint32_t chunk) {
+    return Ops::take_reserved(acc::HostThread{}, h, page, heap::detail::page_geometry(Config::pagesize, chunk), chunk,
+                              0u, 0u);
   }
 };
 
 TEST_F(CleanPagesTest, AFreshHeapsPagesAreCleanAndTheirFirstSplitIsOneCas) {
   for (std::uint32_t p = 0; p < h.page_count; ++p) {
     ASSERT_EQ(entry(p).chunk_size, heap::detail::clean_page) << "page " << p;
+    ASSERT_EQ(entry(p).fill, 1u) << "page " << p << ": the reservation of the chunk its split takes";
     for (std::uint32_t s = 0; s < heap::detail::max_segments(Config::pagesize); ++s)
       ASSERT_EQ(*Ops::segment_word(h, p, s), 0u) << "page " << p;
   }
@@ -775,7 +784,9 @@ TEST_F(CleanPagesTest, AFreshHeapsPagesAreCleanAndTheirFirstSplitIsOneCas) {
   EXPECT_EQ(claims, 0u) << "a clean page is split by a CAS to its chunk size, not by the claim of I1b";
   EXPECT_EQ(entry(page_of(p)).chunk_size, 16u);
   EXPECT_EQ(entry(page_of(p)).fill, 1u);
-  EXPECT_LE(ops, 8u) << "hashed page read, one CAS, the reservation, one bit";
+  // The CAS that splits the page holds its first reservation already: no
+  // atomic on its fill, nor a read of its full marks (I1c).
+  EXPECT_LE(ops, 5u) << "the active block's read, the hashed page's size and fill, the CAS that splits it, one bit";
   // A heap of the host's own pool (pages committed on first touch) is left
   // untouched: its pages start at 0 and are split by the claim of I1b.
   ScatterHeap<HostRunner> lazy{std::size_t{4} << 20};
@@ -788,21 +799,24 @@ TEST_F(CleanPagesTest, AFreshHeapsPagesAreCleanAndTheirFirstSplitIsOneCas) {
 TEST_F(CleanPagesTest, ARunThatMeetsACleanSplitGivesItsBatchBackClean) {
   const acc::HostThread host;
   const std::uint32_t first = 32;
-  ASSERT_EQ(Ops::claim_clean(host, h, first + 2, 64), 64u);  // a split between the run's scan and its CASes
+  bool won = false;
+  ASSERT_EQ(Ops::claim_clean(host, h, first + 2, 64, won), 64u);  // a split between the run's scan and its CASes
+  ASSERT_TRUE(won);
   EXPECT_EQ(Multi::take_run(host, h, first, 4, heap::detail::clean_page), 2u);
   for (std::uint32_t k : {0u, 1u, 3u}) {
     EXPECT_EQ(entry(first + k).chunk_size, heap::detail::clean_page) << "page " << k;
-    EXPECT_EQ(entry(first + k).fill, 0u) << "page " << k;
+    EXPECT_EQ(entry(first + k).fill, 1u) << "page " << k;
     EXPECT_EQ(entry(first + k).mask, 0u) << "page " << k;
   }
   EXPECT_EQ(entry(first + 2).chunk_size, 64u);
-  EXPECT_EQ(entry(first + 2).fill, 0u);
-  EXPECT_EQ(take_all(first + 2, 64), heap::detail::page_geometry(Config::pagesize, 64).chunks);
+  EXPECT_EQ(entry(first + 2).fill, 1u) << "the split's own reservation (I1c)";
+  ASSERT_NE(take_held(first + 2, 64), nullptr);
+  EXPECT_EQ(take_all(first + 2, 64), heap::detail::page_geometry(Config::pagesize, 64).chunks - 1u);
   // The pages given back are clean: a run over them now succeeds.
   EXPECT_EQ(Multi::take_run(host, h, first + 3, 4, heap::detail::clean_page), 4u);
   EXPECT_EQ(entry(first + 3).chunk_size, heap::detail::multi_page);
   EXPECT_EQ(entry(first + 3).mask, 4u);
-  EXPECT_EQ(entry(first + 3).fill, 0u) << "a run's pages keep fill at 0 (I3)";
+  EXPECT_EQ(entry(first + 3).fill, 1u) << "a run's pages keep the fill they had, 1 on a clean page (I3)";
   // A page that another run took meanwhile is a conflict too.
   const std::uint32_t other = 64;
   entry(other + 1).chunk_size = heap::detail::multi_page;
@@ -824,18 +838,23 @@ TEST_F(CleanPagesTest, ACleanWindowIsTakenWithOneCasPerPage) {
   EXPECT_LE(ops, 2u * n + 1u) << "a CAS and a store (the mask) per page, one region mark";
   for (std::uint32_t k = 0; k < n; ++k) {
     EXPECT_EQ(entry(first + k).chunk_size, heap::detail::multi_page) << "page " << k;
-    EXPECT_EQ(entry(first + k).fill, 0u) << "page " << k;
+    EXPECT_EQ(entry(first + k).fill, 1u) << "page " << k << ": taken clean (I3)";
   }
   EXPECT_EQ(entry(first).mask, n);
   const acc::HostThread host;
-  ASSERT_EQ(Ops::claim_clean(host, h, first + n + 10, 256), 256u);
+  bool won = false;
+  ASSERT_EQ(Ops::claim_clean(host, h, first + n + 10, 256, won), 256u);
   EXPECT_EQ(Multi::take_run(host, h, first + n, 12, heap::detail::clean_page), 10u);
   for (std::uint32_t k = 0; k < 12; ++k) {
     if (k == 10) continue;
     EXPECT_EQ(entry(first + n + k).chunk_size, k < Multi::batch ? 0u : heap::detail::clean_page) << "page " << k;
-    EXPECT_EQ(entry(first + n + k).fill, 0u) << "page " << k;
+    EXPECT_EQ(entry(first + n + k).fill, 1u) << "page " << k << ": the clean page's, no reservation (I1)";
   }
   EXPECT_EQ(entry(first + n + 10).chunk_size, 256u);
+  // A page at 0 whose fill a clean page left at 1: the claim that splits it
+  // sets its fill to 0, and every chunk is handed out.
+  EXPECT_EQ(take_all(first + n, 64), heap::detail::page_geometry(Config::pagesize, 64).chunks);
+  EXPECT_EQ(entry(first + n).fill, heap::detail::page_geometry(Config::pagesize, 64).chunks);
 }
 
 // A window of clean pages and pages at 0 (those of a freed run): the CAS

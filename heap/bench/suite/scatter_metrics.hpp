@@ -67,14 +67,14 @@ class PageTableSnapshot {
     std::uint64_t run = 0, best_run = 0, used = 0, bitfield = 0;
     double largest_chunk = 0;
     for (const auto& e : pages_) {
-      if (e.chunk_size == 0 && e.fill == 0) {
+      if (free_page<CP::HeapProperties::resetfreedpages>(e.chunk_size, e.fill)) {  // clean pages too (I1c)
         best_run = std::max(best_run, ++run);
         f.free_bytes += pagesize;
         continue;
       }
       run = 0;
       ++used;
-      if (e.chunk_size == 0 || e.chunk_size > pagesize) continue;  // locked or multi-page
+      if (unused_page(e.chunk_size) || e.chunk_size > pagesize) continue;  // locked or multi-page
       const PageGeometry g = page_geometry(pagesize, e.chunk_size);
       bitfield += g.segments() * 4u;
       const std::uint32_t fill = std::min(e.fill, g.chunks);

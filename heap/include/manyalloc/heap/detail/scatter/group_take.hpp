@@ -56,13 +56,20 @@ struct GroupTake {
     PageEntry& e = h.pages[page];
     const std::uint32_t chunk = acc.load(&e.chunk_size);
     const std::uint32_t fill = acc.load(&e.fill);
-    const std::uint32_t now = Ops::size_for_request(acc, h, page, chunk, request, max_chunk);
+    bool split_clean = false;
+    const std::uint32_t now = Ops::size_for_request(acc, h, page, chunk, request, max_chunk, split_clean);
     if (now == 0u) return {};
     const PageGeometry g = page_geometry(pagesize, now);
-    if (now == chunk && fill >= g.chunks) return {};  // the fill counts only for the split it was read with
+    if (!split_clean && now == chunk && fill >= g.chunks) return {};  // the fill counts only for the split it was read with
     // Read with the reservation in flight, as try_use does.
-    const std::uint32_t marked = g.hierarchical ? acc.load(&e.mask) : 0u;
-    const std::uint32_t first = acc.atomic_add(&e.fill, n);
+    const std::uint32_t marked = g.hierarchical && !split_clean ? acc.load(&e.mask) : 0u;
+    // The split of a clean page holds its first reservation already (I1c):
+    // the leader adds n - 1. The group's spots start one below what the
+    // addition returned, at 0 unless another worker reserved in between
+    // (then two holders share a spot, and one of them looks for another
+    // bit, as after frees).
+    const std::uint32_t first =
+        split_clean ? (n > 1u ? acc.atomic_add(&e.fill, n - 1u) : 1u) - 1u : acc.atomic_add(&e.fill, n);
     if constexpr (Config::resetfreedpages) {
       acc.fence();
       if (acc.load(&e.chunk_size) != now) {  // emptied and re-split since we read its size

@@ -21,14 +21,20 @@
 //  I1 chunk_size == 0: the page is unused and no chunk on it is allocated.
 //     Its in-page bit-field words may hold anything (user data of a
 //     multi-page run, or never written), so it is split by the claim of
-//     I1b, which zeroes them.
+//     I1b, which zeroes them. Without resetfreedpages its fill holds no
+//     reservation: 0, or the 1 of a clean page that a run took (I1c, I3),
+//     which the claim sets to 0.
 //  I1c chunk_size == clean_page: the page is unused and has been neither
 //     split nor in a run since the heap was made: its mask and every in-page
 //     bit-field word a split can use (max_segments, page_geometry.hpp) are
-//     0. It is split by one CAS of chunk_size from clean_page to the chunk
-//     size ([Steinberger2012] 6.1 claims every page so): the bit fields it needs are
-//     already zero, so nothing has to be published before the size, and a
-//     worker that reads the size may reserve at once. Only init_heap makes
+//     0, and its fill is 1: the reservation of the chunk that the page's
+//     split takes. It is split by one CAS of chunk_size from clean_page to
+//     the chunk size ([Steinberger2012] 6.1 claims every page so): the bit
+//     fields it needs are already zero, so nothing has to be published
+//     before the size, and a worker that reads the size may reserve at
+//     once. The worker whose CAS wins holds the page's first reservation
+//     already and takes its chunk without an atomic on fill (a cold launch
+//     of mixed sizes splits a page per lane). Only init_heap makes
 //     clean pages, where the back end's pool memory is resident
 //     (acc::Backend::pool_memory_resident; elsewhere writing every page
 //     would commit the whole pool) and the configuration keeps splits (no
@@ -62,9 +68,10 @@
 //     pages (6.3), which won each page by a CAS of chunk_size from the
 //     unused value it read (0 or clean_page) to multi_page; the first
 //     page's mask holds the number of pages, the others' masks are 0 (set
-//     only once every page is won). A run's pages keep fill at 0: no
-//     reservation is made on them (with resetfreedpages a stale reservation
-//     or a reset's lock may hold it for a moment; only scans read it then).
+//     only once every page is won). No reservation is made on a run's
+//     pages: their fill stays as the run found it, 0, or 1 on a page that
+//     was clean (I1c; with resetfreedpages a stale reservation or a reset's
+//     lock may hold it for a moment; only scans read it then).
 //     A run that loses a page to another worker gives back its current
 //     batch as the pages were and its earlier batches at 0; its free
 //     publishes 0 with a release (one fence for the run, then the stores).
@@ -140,6 +147,15 @@ inline constexpr std::uint32_t clean_page = 0xfffffffeu;
 inline constexpr std::uint32_t claiming = 0xfffffffdu;
 // Whether a chunk_size names an unused page (I1, I1c).
 MANYALLOC_FN constexpr bool unused_page(std::uint32_t chunk_size) { return chunk_size == 0u || chunk_size == clean_page; }
+// Whether a page whose entry was read as {chunk_size, fill} is unused and
+// may be taken whole, by a split or a run: an unused chunk size and, with
+// resetfreedpages, a fill of 0 (no reset's lock, I4, and no reservation
+// being undone). Without resetfreedpages an unused page's fill holds no
+// reservation (I1, I1c).
+template <bool ResetFreedPages>
+MANYALLOC_FN constexpr bool free_page(std::uint32_t chunk_size, std::uint32_t fill) {
+  return unused_page(chunk_size) && (!ResetFreedPages || fill == 0u);
+}
 
 // Immutable description of one heap, copied into every handle so that
 // workers never load it from memory.

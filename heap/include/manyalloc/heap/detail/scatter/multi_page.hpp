@@ -22,7 +22,7 @@ struct MultiPage {
   static constexpr std::uint32_t pagesize = Config::pagesize;
 
   MANYALLOC_FN static bool unused(std::uint32_t chunk_size, std::uint32_t fill) {
-    return unused_page(chunk_size) && fill == 0u;
+    return free_page<Config::resetfreedpages>(chunk_size, fill);
   }
 
   // Passes over the page array starting at `start`, each wrapping once.

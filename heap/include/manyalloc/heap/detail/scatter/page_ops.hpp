@@ -78,6 +78,9 @@ struct PageOps {
     const std::uint32_t was = acc.atomic_cas(&e.chunk_size, 0u, claiming);
     if (was != 0u) return was == claiming ? wait_for_claim(acc, e) : settled(was);
     acc.store(&e.mask, 0u);
+    // The reservation a clean page's fill held, where a run took the page
+    // clean (I1, I3); with resetfreedpages fill is a reset's lock here.
+    if constexpr (!Config::resetfreedpages) acc.store(&e.fill, 0u);
     const PageGeometry g = page_geometry(pagesize, chunk_size);
     for (std::uint32_t s = 0; s < g.segments(); ++s) acc.store(segment_word(h, page, s), 0u);
     // One fence for all of the stores above, then the size: a worker that
@@ -113,14 +116,16 @@ struct PageOps {
 
   // Splits a clean page (I1c) into `chunk_size` chunks with one CAS: its
   // bit fields are zero already, so nothing to publish first. Returns the
-  // page's chunk size afterwards: `chunk_size` when the CAS won, else a
-  // split's size, or 0 for a page that is not split (a run's, one at 0, or
-  // one being split: the caller reads it again on its next visit).
+  // page's chunk size afterwards: `chunk_size` when the CAS won (`won`: the
+  // caller then holds the page's first reservation, I1c), else a split's
+  // size, or 0 for a page that is not split (a run's, one at 0, or one
+  // being split: the caller reads it again on its next visit).
   template <class Acc>
   MANYALLOC_FN static std::uint32_t claim_clean(const Acc& acc, const HeapLayout& h, std::uint32_t page,
-                                                std::uint32_t chunk_size) {
+                                                std::uint32_t chunk_size, bool& won) {
     const std::uint32_t was = acc.atomic_cas(&h.pages[page].chunk_size, clean_page, chunk_size);
-    return was == clean_page ? chunk_size : settled(was);
+    won = was == clean_page;
+    return won ? chunk_size : settled(was);
   }
 
   // The chunk size with which `page`, whose chunk_size was read as `chunk`,
@@ -128,16 +133,18 @@ struct PageOps {
   // bytes, the waste factor of 6.1): `chunk` when it fits; for an unused
   // page the size it has once split (a clean page by one CAS, I1c; one at
   // 0 by the claim of I1b; one being split waited for, I1b); 0 when the
-  // page serves no such request. (try_page for one lane, GroupTake for a
-  // group.)
+  // page serves no such request. `split_clean`: the caller split a clean
+  // page and holds its first reservation (I1c). (try_page for one lane,
+  // GroupTake for a group.)
   template <class Acc>
   MANYALLOC_FN static std::uint32_t size_for_request(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                                      std::uint32_t chunk, std::uint32_t request,
-                                                     std::uint32_t max_chunk) {
+                                                     std::uint32_t max_chunk, bool& split_clean) {
+    split_clean = false;
     if (chunk >= request && chunk <= max_chunk) return chunk;
     std::uint32_t now = 0;
     if (chunk == clean_page) {
-      now = claim_clean(acc, h, page, request);
+      now = claim_clean(acc, h, page, request, split_clean);
     } else if (chunk == 0u) {
       now = claim(acc, h, page, request);
     } else if (chunk == claiming) {
@@ -177,6 +184,20 @@ struct PageOps {
     }
     // Without resetfreedpages a split page keeps its chunk size (I2): no
     // re-check, and no fence on the way to a chunk.
+    return take_reserved(acc, h, page, g, chunk_size, reserved, marked);
+  }
+
+  // Takes a chunk for reservation `reserved` (< g.chunks) of a page split
+  // into `chunk_size` chunks of geometry `g`: try_use's after its
+  // reservation, and the first chunk of a clean page that the caller split
+  // (I1c: reservation 0, no segment marked full). `marked`: the segments'
+  // full marks as read with the reservation (I5). Returns nullptr, the
+  // reservation given back, when no bit came free within the walk's bound.
+  template <class Acc>
+  MANYALLOC_FN static void* take_reserved(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                          const PageGeometry& g, std::uint32_t chunk_size, std::uint32_t reserved,
+                                          std::uint32_t marked) {
+    PageEntry& e = h.pages[page];
     // The reservation of the page's last chunk marks the page full, the
     // mark sent before the take and waited for after it (two round trips to
     // memory in flight at once, not one after the other).
@@ -530,6 +551,7 @@ struct MarkPagesClean {
       const auto page = static_cast<std::uint32_t>(p);
       for (std::uint32_t s = 0; s < words; ++s) *PageOps<Config>::segment_word(layout, page, s) = 0u;
       layout.pages[page].chunk_size = clean_page;
+      layout.pages[page].fill = 1u;  // the reservation of the chunk its split takes (I1c)
     }
     return 0;
   }

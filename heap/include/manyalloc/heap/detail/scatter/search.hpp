@@ -123,8 +123,13 @@ struct SmallSearch {
     // Both words at once: one round trip to memory, not two.
     const std::uint32_t chunk = acc.load(&h.pages[page].chunk_size);
     const std::uint32_t fill = acc.load(&h.pages[page].fill);
-    const std::uint32_t now = Ops::size_for_request(acc, h, page, chunk, request, max_chunk);
+    bool split_clean = false;
+    const std::uint32_t now = Ops::size_for_request(acc, h, page, chunk, request, max_chunk, split_clean);
     if (now == 0u) return nullptr;
+    // The split of a clean page holds the page's first reservation (I1c).
+    // Its take is a call of its own, not try_use's with a flag: one take
+    // for both cost the allocating kernels six registers.
+    if (split_clean) return Ops::take_reserved(acc, h, page, page_geometry(pagesize, now), now, 0u, 0u);
     // The fill read above counts only for the split it was read with.
     return Ops::try_use(acc, h, page, now, now == chunk ? fill : 0u);
   }

@@ -65,10 +65,14 @@ struct SlotCounter {
   // alloc would not use it otherwise.
   template <class Load>
   MANYALLOC_FN static std::uint64_t free_chunks(const Load& load, const PageEntry& e, std::uint32_t slot) {
-    const std::uint32_t fill = load(&e.fill);
+    std::uint32_t fill = load(&e.fill);
     if (fill >= page_locked) return 0;
     std::uint32_t chunk = load(&e.chunk_size);
-    if (unused_page(chunk)) chunk = slot;
+    if (unused_page(chunk)) {
+      if (!free_page<Config::resetfreedpages>(chunk, fill)) return 0;
+      chunk = slot;
+      fill = 0;  // an unused page's fill holds no reservation then (I1, I1c)
+    }
     const std::uint64_t max_chunk = static_cast<std::uint64_t>(slot) * Config::wastefactor;
     if (chunk < slot || chunk > pagesize || chunk > max_chunk) return 0;
     const std::uint32_t chunks = page_geometry(pagesize, chunk).chunks;
@@ -91,7 +95,7 @@ struct SlotCounter {
     std::uint64_t run = 0;
     bool head = true;
     for (std::uint64_t p = begin; p < end; ++p) {
-      const bool unused = unused_page(load(&h.pages[p].chunk_size)) && load(&h.pages[p].fill) == 0u;
+      const bool unused = free_page<Config::resetfreedpages>(load(&h.pages[p].chunk_size), load(&h.pages[p].fill));
       if (unused) {
         ++run;
       } else {
