@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -868,6 +869,38 @@ TEST_F(CleanPagesTest, AWindowOfCleanPagesAndPagesAtZeroIsTaken) {
   for (std::uint32_t k = 0; k < n; ++k) EXPECT_EQ(entry(first + k).chunk_size, heap::detail::multi_page) << "page " << k;
   EXPECT_EQ(Multi::free(host, h, first, 0), Misuse::none);
   for (std::uint32_t k = 0; k < n; ++k) EXPECT_EQ(entry(first + k).chunk_size, 0u) << "page " << k;
+}
+
+// A warp's group on a clean page (group_take.hpp): the leader's CAS splits
+// the page and holds its first reservation (I1c), the leader adds the
+// group's other n - 1, and every lane gets a chunk of its own: 32 lanes of
+// 16 B on one page with one CAS, one addition and one OR; 1 KiB lanes in
+// groups of four, a page each.
+TEST_F(CleanPagesTest, AGroupOnACleanPageTakesTheSplitsReservationAndTheRest) {
+  for (const std::uint32_t size : {16u, 1024u}) {
+    std::vector<void*> chunks(32, nullptr);
+    std::atomic<std::uint64_t> atomics{0};
+    acc::EmulatedGrid grid;
+    grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
+      chunks[t] = heap.creation().create(CountedLane(a, &atomics), size);
+    });
+    std::vector<void*> sorted = chunks;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_NE(sorted[0], nullptr) << size;
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << size << ": a chunk handed out twice";
+    const std::uint32_t per_page = heap::detail::page_geometry(Config::pagesize, size).chunks;
+    std::map<std::uint32_t, std::uint32_t> on_page;
+    for (void* c : chunks) ++on_page[page_of(c)];
+    for (const auto& [page, n] : on_page) {
+      EXPECT_EQ(entry(page).chunk_size, size) << "page " << page;
+      EXPECT_EQ(entry(page).fill, n) << "page " << page << ": one reservation per chunk handed out";
+      EXPECT_EQ(n, std::min(32u, per_page)) << "page " << page;
+    }
+    if (size == 16u) EXPECT_LE(atomics.load(), 3u) << "the split's CAS, one addition of 31, one OR";
+    for (void* c : chunks) heap.creation().destroy(acc::HostThread{}, c);
+    for (const auto& [page, n] : on_page) EXPECT_EQ(entry(page).fill, 0u) << "page " << page;
+  }
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
 }
 
 // A freed run leaves its pages at 0, not clean (I1): their bit-field words

@@ -28,9 +28,11 @@ struct GroupTake {
 
   // What the leader hands to its group, in one 64-bit word: the page's
   // chunk size (0: the page does not serve the group), the first of the
-  // group's reservations, how many of them hold (the lowest `granted`
-  // lanes of the group get one each) and the full marks (I5) of the two
-  // segments those reservations fall in.
+  // spots the group's reservations start at (the reservations themselves
+  // where the leader split a clean page: 0 and what its addition returned,
+  // see reserve), how many of them hold (the lowest `granted` lanes of the
+  // group get one each) and the full marks (I5) of the two segments those
+  // spots fall in.
   static_assert(pagesize < (1u << 21), "a chunk size must fit the grant's 21 bits (pagesize < small_quotient_limit)");
   struct Grant {
     std::uint32_t chunk_size = 0;  // < 2^21
@@ -114,7 +116,9 @@ struct GroupTake {
     const bool fills = reserved + 1u == g.chunks;
     const std::uint32_t region_marks = fills ? Ops::start_mark_page_full(acc, h, page) : 0u;
     // Reservations below `chunks` name distinct spots: a full segment's 32
-    // in order, and the partial segment's chunks_in_segment consecutive ones.
+    // in order, and the partial segment's chunks_in_segment consecutive ones
+    // (after the split of a clean page, one spot may be another worker's
+    // too: reserve; the check of `seen` below finds that).
     const std::uint32_t segment = g.hierarchical ? reserved / 32u : 0u;
     const std::uint32_t spot =
         g.hierarchical ? small_remainder(reserved, g.chunks_in_segment(segment)) : reserved;

@@ -89,7 +89,8 @@
 //     [Steinberger2012]): a worker touches the bit fields only after it read
 //     the chunk size published by the release of I1b (or set by the CAS of
 //     I1c, over words that were zero before the heap was shared) and its
-//     reservation, an atomic on fill, has returned.
+//     reservation, an atomic on fill, has returned; the worker whose CAS of
+//     I1c split the page holds the page's first reservation without one.
 //  I5 The mask of a hierarchical page has bit k set only if segment k was seen
 //     full; a worker that sets it re-reads the segment and clears the bit again
 //     if the segment has room. The bit is a hint: a worker holding a
