@@ -62,7 +62,6 @@ constexpr std::uint32_t idle_merge_runs = 16;
   // the owner's drain of the word (after it cleared the marks) is still to
   // come and will see our bits.
   if (old == 0) r.remote_words.fetch_or(std::uint64_t{1} << w, std::memory_order_seq_cst);
-
   // Already queued: nothing to do. A seq_cst load that still sees 1 comes
   // before the owner's reset of `queued` and therefore before its drain,
   // which then sees our bits (see heap_flush_remote).

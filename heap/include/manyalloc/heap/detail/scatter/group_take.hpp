@@ -148,12 +148,7 @@ struct GroupTake {
       index = g.hierarchical ? Ops::take_in_segments(acc, h, page, g, reserved, segment_marked << segment)
                              : Ops::take_in_mask(acc, e, g.chunks, reserved);
     }
-    if (fills) Ops::finish_mark_page_full(acc, h, page, g.chunks, region_marks);
-    if (index == g.chunks) {
-      Ops::release_reservation(acc, h, page, g.chunks);
-      return nullptr;
-    }
-    return h.page_data(page, pagesize) + static_cast<std::size_t>(index) * grant.chunk_size;
+    return Ops::end_take(acc, h, page, g, grant.chunk_size, index, fills, region_marks);
   }
 };
 

@@ -53,8 +53,9 @@
 //  I2 1 <= chunk_size <= pagesize: the page is split into chunks of that size
 //     (page_geometry.hpp). `fill` counts reserved chunks (0..chunks), plus
 //     short-lived +1s of workers whose reservation attempt failed and is being
-//     undone, and the short-lived excess of a group's +n past the page's last
-//     chunk (group_take.hpp), given back at once. Each allocated chunk has its bit set (in the mask for flat
+//     undone, and the short-lived excess of a group's +n past the page's
+//     last chunk (group_take.hpp), given back at once. Each allocated chunk
+//     has its bit set (in the mask for flat
 //     pages, in its in-page segment word for hierarchical pages); a set bit
 //     belongs to a reservation counted in `fill`, except, without
 //     resetfreedpages, while a free's clear of it and its return of that

@@ -41,14 +41,20 @@ MANYALLOC_FN constexpr std::uint32_t hierarchy_threshold(std::uint32_t pagesize)
   return (pagesize - 2u * static_cast<std::uint32_t>(sizeof(std::uint32_t))) / 33u;
 }
 
+// The chunks of a flat page (chunk_size > hierarchy_threshold): as many as
+// fit, at most the table mask's 32. Precondition as page_geometry's.
+MANYALLOC_FN constexpr std::uint32_t flat_chunks(std::uint32_t pagesize, std::uint32_t chunk_size) {
+  const std::uint32_t fit = small_quotient(pagesize, chunk_size);
+  return fit < 32u ? fit : 32u;
+}
+
 // Precondition: 1 <= chunk_size <= pagesize < small_quotient_limit (a
 // free and a claim compute it for the chunk size they read: divisions by a
 // value known only at run time, small_quotient's).
 MANYALLOC_FN constexpr PageGeometry page_geometry(std::uint32_t pagesize, std::uint32_t chunk_size) {
   PageGeometry g;
   if (chunk_size > hierarchy_threshold(pagesize)) {
-    const std::uint32_t fit = small_quotient(pagesize, chunk_size);
-    g.chunks = fit < 32u ? fit : 32u;
+    g.chunks = flat_chunks(pagesize, chunk_size);
     return g;
   }
   g.hierarchical = true;

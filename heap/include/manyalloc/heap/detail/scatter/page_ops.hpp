@@ -208,6 +208,16 @@ struct PageOps {
     // page do not collide, and lanes of one warp still get neighbouring chunks.
     const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
                                                : take_in_mask(acc, e, g.chunks, reserved);  // reserved < g.chunks (above)
+    return end_take(acc, h, page, g, chunk_size, index, fills, marks);
+  }
+
+  // The end of a take (take_reserved; GroupTake::take): the full mark's
+  // re-check when the reservation was the page's last (`fills`, `marks`:
+  // start_mark_page_full's), then chunk `index`, or nullptr with the
+  // reservation given back when the walk found no bit (index == g.chunks).
+  template <class Acc>
+  MANYALLOC_FN static void* end_take(const Acc& acc, const HeapLayout& h, std::uint32_t page, const PageGeometry& g,
+                                     std::uint32_t chunk_size, std::uint32_t index, bool fills, std::uint32_t marks) {
     if (fills) finish_mark_page_full(acc, h, page, g.chunks, marks);
     if (index == g.chunks) {  // no bit came free within the walk's bound
       release_reservation(acc, h, page, g.chunks);

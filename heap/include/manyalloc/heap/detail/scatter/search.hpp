@@ -82,16 +82,15 @@ struct SmallSearch {
   }
 
   // The chunks of a page split for `request` bytes as the spread counts
-  // them: page_geometry's count for flat pages (at most 32), and 33 for
+  // them: page_geometry's count for flat pages (flat_chunks), and 33 for
   // hierarchical ones, which hold at least 33 (a full segment and one more
   // chunk, hierarchy_threshold). The quotients of at most 32 lanes by either
   // are the same (0), and the segments' divisions are left out, so that the
   // lanes of a warp asking for flat and hierarchical sizes do not run both
   // geometries one after the other.
   MANYALLOC_FN static std::uint32_t spread_chunks(std::uint32_t request) {
-    const std::uint32_t fit = small_quotient(pagesize, request);
-    const std::uint32_t most = request > hierarchy_threshold(pagesize) ? 32u : 33u;
-    return fit < most ? fit : most;
+    const std::uint32_t flat = flat_chunks(pagesize, request);
+    return request > hierarchy_threshold(pagesize) ? flat : 33u;
   }
 
   // Whether `block` is full for the first pass (5.4: "only if the super
@@ -128,7 +127,8 @@ struct SmallSearch {
     if (now == 0u) return nullptr;
     // The split of a clean page holds the page's first reservation (I1c).
     // Its take is a call of its own, not try_use's with a flag: one take
-    // for both cost the allocating kernels six registers.
+    // for both raised the allocating kernels' register count
+    // (docs/results/heap/peers/scatter_first_read).
     if (split_clean) return Ops::take_reserved(acc, h, page, page_geometry(pagesize, now), now, 0u, 0u);
     // The fill read above counts only for the split it was read with.
     return Ops::try_use(acc, h, page, now, now == chunk ? fill : 0u);

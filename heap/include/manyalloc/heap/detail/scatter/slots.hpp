@@ -69,9 +69,8 @@ struct SlotCounter {
     if (fill >= page_locked) return 0;
     std::uint32_t chunk = load(&e.chunk_size);
     if (unused_page(chunk)) {
-      if (!free_page<Config::resetfreedpages>(chunk, fill)) return 0;
       chunk = slot;
-      fill = 0;  // an unused page's fill holds no reservation then (I1, I1c)
+      if constexpr (!Config::resetfreedpages) fill = 0;  // it holds no reservation (I1, I1c)
     }
     const std::uint64_t max_chunk = static_cast<std::uint64_t>(slot) * Config::wastefactor;
     if (chunk < slot || chunk > pagesize || chunk > max_chunk) return 0;
