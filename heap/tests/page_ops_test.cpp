@@ -169,7 +169,12 @@ TEST_F(PageOpsTest, FlatPageFillsMarksRegionAndFrees) {
   EXPECT_EQ(Ops::free_chunk(acc, h, 3, 512, 100), Misuse::not_a_chunk_start);
   EXPECT_EQ(Ops::free_chunk(acc, h, 3, 512, 8 * 512), Misuse::not_a_chunk_start);
   EXPECT_EQ(entry(3).fill, 7u) << "misuse changes nothing";
-  EXPECT_NE(Ops::try_use(acc, h, 3, 512), nullptr) << "the freed chunk is found again";
+  // Reservation 7's spot is taken: the first OR fails, and the walk from
+  // the next spot (wrapping to 0) finds the freed chunk.
+  auto* base = reinterpret_cast<std::byte*>(h.page_data(3, 4096));
+  EXPECT_EQ(Ops::try_use(acc, h, 3, 512), base + 3 * 512) << "the freed chunk is found again";
+  EXPECT_EQ(entry(3).mask, 0xffu);
+  EXPECT_EQ(entry(3).fill, 8u);
 }
 
 TEST_F(PageOpsTest, HierarchicalPageUsesEveryChunkOnce) {

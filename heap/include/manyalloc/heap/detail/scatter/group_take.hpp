@@ -50,7 +50,7 @@ struct GroupTake {
 
   // The leader's part: reserves `n` chunks of `page` for requests of
   // `request` bytes (chunk sizes up to `max_chunk`), splitting the page
-  // first when it is unused, as try_page does for one lane. Reservations
+  // first when it is unused, as use_page does for one lane. Reservations
   // past the page's last chunk are given back at once.
   template <class Acc>
   MANYALLOC_FN static Grant reserve(const Acc& acc, const HeapLayout& h, std::uint32_t page, std::uint32_t request,

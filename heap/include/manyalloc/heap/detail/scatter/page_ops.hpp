@@ -134,7 +134,7 @@ struct PageOps {
   // page the size it has once split (a clean page by one CAS, I1c; one at
   // 0 by the claim of I1b; one being split waited for, I1b); 0 when the
   // page serves no such request. `split_clean`: the caller split a clean
-  // page and holds its first reservation (I1c). (try_page for one lane,
+  // page and holds its first reservation (I1c). (use_page for one lane,
   // GroupTake for a group.)
   template <class Acc>
   MANYALLOC_FN static std::uint32_t size_for_request(const Acc& acc, const HeapLayout& h, std::uint32_t page,
@@ -154,36 +154,48 @@ struct PageOps {
   }
 
   // --- tryUsePage (6.1) ------------------------------------------------------
-  // Reserves a chunk on a page split into `chunk_size` chunks and takes it.
-  // Returns nullptr when the page is full, locked or was re-split meanwhile.
+  // Reserves a chunk on a page split into `chunk_size` chunks of geometry
+  // `g`: on success `reserved` is the reservation's index (< g.chunks) and
+  // `marked` the segments' full marks as read with it (I5). Fails (false,
+  // nothing held) when the page is full, locked or was re-split meanwhile.
   // `fill_seen` is the page's fill as the caller read it (0: not read).
   template <class Acc>
-  MANYALLOC_FN static void* try_use(const Acc& acc, const HeapLayout& h, std::uint32_t page,
-                                    std::uint32_t chunk_size, std::uint32_t fill_seen) {
+  MANYALLOC_FN static bool reserve(const Acc& acc, const HeapLayout& h, std::uint32_t page, const PageGeometry& g,
+                                   std::uint32_t chunk_size, std::uint32_t fill_seen, std::uint32_t& reserved,
+                                   std::uint32_t& marked) {
     PageEntry& e = h.pages[page];
-    const PageGeometry g = page_geometry(pagesize, chunk_size);
     // Reserving first means that a worker that gets past here will find a
     // free bit (I2), and that failure costs no bit-field traffic.
     // A plain read first: probing a full page then costs no atomic traffic.
-    if (fill_seen >= g.chunks) return nullptr;
+    if (fill_seen >= g.chunks) return false;
     // Which segments are marked full (I5), read with the reservation in
     // flight rather than after it.
-    const std::uint32_t marked = g.hierarchical ? acc.load(&e.mask) : 0u;
-    const std::uint32_t reserved = acc.atomic_add(&e.fill, 1u);
+    marked = g.hierarchical ? acc.load(&e.mask) : 0u;
+    reserved = acc.atomic_add(&e.fill, 1u);
     if (reserved >= g.chunks) {
       release_reservation(acc, h, page, g.chunks);
-      return nullptr;
+      return false;
     }
     if constexpr (Config::resetfreedpages) {
       acc.fence();
       if (acc.load(&e.chunk_size) != chunk_size) {
         // The page was emptied and re-split after we read its chunk size.
         release_reservation(acc, h, page, g.chunks);
-        return nullptr;
+        return false;
       }
     }
     // Without resetfreedpages a split page keeps its chunk size (I2): no
     // re-check, and no fence on the way to a chunk.
+    return true;
+  }
+  // Reserves a chunk on a page split into `chunk_size` chunks and takes it.
+  // Returns nullptr when reserve fails.
+  template <class Acc>
+  MANYALLOC_FN static void* try_use(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                    std::uint32_t chunk_size, std::uint32_t fill_seen) {
+    const PageGeometry g = page_geometry(pagesize, chunk_size);
+    std::uint32_t reserved = 0, marked = 0;
+    if (!reserve(acc, h, page, g, chunk_size, fill_seen, reserved, marked)) return nullptr;
     return take_reserved(acc, h, page, g, chunk_size, reserved, marked);
   }
 
@@ -206,8 +218,26 @@ struct PageOps {
     // Start at the reservation index rather than the lane id of [Steinberger2012]:
     // it is distinct for every worker on the page, so warps that share a
     // page do not collide, and lanes of one warp still get neighbouring chunks.
-    const std::uint32_t index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
-                                               : take_in_mask(acc, e, g.chunks, reserved);  // reserved < g.chunks (above)
+    // The first try is one OR at one place in the code for either geometry:
+    // the lanes of a warp of mixed sizes (flat and hierarchical pages) send
+    // theirs in one instruction and wait for them once, not one geometry
+    // after the other (docs/results/heap/peers/scatter_one_or). A spot found
+    // taken (frees returned chunks out of order) sends the lane on the
+    // geometry's walk; a hierarchical walk tries the spot once more.
+    std::uint32_t segment = 0, spot = reserved;  // reserved < g.chunks (above)
+    std::uint32_t* word = &e.mask;
+    if (g.hierarchical) {
+      segment = first_segment(g, reserved, marked);
+      word = segment_word(h, page, segment);
+      spot = small_remainder(reserved, g.chunks_in_segment(segment));
+    }
+    const std::uint32_t bit = 1u << spot;
+    const std::uint32_t old = acc.atomic_or(word, bit);
+    std::uint32_t index = segment * 32u + spot;
+    if ((old & bit) != 0u) {
+      index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
+                             : take_in_mask(acc, e, g.chunks, spot + 1u == g.chunks ? 0u : spot + 1u);
+    }
     return end_take(acc, h, page, g, chunk_size, index, fills, marks);
   }
 
@@ -253,6 +283,20 @@ struct PageOps {
     }
   }
 
+  // The segment a reservation tries first: its own, or the next one not
+  // marked full. Every segment marked full while we hold a reservation means
+  // stale marks (I5): the segments are then walked one by one.
+  MANYALLOC_FN static std::uint32_t unmarked_segment(std::uint32_t segments, std::uint32_t segment,
+                                                     std::uint32_t marked) {
+    if (((marked >> segment) & 1u) == 0u) return segment;
+    const std::uint32_t next = bits::next_free_spot(marked, segment, segments);
+    return next != segments ? next : segment;
+  }
+  MANYALLOC_FN static std::uint32_t first_segment(const PageGeometry& g, std::uint32_t reserved,
+                                                  std::uint32_t marked) {
+    return unmarked_segment(g.segments(), (reserved / 32u) % g.segments(), marked);
+  }
+
   // Hierarchical page: pick a segment not marked full, then a bit in its word.
   // Returns the chunk's index, or g.chunks when no bit came free (full_words_bound).
   template <class Acc>
@@ -264,12 +308,7 @@ struct PageOps {
     std::uint32_t segment = (reserved / 32u) % segments;
     for (std::uint32_t full_seen = 0, first = 1;; first = 0) {
       if (!first) marked = acc.load(&e.mask);
-      if ((marked >> segment) & 1u) {
-        const std::uint32_t next = bits::next_free_spot(marked, segment, segments);
-        // Every segment marked full while we hold a reservation means stale
-        // marks (I5): walk the segments one by one instead.
-        if (next != segments) segment = next;
-      }
+      segment = unmarked_segment(segments, segment, marked);
       const std::uint32_t n = g.chunks_in_segment(segment);
       std::uint32_t* word = segment_word(h, page, segment);
       std::uint32_t spot = small_remainder(reserved, n);

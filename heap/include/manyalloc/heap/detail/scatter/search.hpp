@@ -113,25 +113,37 @@ struct SmallSearch {
     return closed * 10u > seen * 9u;
   }
 
-  // Tries one page for a request: uses its chunks when their size fits
-  // (within the waste factor), or claims it when it is unused (6.1, alloc
-  // lines 8-27).
+  // A page's chunk size and fill, read together: one round trip to memory,
+  // not two.
+  struct PageRead {
+    std::uint32_t chunk;
+    std::uint32_t fill;
+  };
   template <class Acc>
-  MANYALLOC_FN static void* try_page(const Acc& acc, const HeapLayout& h, std::uint32_t page, std::uint32_t request,
-                                     std::uint32_t max_chunk) {
-    // Both words at once: one round trip to memory, not two.
-    const std::uint32_t chunk = acc.load(&h.pages[page].chunk_size);
-    const std::uint32_t fill = acc.load(&h.pages[page].fill);
+  MANYALLOC_FN static PageRead read_page(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
+    return {acc.load(&h.pages[page].chunk_size), acc.load(&h.pages[page].fill)};
+  }
+
+  // Tries one page for a request, read as `seen`: uses its chunks when their
+  // size fits (within the waste factor), or claims it when it is unused
+  // (6.1, alloc lines 8-27).
+  template <class Acc>
+  MANYALLOC_FN static void* use_page(const Acc& acc, const HeapLayout& h, std::uint32_t page, PageRead seen,
+                                     std::uint32_t request, std::uint32_t max_chunk) {
     bool split_clean = false;
-    const std::uint32_t now = Ops::size_for_request(acc, h, page, chunk, request, max_chunk, split_clean);
+    const std::uint32_t now = Ops::size_for_request(acc, h, page, seen.chunk, request, max_chunk, split_clean);
     if (now == 0u) return nullptr;
-    // The split of a clean page holds the page's first reservation (I1c).
-    // Its take is a call of its own, not try_use's with a flag: one take
-    // for both raised the allocating kernels' register count
-    // (docs/results/heap/peers/scatter_first_read).
-    if (split_clean) return Ops::take_reserved(acc, h, page, page_geometry(pagesize, now), now, 0u, 0u);
-    // The fill read above counts only for the split it was read with.
-    return Ops::try_use(acc, h, page, now, now == chunk ? fill : 0u);
+    // The split of a clean page holds the page's first reservation (I1c:
+    // index 0, no segment marked); other lanes reserve one. Both then take
+    // their chunks in one take: the lanes of a warp that split pages and
+    // those that reserved on pages split before set their bits with one
+    // instruction, not one group after the other.
+    const PageGeometry g = page_geometry(pagesize, now);
+    std::uint32_t reserved = 0, marked = 0;
+    // The fill read counts only for the split it was read with.
+    if (!split_clean && !Ops::reserve(acc, h, page, g, now, now == seen.chunk ? seen.fill : 0u, reserved, marked))
+      return nullptr;
+    return Ops::take_reserved(acc, h, page, g, now, reserved, marked);
   }
 
   // The largest chunks a request of `request` bytes may use (6.1, max_frag).
@@ -165,19 +177,27 @@ struct SmallSearch {
     // the pages (a page per lane for requests of a page), regions close
     // while the pages the hash assigns in them are still unused; skipping
     // them sent lanes to the pages of later lanes, which went further still.
-    if (void* mem = try_page(acc, h, block_first + start, request, max_chunk)) return mem;
+    if (void* mem = use_page(acc, h, block_first + start, read_page(acc, h, block_first + start), request, max_chunk))
+      return mem;
     std::uint32_t p = start + 1u == regions * regionsize ? 0u : start + 1u;
     std::uint32_t skipped = 0, probed = 0;
     // regions + 1 visits: the first region is entered mid-way (at `start`),
     // so it is visited again from its beginning at the end.
     for (std::uint32_t visit = 0; visit <= regions; ++visit) {
       const std::uint32_t region = p / regionsize;
-      const std::uint32_t marks = bits::popcount(acc.load(&h.regions[block_first / regionsize + region]));
-      if (search_region(marks, pass)) {
+      // The region's marks and the entry of its first page to try, read
+      // together: a request that walks on from the hashed page (another size
+      // took it first) enters its region with one round trip to memory, not
+      // two. In a region found closed the page's read goes unused.
+      const std::uint32_t marks = acc.load(&h.regions[block_first / regionsize + region]);
+      PageRead seen = read_page(acc, h, block_first + p);
+      if (search_region(bits::popcount(marks), pass)) {
         const std::uint32_t region_end = (region + 1u) * regionsize;
-        for (; p < region_end; ++p) {
-          if (void* mem = try_page(acc, h, block_first + p, request, max_chunk)) return mem;
+        for (;;) {
+          if (void* mem = use_page(acc, h, block_first + p, seen, request, max_chunk)) return mem;
           if (pass == Pass::skip_90_percent && ++probed >= probe_limit) return nullptr;
+          if (++p == region_end) break;
+          seen = read_page(acc, h, block_first + p);
         }
       } else if (pass == Pass::skip_90_percent) {
         // Closed regions met: when most of the block is closed, move on to
@@ -216,8 +236,10 @@ struct SmallSearch {
   // path, from the hashed page on).
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request, std::uint32_t same) {
-    const std::uint32_t start = hash(acc, request, h.pages_per_block, same);
+    // The active block is read before the hash is computed, so that the
+    // read is in flight while the hash's arithmetic runs.
     const std::uint32_t first_block = acc.load(&h.shared->active_block);  // < block_count (invariants.hpp)
+    const std::uint32_t start = hash(acc, request, h.pages_per_block, same);
     if constexpr (Acc::warp_size > 1) {
       // The group is keyed by the page itself, not by `start`: the lanes
       // read the active block one by one, and another worker may move it
