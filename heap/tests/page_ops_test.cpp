@@ -205,6 +205,43 @@ TEST_F(PageOpsTest, HierarchicalPageUsesEveryChunkOnce) {
   EXPECT_EQ(Ops::try_use(acc, h, 7, 16), base + 33 * 16);
 }
 
+// A reservation whose own segment is marked full (I5) makes its first try
+// in the next segment not marked, at its spot there, and takes that chunk.
+TEST_F(PageOpsTest, AFirstTryPastAMarkedSegmentTakesTheNextSegmentsSpot) {
+  constexpr std::uint32_t page = 14;
+  ASSERT_EQ(Ops::claim(acc, h, page, 16), 16u);
+  for (int i = 0; i < 40; ++i) ASSERT_NE(Ops::try_use(acc, h, page, 16), nullptr);
+  entry(page).mask = 1u << 1;  // segment 1 marked full: a stale hint
+  auto* base = reinterpret_cast<std::byte*>(h.page_data(page, 4096));
+  EXPECT_EQ(Ops::try_use(acc, h, page, 16), base + (2 * 32 + 8) * 16) << "reservation 40: segment 2, spot 8";
+  EXPECT_EQ(*Ops::segment_word(h, page, 2), 1u << 8);
+  EXPECT_EQ(*Ops::segment_word(h, page, 1), 0xffu);
+}
+
+// The same into the page's partial segment (7 of 16-byte chunks: 30 of
+// them): the spot is the reservation modulo that segment's count.
+TEST_F(PageOpsTest, AFirstTryIntoThePartialSegmentStaysWithinIt) {
+  constexpr std::uint32_t page = 15;
+  ASSERT_EQ(Ops::claim(acc, h, page, 16), 16u);
+  for (int i = 0; i < 223; ++i) ASSERT_NE(Ops::try_use(acc, h, page, 16), nullptr);
+  entry(page).mask = 1u << 6;  // reservation 223's segment 6 marked full: segment 7
+  auto* base = reinterpret_cast<std::byte*>(h.page_data(page, 4096));
+  EXPECT_EQ(Ops::try_use(acc, h, page, 16), base + (7 * 32 + 223 % 30) * 16);
+  EXPECT_EQ(*Ops::segment_word(h, page, 7), 1u << (223 % 30));
+}
+
+// A flat page's first try finding its spot taken walks on from the next
+// spot (no wrap here).
+TEST_F(PageOpsTest, AFlatFirstTryFoundTakenWalksOnFromTheNextSpot) {
+  constexpr std::uint32_t page = 10;
+  ASSERT_EQ(Ops::claim(acc, h, page, 512), 512u);
+  for (int i = 0; i < 4; ++i) ASSERT_NE(Ops::try_use(acc, h, page, 512), nullptr);
+  auto* base = reinterpret_cast<std::byte*>(h.page_data(page, 4096));
+  ASSERT_EQ(Ops::free_chunk(acc, h, page, 512, 0), Misuse::none);  // fill 3: reservation 3, spot 3 taken
+  EXPECT_EQ(Ops::try_use(acc, h, page, 512), base + 4 * 512);
+  EXPECT_EQ(entry(page).mask, 0x1eu);
+}
+
 TEST_F(PageOpsTest, LastFreeResetsThePageWhenConfigured) {
   ASSERT_EQ(Ops::claim(acc, h, 9, 48), 48u);
   void* a = Ops::try_use(acc, h, 9, 48);

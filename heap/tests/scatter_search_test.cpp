@@ -298,6 +298,21 @@ TEST_F(PageLockTest, HashedPageIsTriedInAClosedRegion) {
   EXPECT_EQ(page_of(got), page);
 }
 
+// A walk from the hashed page tries every page of its region, the last one
+// included: here the only page left that serves the request.
+TEST_F(PageLockTest, TheWalkReachesItsRegionsLastPage) {
+  const PlayedLane lane = lane_of(0, 0);
+  const std::uint32_t start = Search::hash(lane, 16, h.pages_per_block, 1u);
+  const std::uint32_t last = (start / rs + 1) * rs - 1;
+  ASSERT_NE(last, start);
+  const acc::HostThread a;
+  for (std::uint32_t p = 0; p < h.page_count; ++p)
+    if (p != last) ASSERT_EQ(Ops::claim(a, h, p, 256), 256u);  // a size 16-byte requests may not use
+  void* got = scatter.create(lane, 16);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(page_of(got), last);
+}
+
 // Mixed sizes: without resetfreedpages pages keep their first split; a block
 // whose pages are all split for other sizes is left after a few regions for
 // the next block, not scanned to its end (which cost a million memory

@@ -63,7 +63,7 @@ struct GroupTake {
     if (now == 0u) return {};
     const PageGeometry g = page_geometry(pagesize, now);
     if (!split_clean && now == chunk && fill >= g.chunks) return {};  // the fill counts only for the split it was read with
-    // Read with the reservation in flight, as try_use does.
+    // Read with the reservation in flight, as PageOps::reserve does.
     const std::uint32_t marked = g.hierarchical && !split_clean ? acc.load(&e.mask) : 0u;
     // The split of a clean page holds its first reservation already (I1c):
     // the leader adds n - 1. The group's spots start one below what the
@@ -107,7 +107,7 @@ struct GroupTake {
     const std::uint32_t holders = acc.ballot(group, rank < grant.granted);
     if (rank >= grant.granted) return nullptr;
 
-    // Each holder takes the chunk its reservation names, as try_use does
+    // Each holder takes the chunk its reservation names, as take_reserved does
     // from the reservation index; the holders whose chunks share a
     // bit-field word set their bits with one OR.
     PageEntry& e = h.pages[page];
@@ -144,7 +144,8 @@ struct GroupTake {
     std::uint32_t index = segment * 32u + spot;
     if ((seen & (1u << spot)) != 0u) {
       // Taken by another worker (spots follow reservations only until
-      // frees return chunks out of order): find another bit as try_use does.
+      // frees return chunks out of order): find another bit on the
+      // geometry's walk, from the spot on.
       index = g.hierarchical ? Ops::take_in_segments(acc, h, page, g, reserved, segment_marked << segment)
                              : Ops::take_in_mask(acc, e, g.chunks, reserved);
     }

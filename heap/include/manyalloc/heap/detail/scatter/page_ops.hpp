@@ -31,7 +31,7 @@ struct PageOps {
   }
   // Marks `page` full, in two halves, so that the worker that reserved the
   // page's last chunk sends the mark and the take of its chunk together
-  // (try_use) and waits for both once: start_mark_page_full sends the OR
+  // (take_reserved) and waits for both once: start_mark_page_full sends the OR
   // and returns its old value, the region's marks, unread;
   // finish_mark_page_full then re-checks.
   template <class Acc>
@@ -200,11 +200,12 @@ struct PageOps {
   }
 
   // Takes a chunk for reservation `reserved` (< g.chunks) of a page split
-  // into `chunk_size` chunks of geometry `g`: try_use's after its
-  // reservation, and the first chunk of a clean page that the caller split
-  // (I1c: reservation 0, no segment marked full). `marked`: the segments'
-  // full marks as read with the reservation (I5). Returns nullptr, the
-  // reservation given back, when no bit came free within the walk's bound.
+  // into `chunk_size` chunks of geometry `g`: a reservation of reserve's,
+  // or the first chunk of a clean page that the caller split (I1c:
+  // reservation 0, no segment marked full): SmallSearch::use_page's, and
+  // try_use's. `marked`: the segments' full marks as read with the
+  // reservation (I5). Returns nullptr, the reservation given back, when no
+  // bit came free within the walk's bound.
   template <class Acc>
   MANYALLOC_FN static void* take_reserved(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                           const PageGeometry& g, std::uint32_t chunk_size, std::uint32_t reserved,
