@@ -189,22 +189,26 @@ struct PageOps {
     return true;
   }
   // Reserves a chunk on a page split into `chunk_size` chunks and takes it.
-  // Returns nullptr when reserve fails.
+  // Returns nullptr when reserve fails. `split_clean`: the caller split the
+  // page from clean and holds its first reservation already (I1c: index 0,
+  // no segment marked), so it only takes. Both kinds of lane go to one
+  // take: the lanes of a warp that split pages and those that reserved on
+  // pages split before set their bits with one instruction, not one group
+  // after the other.
   template <class Acc>
   MANYALLOC_FN static void* try_use(const Acc& acc, const HeapLayout& h, std::uint32_t page,
-                                    std::uint32_t chunk_size, std::uint32_t fill_seen) {
+                                    std::uint32_t chunk_size, std::uint32_t fill_seen, bool split_clean = false) {
     const PageGeometry g = page_geometry(pagesize, chunk_size);
     std::uint32_t reserved = 0, marked = 0;
-    if (!reserve(acc, h, page, g, chunk_size, fill_seen, reserved, marked)) return nullptr;
+    if (!split_clean && !reserve(acc, h, page, g, chunk_size, fill_seen, reserved, marked)) return nullptr;
     return take_reserved(acc, h, page, g, chunk_size, reserved, marked);
   }
 
   // Takes a chunk for reservation `reserved` (< g.chunks) of a page split
   // into `chunk_size` chunks of geometry `g`: a reservation of reserve's,
   // or the first chunk of a clean page that the caller split (I1c:
-  // reservation 0, no segment marked full): SmallSearch::use_page's, and
-  // try_use's. `marked`: the segments' full marks as read with the
-  // reservation (I5). Returns nullptr, the reservation given back, when no
+  // reservation 0, no segment marked full): try_use's, for both.
+  // `marked`: the segments' full marks as read with the reservation (I5). Returns nullptr, the reservation given back, when no
   // bit came free within the walk's bound.
   template <class Acc>
   MANYALLOC_FN static void* take_reserved(const Acc& acc, const HeapLayout& h, std::uint32_t page,

@@ -133,17 +133,9 @@ struct SmallSearch {
     bool split_clean = false;
     const std::uint32_t now = Ops::size_for_request(acc, h, page, seen.chunk, request, max_chunk, split_clean);
     if (now == 0u) return nullptr;
-    // The split of a clean page holds the page's first reservation (I1c:
-    // index 0, no segment marked); other lanes reserve one. Both then take
-    // their chunks in one take: the lanes of a warp that split pages and
-    // those that reserved on pages split before set their bits with one
-    // instruction, not one group after the other.
-    const PageGeometry g = page_geometry(pagesize, now);
-    std::uint32_t reserved = 0, marked = 0;
-    // The fill read counts only for the split it was read with.
-    if (!split_clean && !Ops::reserve(acc, h, page, g, now, now == seen.chunk ? seen.fill : 0u, reserved, marked))
-      return nullptr;
-    return Ops::take_reserved(acc, h, page, g, now, reserved, marked);
+    // The split of a clean page holds the page's first reservation (I1c);
+    // the fill read counts only for the split it was read with.
+    return Ops::try_use(acc, h, page, now, now == seen.chunk ? seen.fill : 0u, split_clean);
   }
 
   // The largest chunks a request of `request` bytes may use (6.1, max_frag).
