@@ -208,8 +208,9 @@ struct PageOps {
   // into `chunk_size` chunks of geometry `g`: a reservation of reserve's,
   // or the first chunk of a clean page that the caller split (I1c:
   // reservation 0, no segment marked full): try_use's, for both.
-  // `marked`: the segments' full marks as read with the reservation (I5). Returns nullptr, the reservation given back, when no
-  // bit came free within the walk's bound.
+  // `marked`: the segments' full marks as read with the reservation (I5).
+  // Returns nullptr, the reservation given back, when no bit came free
+  // within the walk's bound.
   template <class Acc>
   MANYALLOC_FN static void* take_reserved(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                           const PageGeometry& g, std::uint32_t chunk_size, std::uint32_t reserved,
