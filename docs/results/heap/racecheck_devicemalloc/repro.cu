@@ -1,0 +1,157 @@
+// Which part of GpuDeviceMallocCoalescing.DynamicWarp fails under compute-sanitizer
+// racecheck ("an illegal memory access", about one run in five on the H200, none
+// without a tool)? The test's kernel, one variant per run (argv[1]):
+//   raw    CUDA's device malloc/free, no manyalloc code
+//   dyn    DynamicWarp over DeviceMalloc, as the test (alloc in two divergent branches)
+//   dyn1   the same with one call site (no divergent branches)
+//   chain  DynamicWarp whose frees take the chain protocol only (no whole-superblock fast path)
+//   gbox   DynamicWarp whose leader hands its pointer over through global memory, not
+//          acc::CudaThread's shared-memory box (racecheck instruments shared memory only)
+//   scatter, slabs  DynamicWarp over Scatter / SizeClassSlabs (a 256 MiB pool of their own)
+// argv[2]: rounds per thread (2, the test's), argv[3]: launches (1).
+// Exit 0: every chunk allocated, written and read back; 2: counters != 0; 3: a CUDA error.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "manyalloc/heap/heap.hpp"
+
+namespace mh = manyalloc::heap;
+namespace DP = mh::DistributionPolicies;
+
+struct ChainOnly : DP::DynamicWarp {
+  using DP::DynamicWarp::DynamicWarp;
+  template <class Acc>
+  MANYALLOC_FN static void* release(const Acc& acc, void* ptr) {
+    return ptr == nullptr ? nullptr : mh::distribution::detail::free_segment(acc, ptr, "ChainOnly");
+  }
+  static std::string classname() { return "ChainOnly"; }
+};
+
+// The shared-memory box of acc::CudaThread::group_broadcast64, in global memory instead.
+__device__ std::uint64_t global_box[1u << 16][32];
+struct GlobalBoxCuda : mh::acc::CudaThread {
+  __device__ std::uint64_t group_broadcast64(std::uint32_t group, unsigned root, std::uint64_t value) const {
+    const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
+    volatile std::uint64_t* slot = &global_box[warp][root];
+    if (lane_id() == root) *slot = value;
+    __syncwarp(group);
+    const std::uint64_t v = *slot;
+    __syncwarp(group);
+    return v;
+  }
+};
+
+template <class Policy>
+using Heap = mh::Allocator<mh::CreationPolicies::DeviceMalloc, Policy, mh::OOMPolicies::ReturnNull,
+                           mh::ReservePoolPolicies::CudaSetLimits, mh::AlignmentPolicies::NoOp>;
+
+__device__ std::size_t size_of(std::uint32_t worker, std::uint32_t round) {
+  const std::uint32_t x = worker * 2654435761u ^ round * 40503u;
+  switch (x % 6u) {
+    case 0: return 1 + x % 7u;
+    case 1: return 4 + 8u * (x % 5u);
+    case 2: return 16u * (1 + x % 8u);
+    default: return 1 + x % 300u;
+  }
+}
+
+__device__ unsigned char pattern(std::uint32_t worker, std::uint32_t round, std::size_t i) {
+  return static_cast<unsigned char>((worker * 0x9e3779b1u) ^ (round * 0x85ebca77u) ^ (i * 0xc2b2ae3du));
+}
+
+__device__ bool write_check(unsigned char* p, std::size_t n, std::uint32_t worker, std::uint32_t round) {
+  for (std::size_t i = 0; i < n; ++i) p[i] = pattern(worker, round, i);
+  __threadfence_block();
+  for (std::size_t i = 0; i < n; ++i)
+    if (p[i] != pattern(worker, round, i)) return false;
+  return true;
+}
+
+// mode 0: raw; 1: handle, two branches; 2: handle, one call site.
+template <class Acc, class Handle>
+__global__ void kernel(Handle heap, int mode, std::uint32_t workers, std::uint32_t rounds, std::uint32_t* counters) {
+  const std::uint32_t worker = blockIdx.x * blockDim.x + threadIdx.x;
+  if (worker >= workers) return;
+  const Acc acc{};
+  for (std::uint32_t round = 0; round < rounds; ++round) {
+    const std::size_t n = size_of(worker, round);
+    void* p = nullptr;
+    if (mode == 0) {
+      p = (acc.lane_id() % 3u == 0u) ? ::malloc(n) : ::malloc(n);
+    } else if (mode == 1 && acc.lane_id() % 3u == 0u) {
+      p = heap.alloc(acc, n);
+    } else {
+      p = heap.alloc(acc, n);
+    }
+    if (p == nullptr) {
+      atomicAdd(counters, 1u);
+      continue;
+    }
+    if (!write_check(static_cast<unsigned char*>(p), n, worker, round)) atomicAdd(counters + 1, 1u);
+    if (mode == 0) ::free(p); else heap.dealloc(acc, p);
+  }
+}
+
+template <class Policy, class Acc = mh::acc::CudaThread>
+int run(int mode, std::uint32_t rounds, int launches) {
+  Heap<DP::NoOp> device_heap(std::size_t{256} << 20);  // sets CUDA's malloc heap to 256 MiB
+  const typename Heap<Policy>::Handle handle(device_heap.creation());
+  std::uint32_t* counters = nullptr;
+  cudaMalloc(&counters, 2 * sizeof(std::uint32_t));
+  cudaMemset(counters, 0, 2 * sizeof(std::uint32_t));
+  const std::uint32_t workers = 1u << 15;
+  cudaError_t e = cudaSuccess;
+  for (int i = 0; i < launches && e == cudaSuccess; ++i) {
+    kernel<Acc><<<workers / 256, 256>>>(handle, mode, workers, rounds, counters);
+    e = cudaDeviceSynchronize();
+  }
+  if (e != cudaSuccess) {
+    std::printf("CUDA error: %s\n", cudaGetErrorString(e));
+    return 3;
+  }
+  std::uint32_t c[2];
+  cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost);
+  std::printf("failed allocations %u, corrupt %u\n", c[0], c[1]);
+  return c[0] == 0 && c[1] == 0 ? 0 : 2;
+}
+
+template <class Creation>
+int run_pool(std::uint32_t rounds, int launches) {
+  using PoolHeap = mh::Allocator<Creation, DP::DynamicWarp, mh::OOMPolicies::ReturnNull,
+                                 mh::ReservePoolPolicies::CudaMalloc, mh::AlignmentPolicies::NoOp>;
+  PoolHeap heap(std::size_t{256} << 20);
+  std::uint32_t* counters = nullptr;
+  cudaMalloc(&counters, 2 * sizeof(std::uint32_t));
+  cudaMemset(counters, 0, 2 * sizeof(std::uint32_t));
+  const std::uint32_t workers = 1u << 15;
+  cudaError_t e = cudaSuccess;
+  for (int i = 0; i < launches && e == cudaSuccess; ++i) {
+    kernel<mh::acc::CudaThread><<<workers / 256, 256>>>(heap.handle(), 1, workers, rounds, counters);
+    e = cudaDeviceSynchronize();
+  }
+  if (e != cudaSuccess) {
+    std::printf("CUDA error: %s\n", cudaGetErrorString(e));
+    return 3;
+  }
+  std::uint32_t c[2];
+  cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost);
+  std::printf("failed allocations %u, corrupt %u\n", c[0], c[1]);
+  return c[0] == 0 && c[1] == 0 ? 0 : 2;
+}
+
+int main(int argc, char** argv) {
+  const std::string v = argc > 1 ? argv[1] : "dyn";
+  const std::uint32_t rounds = argc > 2 ? static_cast<std::uint32_t>(std::atoi(argv[2])) : 2u;
+  const int launches = argc > 3 ? std::atoi(argv[3]) : 1;
+  if (v == "raw") return run<DP::NoOp>(0, rounds, launches);
+  if (v == "dyn") return run<DP::DynamicWarp>(1, rounds, launches);
+  if (v == "dyn1") return run<DP::DynamicWarp>(2, rounds, launches);
+  if (v == "chain") return run<ChainOnly>(1, rounds, launches);
+  if (v == "gbox") return run<DP::DynamicWarp, GlobalBoxCuda>(1, rounds, launches);
+  if (v == "scatter") return run_pool<mh::CreationPolicies::Scatter<>>(rounds, launches);
+  if (v == "slabs") return run_pool<mh::CreationPolicies::SizeClassSlabs<>>(rounds, launches);
+  std::printf("unknown variant %s (raw, dyn, dyn1, chain, gbox, scatter, slabs)\n", v.c_str());
+  return 1;
+}
