@@ -183,38 +183,42 @@ TYPED_TEST(Coalescing, ConcurrentAndCrossLaneFreesWithEarlyExits) {
 // in divergent branches and free where they meet again, round after round.
 // Here every round splits the warp anew, and the frees again otherwise (lanes
 // that reach the free at different times), over a malloc that may hand a
-// freed superblock out again at once.
+// freed superblock out again at once. Returns the parts found corrupt.
+template <class Policy>
+int split_every_round(unsigned rounds) {
+  CountingHeap<Policy> heap(1 << 20);
+  const auto handle = heap.handle();
+  std::atomic<int> corrupt{0};
+  // The lanes whose bit is set take one branch, the others the other.
+  auto split = [](unsigned round, std::uint32_t salt) {
+    std::uint32_t x = (round + 1u) * 2654435761u ^ salt * 0x85ebca77u;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    return x ^ (x >> 16);
+  };
+  EmulatedGrid grid;
+  grid.run(1, 32, [&](const EmulatedThread& a, unsigned t) {
+    const std::uint32_t lane = 1u << a.lane_id();
+    for (unsigned round = 0; round < rounds; ++round) {
+      const std::uint32_t s = split(round, 1);
+      const std::size_t n = size_for<Policy>(DistributionPolicies::requires_uniform_sizes<Policy> ? round : t + 97 * round, round);
+      void* p = handle.alloc(a.diverge((s & lane) != 0u ? s : ~s), n);
+      const Part mine{p, p != nullptr ? n : 0, t * 1000 + round};
+      if (p != nullptr) fill(mine);
+      if (round % 3 == 0) std::this_thread::yield();
+      if (p != nullptr && !intact(mine)) corrupt += 1;
+      const std::uint32_t f = split(round, 2);
+      handle.dealloc(a.diverge((f & lane) != 0u ? f : ~f), p);
+    }
+  });
+  return corrupt.load();
+}
+
 TYPED_TEST(Coalescing, EveryRoundSplitsTheWarpAnewForAllocAndFree) {
-  using Policy = TypeParam;
-  if constexpr (block_scope<Policy>) {
-    GTEST_SKIP() << "block scope: all threads of a block call together";
+  if constexpr (block_scope<TypeParam>) {
+    GTEST_SKIP() << "block scope: a block's threads allocate and free together, nothing splits";
   } else {
-    CountingHeap<Policy> heap(1 << 20);
-    const auto h = heap.handle();
-    std::atomic<int> bad{0};
-    // The lanes whose bit is set take one branch, the others the other.
-    auto split = [](unsigned round, std::uint32_t salt) {
-      std::uint32_t x = (round + 1u) * 2654435761u ^ salt * 0x85ebca77u;
-      x ^= x >> 13;
-      x *= 0xc2b2ae35u;
-      return x ^ (x >> 16);
-    };
-    EmulatedGrid grid;
-    grid.run(1, 32, [&](const EmulatedThread& a, unsigned t) {
-      const std::uint32_t lane = 1u << a.lane_id();
-      for (unsigned round = 0; round < 60; ++round) {
-        const std::uint32_t s = split(round, 1);
-        const std::size_t n = size_for<Policy>(DistributionPolicies::requires_uniform_sizes<Policy> ? round : t + 97 * round, round);
-        void* p = h.alloc(a.diverge((s & lane) != 0u ? s : ~s), n);
-        const Part mine{p, p != nullptr ? n : 0, t * 1000 + round};
-        if (p != nullptr) fill(mine);
-        if (round % 3 == 0) std::this_thread::yield();
-        if (p != nullptr && !intact(mine)) bad += 1;
-        const std::uint32_t f = split(round, 2);
-        h.dealloc(a.diverge((f & lane) != 0u ? f : ~f), p);
-      }
-    });
-    EXPECT_EQ(bad.load(), 0);
+    EXPECT_EQ(split_every_round<TypeParam>(60), 0);  // and TearDown: no superblock left
   }
 }
 

@@ -69,7 +69,9 @@ __device__ bool write_check(unsigned char* p, std::size_t n, std::uint32_t worke
   return true;
 }
 
-// mode 0: raw; 1: handle, two branches; 2: handle, one call site.
+// mode 0: raw; 1: handle, two branches; 2: handle, one call site. The test's
+// kernel (AllocWriteFree in distribution_gpu_test.cu), kept as it ran here.
+// counters: [0] failed allocations, [1] corrupt chunks.
 template <class Acc, class Handle>
 __global__ void kernel(Handle heap, int mode, std::uint32_t workers, std::uint32_t rounds, std::uint32_t* counters) {
   const std::uint32_t worker = blockIdx.x * blockDim.x + threadIdx.x;
@@ -94,10 +96,9 @@ __global__ void kernel(Handle heap, int mode, std::uint32_t workers, std::uint32
   }
 }
 
-template <class Policy, class Acc = mh::acc::CudaThread>
-int run(int mode, std::uint32_t rounds, int launches) {
-  Heap<DP::NoOp> device_heap(std::size_t{256} << 20);  // sets CUDA's malloc heap to 256 MiB
-  const typename Heap<Policy>::Handle handle(device_heap.creation());
+// Launches the kernel `launches` times on `handle`; prints and returns the exit status.
+template <class Acc, class Handle>
+int launch(const Handle& handle, int mode, std::uint32_t rounds, int launches) {
   std::uint32_t* counters = nullptr;
   cudaMalloc(&counters, 2 * sizeof(std::uint32_t));
   cudaMemset(counters, 0, 2 * sizeof(std::uint32_t));
@@ -117,28 +118,20 @@ int run(int mode, std::uint32_t rounds, int launches) {
   return c[0] == 0 && c[1] == 0 ? 0 : 2;
 }
 
+// Over CUDA's device malloc.
+template <class Policy, class Acc = mh::acc::CudaThread>
+int run(int mode, std::uint32_t rounds, int launches) {
+  Heap<DP::NoOp> device_heap(std::size_t{256} << 20);  // sets CUDA's malloc heap to 256 MiB
+  return launch<Acc>(typename Heap<Policy>::Handle(device_heap.creation()), mode, rounds, launches);
+}
+
+// Over one of our heaps, with a pool of its own.
 template <class Creation>
 int run_pool(std::uint32_t rounds, int launches) {
-  using PoolHeap = mh::Allocator<Creation, DP::DynamicWarp, mh::OOMPolicies::ReturnNull,
-                                 mh::ReservePoolPolicies::CudaMalloc, mh::AlignmentPolicies::NoOp>;
-  PoolHeap heap(std::size_t{256} << 20);
-  std::uint32_t* counters = nullptr;
-  cudaMalloc(&counters, 2 * sizeof(std::uint32_t));
-  cudaMemset(counters, 0, 2 * sizeof(std::uint32_t));
-  const std::uint32_t workers = 1u << 15;
-  cudaError_t e = cudaSuccess;
-  for (int i = 0; i < launches && e == cudaSuccess; ++i) {
-    kernel<mh::acc::CudaThread><<<workers / 256, 256>>>(heap.handle(), 1, workers, rounds, counters);
-    e = cudaDeviceSynchronize();
-  }
-  if (e != cudaSuccess) {
-    std::printf("CUDA error: %s\n", cudaGetErrorString(e));
-    return 3;
-  }
-  std::uint32_t c[2];
-  cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost);
-  std::printf("failed allocations %u, corrupt %u\n", c[0], c[1]);
-  return c[0] == 0 && c[1] == 0 ? 0 : 2;
+  mh::Allocator<Creation, DP::DynamicWarp, mh::OOMPolicies::ReturnNull, mh::ReservePoolPolicies::CudaMalloc,
+                mh::AlignmentPolicies::NoOp>
+      heap(std::size_t{256} << 20);
+  return launch<mh::acc::CudaThread>(heap.handle(), 1, rounds, launches);
 }
 
 int main(int argc, char** argv) {
