@@ -178,19 +178,19 @@ TYPED_TEST(Coalescing, ConcurrentAndCrossLaneFreesWithEarlyExits) {
   EXPECT_EQ(bad.load(), 0);
 }
 
-// The pattern of the GPU test over CUDA's device malloc that stops under
-// racecheck (docs/results/heap/racecheck_devicemalloc): a warp's lanes allocate
-// in divergent branches and free where they meet again, round after round.
-// Here every round splits the warp anew, and the frees again otherwise (lanes
-// that reach the free at different times), over a malloc that may hand a
-// freed superblock out again at once. Returns the parts found corrupt.
+// A warp's lanes allocate in divergent branches and free where they meet
+// again, round after round (the kernel of GpuDeviceMallocCoalescing, whose
+// racecheck failure is in docs/results/heap/racecheck_devicemalloc): every
+// round splits the warp anew, and the frees again otherwise (lanes that reach
+// the free at different times), over a malloc that may hand a freed
+// superblock out again at once. Returns the parts found corrupt.
 template <class Policy>
 int split_every_round(unsigned rounds) {
   CountingHeap<Policy> heap(1 << 20);
   const auto handle = heap.handle();
   std::atomic<int> corrupt{0};
-  // The lanes whose bit is set take one branch, the others the other.
-  auto split = [](unsigned round, std::uint32_t salt) {
+  // A mask of lanes: those with a set bit take one branch, the others the other.
+  auto branch_lanes = [](unsigned round, std::uint32_t salt) {
     std::uint32_t x = (round + 1u) * 2654435761u ^ salt * 0x85ebca77u;
     x ^= x >> 13;
     x *= 0xc2b2ae35u;
@@ -200,15 +200,15 @@ int split_every_round(unsigned rounds) {
   grid.run(1, 32, [&](const EmulatedThread& a, unsigned t) {
     const std::uint32_t lane = 1u << a.lane_id();
     for (unsigned round = 0; round < rounds; ++round) {
-      const std::uint32_t s = split(round, 1);
+      const std::uint32_t alloc_split = branch_lanes(round, 1);
       const std::size_t n = size_for<Policy>(DistributionPolicies::requires_uniform_sizes<Policy> ? round : t + 97 * round, round);
-      void* p = handle.alloc(a.diverge((s & lane) != 0u ? s : ~s), n);
+      void* p = handle.alloc(a.diverge((alloc_split & lane) != 0u ? alloc_split : ~alloc_split), n);
       const Part mine{p, p != nullptr ? n : 0, t * 1000 + round};
       if (p != nullptr) fill(mine);
       if (round % 3 == 0) std::this_thread::yield();
       if (p != nullptr && !intact(mine)) corrupt += 1;
-      const std::uint32_t f = split(round, 2);
-      handle.dealloc(a.diverge((f & lane) != 0u ? f : ~f), p);
+      const std::uint32_t free_split = branch_lanes(round, 2);
+      handle.dealloc(a.diverge((free_split & lane) != 0u ? free_split : ~free_split), p);
     }
   });
   return corrupt.load();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call 6: handover.cu's sharedbig (the root asks for 2-4 KiB) and shared under racecheck.
+# Call 6: handover.cu's sharedbig (the root asks for 2,048-5,632 B) and shared under racecheck.
 set -uo pipefail
 d=docs/results/heap/racecheck_devicemalloc
 nvcc -std=c++20 -O3 -arch=sm_90 -o /tmp/handover $d/handover.cu || exit 1

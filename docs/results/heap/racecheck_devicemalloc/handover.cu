@@ -4,7 +4,7 @@
 // (the steps of DynamicWarp over DeviceMalloc, repro.cu)? Counts wrong values.
 //   handover VARIANT [ROUNDS] [LAUNCHES]; VARIANT: shared, global (the box's memory),
 //   shared1 (one call site: no divergent branches), sharedbig (shared, the root asks for
-//   2-4 KiB as a DynamicWarp leader does for its warp, not 64-176 B).
+//   2,048-5,632 B instead of 64-176 B).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // Which part of GpuDeviceMallocCoalescing.DynamicWarp fails under compute-sanitizer
-// racecheck ("an illegal memory access", about one run in five on the H200, none
-// without a tool)? The test's kernel, one variant per run (argv[1]):
+// racecheck ("an illegal memory access"; never without a tool; counts in README.md)?
+// The test's kernel, one variant per run (argv[1]):
 //   raw    CUDA's device malloc/free, no manyalloc code
 //   dyn    DynamicWarp over DeviceMalloc, as the test (alloc in two divergent branches)
 //   dyn1   the same with one call site (no divergent branches)
