@@ -8,6 +8,9 @@
 //   gbox   DynamicWarp whose leader hands its pointer over through global memory, not
 //          acc::CudaThread's shared-memory box (racecheck instruments shared memory only)
 //   scatter, slabs  DynamicWarp over Scatter / SizeClassSlabs (a 256 MiB pool of their own)
+//   Added after the last call, not yet run on a GPU (call7.sh):
+//   rawbig  as raw, with requests of 1-6 KiB (a DynamicWarp leader's sizes), written and checked
+//   dynlate dyn whose chunks are freed by a later kernel (each round: an alloc launch, a free launch)
 // argv[2]: rounds per thread (2, the test's), argv[3]: launches (1).
 // Exit 0: every chunk allocated, written and read back; 2: counters != 0; 3: a CUDA error.
 #include <cstdio>
@@ -96,6 +99,93 @@ __global__ void kernel(Handle heap, int mode, std::uint32_t workers, std::uint32
   }
 }
 
+// rawbig: CUDA's malloc from two branches, 1-6 KiB, every byte written and checked.
+__global__ void raw_big_kernel(std::uint32_t workers, std::uint32_t rounds, std::uint32_t* counters) {
+  const std::uint32_t worker = blockIdx.x * blockDim.x + threadIdx.x;
+  if (worker >= workers) return;
+  const mh::acc::CudaThread acc{};
+  for (std::uint32_t round = 0; round < rounds; ++round) {
+    const std::size_t n = 1024u + (worker * 2654435761u ^ round * 40503u) % 5121u;
+    void* p = (acc.lane_id() % 3u == 0u) ? ::malloc(n) : ::malloc(n);
+    if (p == nullptr) {
+      atomicAdd(counters, 1u);
+      continue;
+    }
+    if (!write_check(static_cast<unsigned char*>(p), n, worker, round)) atomicAdd(counters + 1, 1u);
+    ::free(p);
+  }
+}
+
+// dynlate: the allocs of one round (two branches), each chunk written and
+// checked and its pointer kept; late_free_kernel frees them in the next launch.
+template <class Handle>
+__global__ void late_alloc_kernel(Handle heap, std::uint32_t workers, std::uint32_t round, void** kept,
+                                  std::uint32_t* counters) {
+  const std::uint32_t worker = blockIdx.x * blockDim.x + threadIdx.x;
+  if (worker >= workers) return;
+  const mh::acc::CudaThread acc{};
+  const std::size_t n = size_of(worker, round);
+  void* p = (acc.lane_id() % 3u == 0u) ? heap.alloc(acc, n) : heap.alloc(acc, n);
+  if (p == nullptr) atomicAdd(counters, 1u);
+  else if (!write_check(static_cast<unsigned char*>(p), n, worker, round)) atomicAdd(counters + 1, 1u);
+  kept[worker] = p;
+}
+template <class Handle>
+__global__ void late_free_kernel(Handle heap, std::uint32_t workers, void* const* kept) {
+  const std::uint32_t worker = blockIdx.x * blockDim.x + threadIdx.x;
+  if (worker >= workers) return;
+  heap.dealloc(mh::acc::CudaThread{}, kept[worker]);
+}
+
+// Prints the counters and the launches' error; returns the exit status.
+int report(cudaError_t e, const std::uint32_t* counters) {
+  if (e != cudaSuccess) {
+    std::printf("CUDA error: %s\n", cudaGetErrorString(e));
+    return 3;
+  }
+  std::uint32_t c[2];
+  cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost);
+  std::printf("failed allocations %u, corrupt %u\n", c[0], c[1]);
+  return c[0] == 0 && c[1] == 0 ? 0 : 2;
+}
+
+std::uint32_t* zeroed_counters() {
+  std::uint32_t* counters = nullptr;
+  cudaMalloc(&counters, 2 * sizeof(std::uint32_t));
+  cudaMemset(counters, 0, 2 * sizeof(std::uint32_t));
+  return counters;
+}
+
+int run_raw_big(std::uint32_t rounds, int launches) {
+  Heap<DP::NoOp> device_heap(std::size_t{256} << 20);  // CUDA's malloc heap: 256 MiB
+  std::uint32_t* counters = zeroed_counters();
+  const std::uint32_t workers = 1u << 15;
+  cudaError_t e = cudaSuccess;
+  for (int i = 0; i < launches && e == cudaSuccess; ++i) {
+    raw_big_kernel<<<workers / 256, 256>>>(workers, rounds, counters);
+    e = cudaDeviceSynchronize();
+  }
+  return report(e, counters);
+}
+
+int run_dyn_late(std::uint32_t rounds, int launches) {
+  Heap<DP::NoOp> device_heap(std::size_t{256} << 20);
+  const typename Heap<DP::DynamicWarp>::Handle handle(device_heap.creation());
+  std::uint32_t* counters = zeroed_counters();
+  const std::uint32_t workers = 1u << 15;
+  void** kept = nullptr;
+  cudaMalloc(&kept, workers * sizeof(void*));
+  cudaError_t e = cudaSuccess;
+  for (int i = 0; i < launches && e == cudaSuccess; ++i) {
+    for (std::uint32_t round = 0; round < rounds && e == cudaSuccess; ++round) {
+      late_alloc_kernel<<<workers / 256, 256>>>(handle, workers, round, kept, counters);
+      late_free_kernel<<<workers / 256, 256>>>(handle, workers, kept);
+      e = cudaDeviceSynchronize();
+    }
+  }
+  return report(e, counters);
+}
+
 // Launches the kernel `launches` times on `handle`; prints and returns the exit status.
 template <class Acc, class Handle>
 int launch(const Handle& handle, int mode, std::uint32_t rounds, int launches) {
@@ -145,6 +235,8 @@ int main(int argc, char** argv) {
   if (v == "gbox") return run<DP::DynamicWarp, GlobalBoxCuda>(1, rounds, launches);
   if (v == "scatter") return run_pool<mh::CreationPolicies::Scatter<>>(rounds, launches);
   if (v == "slabs") return run_pool<mh::CreationPolicies::SizeClassSlabs<>>(rounds, launches);
-  std::printf("unknown variant %s (raw, dyn, dyn1, chain, gbox, scatter, slabs)\n", v.c_str());
+  if (v == "rawbig") return run_raw_big(rounds, launches);
+  if (v == "dynlate") return run_dyn_late(rounds, launches);
+  std::printf("unknown variant %s (raw, dyn, dyn1, chain, gbox, scatter, slabs, rawbig, dynlate)\n", v.c_str());
   return 1;
 }
