@@ -189,23 +189,14 @@ int run_dyn_late(std::uint32_t rounds, int launches) {
 // Launches the kernel `launches` times on `handle`; prints and returns the exit status.
 template <class Acc, class Handle>
 int launch(const Handle& handle, int mode, std::uint32_t rounds, int launches) {
-  std::uint32_t* counters = nullptr;
-  cudaMalloc(&counters, 2 * sizeof(std::uint32_t));
-  cudaMemset(counters, 0, 2 * sizeof(std::uint32_t));
+  std::uint32_t* counters = zeroed_counters();
   const std::uint32_t workers = 1u << 15;
   cudaError_t e = cudaSuccess;
   for (int i = 0; i < launches && e == cudaSuccess; ++i) {
     kernel<Acc><<<workers / 256, 256>>>(handle, mode, workers, rounds, counters);
     e = cudaDeviceSynchronize();
   }
-  if (e != cudaSuccess) {
-    std::printf("CUDA error: %s\n", cudaGetErrorString(e));
-    return 3;
-  }
-  std::uint32_t c[2];
-  cudaMemcpy(c, counters, sizeof c, cudaMemcpyDeviceToHost);
-  std::printf("failed allocations %u, corrupt %u\n", c[0], c[1]);
-  return c[0] == 0 && c[1] == 0 ? 0 : 2;
+  return report(e, counters);
 }
 
 // Over CUDA's device malloc.
