@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "manyalloc/common/build_config.hpp"
+#include "manyalloc_support/workers.hpp"
 #include "test_support.hpp"
 
 namespace manyalloc::heap::testing {
@@ -189,26 +190,22 @@ int split_every_round(unsigned rounds) {
   CountingHeap<Policy> heap(1 << 20);
   const auto handle = heap.handle();
   std::atomic<int> corrupt{0};
-  // A mask of lanes: those with a set bit take one branch, the others the other.
-  auto branch_lanes = [](unsigned round, std::uint32_t salt) {
-    std::uint32_t x = (round + 1u) * 2654435761u ^ salt * 0x85ebca77u;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    return x ^ (x >> 16);
-  };
   EmulatedGrid grid;
   grid.run(1, 32, [&](const EmulatedThread& a, unsigned t) {
-    const std::uint32_t lane = 1u << a.lane_id();
+    // The thread in its branch of a split of the warp: the lanes whose bit
+    // of checksum(round, step, 0) is set take one branch, the others the other.
+    auto in_branch = [&a](unsigned round, std::uint32_t step) {
+      const std::uint32_t split = checksum(round, step, 0);
+      return a.diverge(((split >> a.lane_id()) & 1u) != 0u ? split : ~split);
+    };
     for (unsigned round = 0; round < rounds; ++round) {
-      const std::uint32_t alloc_split = branch_lanes(round, 1);
       const std::size_t n = size_for<Policy>(DistributionPolicies::requires_uniform_sizes<Policy> ? round : t + 97 * round, round);
-      void* p = handle.alloc(a.diverge((alloc_split & lane) != 0u ? alloc_split : ~alloc_split), n);
+      void* p = handle.alloc(in_branch(round, 1), n);
       const Part mine{p, p != nullptr ? n : 0, t * 1000 + round};
       if (p != nullptr) fill(mine);
       if (round % 3 == 0) std::this_thread::yield();
       if (p != nullptr && !intact(mine)) corrupt += 1;
-      const std::uint32_t free_split = branch_lanes(round, 2);
-      handle.dealloc(a.diverge((free_split & lane) != 0u ? free_split : ~free_split), p);
+      handle.dealloc(in_branch(round, 2), p);
     }
   });
   return corrupt.load();

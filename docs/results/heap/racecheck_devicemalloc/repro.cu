@@ -151,8 +151,8 @@ int report(cudaError_t e, const std::uint32_t* counters) {
 
 std::uint32_t* zeroed_counters() {
   std::uint32_t* counters = nullptr;
-  cudaMalloc(&counters, 2 * sizeof(std::uint32_t));
-  cudaMemset(counters, 0, 2 * sizeof(std::uint32_t));
+  mh::acc::cuda_check(cudaMalloc(&counters, 2 * sizeof(std::uint32_t)), "cudaMalloc (counters)");
+  mh::acc::cuda_check(cudaMemset(counters, 0, 2 * sizeof(std::uint32_t)), "cudaMemset (counters)");
   return counters;
 }
 
@@ -174,7 +174,7 @@ int run_dyn_late(std::uint32_t rounds, int launches) {
   std::uint32_t* counters = zeroed_counters();
   const std::uint32_t workers = 1u << 15;
   void** kept = nullptr;
-  cudaMalloc(&kept, workers * sizeof(void*));
+  mh::acc::cuda_check(cudaMalloc(&kept, workers * sizeof(void*)), "cudaMalloc (kept pointers)");
   cudaError_t e = cudaSuccess;
   for (int i = 0; i < launches && e == cudaSuccess; ++i) {
     for (std::uint32_t round = 0; round < rounds && e == cudaSuccess; ++round) {
