@@ -28,10 +28,13 @@ struct Shrink {
   }
 
   // 0 stays 0; a size whose padding overflows becomes SIZE_MAX, which no
-  // heap can serve, so the request fails through the OOM policy.
+  // heap can serve, so the request fails through the OOM policy. With a
+  // power-of-two alignment the padding is an add and a mask (no remainder):
+  // it runs on every request, ahead of the creation policy's first read.
   MANYALLOC_FN static std::size_t apply_padding(std::size_t bytes) {
-    const std::size_t padded = round_up_or_zero<std::size_t>(bytes, dataAlignment);
-    return bytes != 0 && padded == 0 ? std::numeric_limits<std::size_t>::max() : padded;
+    constexpr std::size_t low = dataAlignment - 1u;
+    if (bytes > std::numeric_limits<std::size_t>::max() - low) return std::numeric_limits<std::size_t>::max();
+    return (bytes + low) & ~low;
   }
 
   static std::string classname() { return "Shrink[" + std::to_string(dataAlignment) + "]"; }

@@ -298,11 +298,13 @@ struct PageOps {
     const std::uint32_t next = bits::next_free_spot(marked, segment, segments);
     return next != segments ? next : segment;
   }
+  // A reservation below g.chunks lies in segment reserved / 32 (< segments:
+  // the partial segment holds the chunks from 32 * full_segments on): no
+  // division by the segment count on the way.
   MANYALLOC_FN static std::uint32_t first_segment(const PageGeometry& g, std::uint32_t reserved,
                                                   std::uint32_t marked) {
-    return unmarked_segment(g.segments(), (reserved / 32u) % g.segments(), marked);
+    return unmarked_segment(g.segments(), reserved / 32u, marked);
   }
-
   // Hierarchical page: pick a segment not marked full, then a bit in its word.
   // Returns the chunk's index, or g.chunks when no bit came free (full_words_bound).
   template <class Acc>
@@ -311,7 +313,7 @@ struct PageOps {
                                                      std::uint32_t reserved, std::uint32_t marked) {
     PageEntry& e = h.pages[page];
     const std::uint32_t segments = g.segments();
-    std::uint32_t segment = (reserved / 32u) % segments;
+    std::uint32_t segment = reserved / 32u;  // < segments (first_segment)
     for (std::uint32_t full_seen = 0, first = 1;; first = 0) {
       if (!first) marked = acc.load(&e.mask);
       segment = unmarked_segment(segments, segment, marked);
