@@ -1,6 +1,9 @@
 // The generic heap suite on host threads, plus what only the host has.
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <new>
 #include <string>
 
@@ -29,6 +32,30 @@ TEST(HostHeap, BadAllocExceptionThrowsOnExhaustion) {
   void* p = heap.handle().alloc(acc, 100);
   EXPECT_NE(p, nullptr);
   heap.handle().dealloc(acc, p);
+}
+
+// Shrink pads by an add and a mask: the result is the next multiple of the
+// alignment, 0 stays 0, and a size whose padding overflows becomes SIZE_MAX
+// (no heap serves it, so the request fails through the OOM policy).
+template <std::uint32_t A>
+void expect_shrink_padding() {
+  using Pad = AlignmentPolicies::Shrink<A>;
+  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+  EXPECT_EQ(Pad::apply_padding(0), 0u);
+  EXPECT_EQ(Pad::apply_padding(1), std::size_t{A});
+  EXPECT_EQ(Pad::apply_padding(A), std::size_t{A});
+  EXPECT_EQ(Pad::apply_padding(A + 1), std::size_t{2} * A);
+  constexpr std::size_t last_multiple = max - (A - 1);  // the largest multiple of A
+  EXPECT_EQ(Pad::apply_padding(last_multiple), last_multiple);
+  EXPECT_EQ(Pad::apply_padding(last_multiple - 1), last_multiple);
+  EXPECT_EQ(Pad::apply_padding(last_multiple + 1), max);
+  EXPECT_EQ(Pad::apply_padding(max), max);
+}
+
+TEST(HostHeap, ShrinkPadsToTheAlignmentAndOverflowsToSizeMax) {
+  expect_shrink_padding<2>();
+  expect_shrink_padding<16>();
+  expect_shrink_padding<4096>();
 }
 
 TEST(HostHeap, InfoNamesEveryPolicy) {

@@ -8,14 +8,33 @@
 
 namespace manyalloc::numa {
 
+namespace {
+
+// Every class's cache capacity in each profile, computed once at compile
+// time: heap_set_cache runs for every heap a thread takes (a new thread, or
+// one that adopts an orphaned heap), and the capacity functions divide.
+struct CacheCapacities {
+  std::uint32_t normal[num_classes];
+  std::uint32_t lowmem[num_classes];
+  constexpr CacheCapacities() : normal{}, lowmem{} {
+    for (unsigned c = 0; c < num_classes; ++c) {
+      normal[c] = cache_capacity(c);
+      lowmem[c] = lowmem_cache_capacity(c);
+    }
+  }
+};
+constexpr CacheCapacities cache_capacities{};
+
+}  // namespace
+
 void heap_set_cache(Heap& h, bool on) {
   OwnerLock hold(h);
   h.cache_on = on;
   h.rfq_poll = 1;  // the next allocation from a run merges the RFQ
+  const std::uint32_t* caps =
+      h.ctx->opts.profile == Profile::lowmem ? cache_capacities.lowmem : cache_capacities.normal;
   for (unsigned c = 0; c < num_classes; ++c) {
-    const std::uint32_t cap =
-        h.ctx->opts.profile == Profile::lowmem ? lowmem_cache_capacity(c) : cache_capacity(c);
-    h.cache[c].cap = on ? cap : 0;
+    h.cache[c].cap = on ? caps[c] : 0;
     if (h.cache[c].count.load(std::memory_order_relaxed) > h.cache[c].cap) heap_cache_flush(h, c, false);
   }
 }
@@ -167,8 +186,11 @@ void heap_cache_flush(Heap& h, unsigned cls, bool half) {
   fc.count.store(count - n, std::memory_order_relaxed);
 }
 
+// Empty caches are skipped here, not in heap_cache_flush: a thread's heap is
+// drained when the thread ends, and most of its classes' caches are empty.
 void heap_cache_flush_all(Heap& h) {
-  for (unsigned c = 0; c < num_classes; ++c) heap_cache_flush(h, c, false);
+  for (unsigned c = 0; c < num_classes; ++c)
+    if (h.cache[c].count.load(std::memory_order_relaxed) != 0) heap_cache_flush(h, c, false);
 }
 
 }  // namespace manyalloc::numa

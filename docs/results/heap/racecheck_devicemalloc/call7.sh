@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prepared for the next session, not yet run: repro.cu's rawbig and dynlate beside dyn under
-# racecheck (8 rounds, 3 launches), rotating until UNTIL s into the call; one run of each without
+# Run in call 7 (2026-11-30): rawbig, dynlate beside dyn under racecheck (8 rounds, 3 launches),
+# rotating until UNTIL s into the call; one run of each without
 # a tool first. Needs .carry/ncu/gen (call3.sh). Per-variant counts: $OUT/summary.txt.
 set -uo pipefail
 start=$SECONDS

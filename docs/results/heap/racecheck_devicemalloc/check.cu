@@ -10,7 +10,7 @@
 // Both run over CheckedMalloc: CUDA's malloc/free, counting superblocks that are not
 // 16-byte aligned, and frees of such addresses.
 // argv: variant, rounds per thread, launches. Exit 0: clean; 2: failed allocations or
-// corrupt chunks; 3: a CUDA error (the checks did not catch it); 4: a check failed.
+// corrupt chunks; 3: a CUDA error (the counters are then lost); 4: a check failed.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
