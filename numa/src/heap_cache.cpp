@@ -8,25 +8,6 @@
 
 namespace manyalloc::numa {
 
-namespace {
-
-// Every class's cache capacity in each profile, computed once at compile
-// time: heap_set_cache runs for every heap a thread takes (a new thread, or
-// one that adopts an orphaned heap), and the capacity functions divide.
-struct CacheCapacities {
-  std::uint32_t normal[num_classes];
-  std::uint32_t lowmem[num_classes];
-  constexpr CacheCapacities() : normal{}, lowmem{} {
-    for (unsigned c = 0; c < num_classes; ++c) {
-      normal[c] = cache_capacity(c);
-      lowmem[c] = lowmem_cache_capacity(c);
-    }
-  }
-};
-constexpr CacheCapacities cache_capacities{};
-
-}  // namespace
-
 void heap_set_cache(Heap& h, bool on) {
   OwnerLock hold(h);
   h.cache_on = on;

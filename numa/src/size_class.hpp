@@ -130,6 +130,21 @@ constexpr std::uint32_t cache_capacity(unsigned c) {
 // the faults and twice the time), larson 0.894 -> 0.870.
 constexpr std::uint32_t lowmem_cache_capacity(unsigned c) { return (cache_capacity(c) + 1) / 2; }
 
+// Both capacities of every class, computed at compile time: heap_set_cache
+// sizes all caches of every heap a thread takes (a new thread, or one that
+// adopts an orphaned heap), and the capacity functions divide.
+struct CacheCapacities {
+  std::uint32_t normal[num_classes];
+  std::uint32_t lowmem[num_classes];
+  constexpr CacheCapacities() : normal{}, lowmem{} {
+    for (unsigned c = 0; c < num_classes; ++c) {
+      normal[c] = cache_capacity(c);
+      lowmem[c] = lowmem_cache_capacity(c);
+    }
+  }
+};
+inline constexpr CacheCapacities cache_capacities{};
+
 // The classes' stacks are packed in one array of cache_slot_count pointers
 // (Heap::cache_slots), class c's from cache_layout.first[c]: rows of the
 // largest capacity for every class would leave most of each row unused, and
