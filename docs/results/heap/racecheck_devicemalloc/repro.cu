@@ -11,6 +11,10 @@
 //   Added after the last call, not yet run on a GPU (call7.sh):
 //   rawbig  as raw, with requests of 1-6 KiB (a DynamicWarp leader's sizes), written and checked
 //   dynlate dyn whose chunks are freed by a later kernel (each round: an alloc launch, a free launch)
+//   Added for call 10 (call10.sh): does CUDA's free(nullptr) matter? DeviceMalloc::destroy passes
+//   nullptr on to ::free from every lane whose part was not the superblock's last (31 of 32 lanes).
+//   rawnull rawbig, and each lane calls ::free(nullptr) after its free
+//   dynskip dyn over a creation policy that calls ::free only for a pointer that is not nullptr
 // argv[2]: rounds per thread (2, the test's), argv[3]: launches (1).
 // Exit 0: every chunk allocated, written and read back; 2: counters != 0; 3: a CUDA error.
 #include <cstdio>
@@ -46,8 +50,20 @@ struct GlobalBoxCuda : mh::acc::CudaThread {
   }
 };
 
-template <class Policy>
-using Heap = mh::Allocator<mh::CreationPolicies::DeviceMalloc, Policy, mh::OOMPolicies::ReturnNull,
+// CUDA's device malloc, without ::free(nullptr) (dynskip).
+struct SkipNullMalloc : mh::CreationPolicies::DeviceMalloc {
+  template <class Backend>
+  static SkipNullMalloc init_heap(void*, std::size_t) { return {}; }
+  template <class Backend>
+  static void finalize_heap(const SkipNullMalloc&) {}
+  __device__ void destroy(const mh::acc::CudaThread&, void* ptr) const {
+    if (ptr != nullptr) ::free(ptr);
+  }
+  static std::string classname() { return "SkipNullMalloc"; }
+};
+
+template <class Policy, class Creation = mh::CreationPolicies::DeviceMalloc>
+using Heap = mh::Allocator<Creation, Policy, mh::OOMPolicies::ReturnNull,
                            mh::ReservePoolPolicies::CudaSetLimits, mh::AlignmentPolicies::NoOp>;
 
 __device__ std::size_t size_of(std::uint32_t worker, std::uint32_t round) {
@@ -99,8 +115,10 @@ __global__ void kernel(Handle heap, int mode, std::uint32_t workers, std::uint32
   }
 }
 
-// rawbig: CUDA's malloc from two branches, 1-6 KiB, every byte written and checked.
-__global__ void raw_big_kernel(std::uint32_t workers, std::uint32_t rounds, std::uint32_t* counters) {
+// rawbig: CUDA's malloc from two branches, 1-6 KiB, every byte written and checked;
+// rawnull (free_null): each lane then calls ::free(nullptr) too.
+__global__ void raw_big_kernel(std::uint32_t workers, std::uint32_t rounds, std::uint32_t* counters,
+                               bool free_null) {
   const std::uint32_t worker = blockIdx.x * blockDim.x + threadIdx.x;
   if (worker >= workers) return;
   const mh::acc::CudaThread acc{};
@@ -113,6 +131,7 @@ __global__ void raw_big_kernel(std::uint32_t workers, std::uint32_t rounds, std:
     }
     if (!write_check(static_cast<unsigned char*>(p), n, worker, round)) atomicAdd(counters + 1, 1u);
     ::free(p);
+    if (free_null) ::free(nullptr);
   }
 }
 
@@ -156,13 +175,13 @@ std::uint32_t* zeroed_counters() {
   return counters;
 }
 
-int run_raw_big(std::uint32_t rounds, int launches) {
+int run_raw_big(std::uint32_t rounds, int launches, bool free_null) {
   Heap<DP::NoOp> device_heap(std::size_t{256} << 20);  // CUDA's malloc heap: 256 MiB
   std::uint32_t* counters = zeroed_counters();
   const std::uint32_t workers = 1u << 15;
   cudaError_t e = cudaSuccess;
   for (int i = 0; i < launches && e == cudaSuccess; ++i) {
-    raw_big_kernel<<<workers / 256, 256>>>(workers, rounds, counters);
+    raw_big_kernel<<<workers / 256, 256>>>(workers, rounds, counters, free_null);
     e = cudaDeviceSynchronize();
   }
   return report(e, counters);
@@ -200,10 +219,10 @@ int launch(const Handle& handle, int mode, std::uint32_t rounds, int launches) {
 }
 
 // Over CUDA's device malloc.
-template <class Policy, class Acc = mh::acc::CudaThread>
+template <class Policy, class Acc = mh::acc::CudaThread, class Creation = mh::CreationPolicies::DeviceMalloc>
 int run(int mode, std::uint32_t rounds, int launches) {
-  Heap<DP::NoOp> device_heap(std::size_t{256} << 20);  // sets CUDA's malloc heap to 256 MiB
-  return launch<Acc>(typename Heap<Policy>::Handle(device_heap.creation()), mode, rounds, launches);
+  Heap<DP::NoOp, Creation> device_heap(std::size_t{256} << 20);  // sets CUDA's malloc heap to 256 MiB
+  return launch<Acc>(typename Heap<Policy, Creation>::Handle(device_heap.creation()), mode, rounds, launches);
 }
 
 // Over one of our heaps, with a pool of its own.
@@ -226,8 +245,10 @@ int main(int argc, char** argv) {
   if (v == "gbox") return run<DP::DynamicWarp, GlobalBoxCuda>(1, rounds, launches);
   if (v == "scatter") return run_pool<mh::CreationPolicies::Scatter<>>(rounds, launches);
   if (v == "slabs") return run_pool<mh::CreationPolicies::SizeClassSlabs<>>(rounds, launches);
-  if (v == "rawbig") return run_raw_big(rounds, launches);
+  if (v == "rawbig") return run_raw_big(rounds, launches, false);
+  if (v == "rawnull") return run_raw_big(rounds, launches, true);
+  if (v == "dynskip") return run<DP::DynamicWarp, mh::acc::CudaThread, SkipNullMalloc>(1, rounds, launches);
   if (v == "dynlate") return run_dyn_late(rounds, launches);
-  std::printf("unknown variant %s (raw, dyn, dyn1, chain, gbox, scatter, slabs, rawbig, dynlate)\n", v.c_str());
+  std::printf("unknown variant %s (raw, dyn, dyn1, chain, gbox, scatter, slabs, rawbig, dynlate, rawnull, dynskip)\n", v.c_str());
   return 1;
 }
