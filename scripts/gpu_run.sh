@@ -181,7 +181,7 @@ run_tests() {
 # of ours in the kernel, and memcheck (which checks every access and free
 # against the device heap's blocks) and synccheck pass the failing workload
 # (docs/results/heap/racecheck_devicemalloc, call 10). The distribution
-# policies stay under racecheck over our own heaps, the same code.
+# policies stay under racecheck over Scatter (GpuCoalescing), the same code.
 run_sanitizers() {
   say "== compute-sanitizer ${SANITIZER_TOOLS:-memcheck racecheck synccheck} (small configuration)"
   small=(env MANYALLOC_TEST_WORKERS=4096 MANYALLOC_TEST_HEAP_MB=16 MANYALLOC_SOAK_SECONDS=1)
