@@ -167,8 +167,9 @@ void heap_cache_flush(Heap& h, unsigned cls, bool half) {
   fc.count.store(count - n, std::memory_order_relaxed);
 }
 
-// Empty caches are skipped here, not in heap_cache_flush: a thread's heap is
-// drained when the thread ends, and most of its classes' caches are empty.
+// A thread's heap is drained when the thread ends, and most of its classes'
+// caches are empty: they are skipped here without a call (heap_cache_flush
+// itself does nothing for an empty cache either).
 void heap_cache_flush_all(Heap& h) {
   for (unsigned c = 0; c < num_classes; ++c)
     if (h.cache[c].count.load(std::memory_order_relaxed) != 0) heap_cache_flush(h, c, false);

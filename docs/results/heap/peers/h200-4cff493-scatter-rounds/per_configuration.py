@@ -2,14 +2,18 @@
 """Each of our Scatter configurations against upstream mallocMC's Scatter, row by row,
 from the rounds of one peers-rounds run (JSON Lines of scripts/gpu_run.sh peers-rounds):
 the median launch time over the rounds and every round's time, and the ratio as a rate
-(upstream's median time over ours: above 1 is faster than upstream). Records with
-failed requests or unverified chunks are left out; rows upstream did not run are left out.
+(upstream's median time over ours: above 1 is faster than upstream). Which records count is
+heap/bench/peers/rounds_table.py's rule (report.py's usable_cell, no failed request); rows
+upstream did not run are left out.
 
 Usage: per_configuration.py PEERS_ROUNDS.jsonl > TABLE.md"""
 import collections
-import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../../../heap/bench/peers"))
+from report import load, usable_cell  # noqa: E402
 
 OURS = ("Scatter", "Scatter+RelaxedFrees")
 UPSTREAM = "mallocMC"
@@ -17,12 +21,11 @@ UPSTREAM = "mallocMC"
 
 def main() -> None:
     times = collections.defaultdict(list)
-    with open(sys.argv[1]) as f:
-        for line in f:
-            r = json.loads(line)
-            if r["experiment"] == "meta" or r.get("skipped") or not r.get("verified") or r.get("fails"):
-                continue
-            times[(r["experiment"], r["launch"], r["threads"], r["size"], r["allocator"])].append(r["seconds"] * 1e6)
+    rows, _ = load([sys.argv[1]])
+    for r in rows:
+        if not usable_cell(r) or not r.get("seconds") or r.get("fails", 0):
+            continue
+        times[(r["experiment"], r["launch"], r["threads"], r["size"], r["allocator"])].append(r["seconds"] * 1e6)
     print("| experiment | launch | threads | size | upstream mallocMC, us (rounds) | "
           + " | ".join(f"{a}, us (rate / upstream's; rounds)" for a in OURS) + " |")
     print("|---|---|---|---|---|" + "---|" * len(OURS))
