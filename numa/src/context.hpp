@@ -71,8 +71,15 @@ struct Context {
   std::atomic<std::uint32_t> colour_next{0};
   std::atomic<std::uint64_t> misuses{0};
   std::atomic<std::uint64_t> failed_allocs{0};
-  // Pages of Options::shared_idle that heaps hold (Heap::idle_borrowed).
+  // Pages of the shared idle allowance (heap_runs.cpp, shared_idle_cap)
+  // held: by heaps (Heap::idle_borrowed) and by the resident idle pages of
+  // small segments in the sources' caches (Source::idle_resident).
   std::atomic<std::uint64_t> shared_idle_used{0};
+  // Pages (page_bytes) in runs of all heaps, their recent peak and when
+  // that peak was last reached or lowered (OsOps::now; shared_idle_cap).
+  std::atomic<std::uint64_t> run_pages{0};
+  std::atomic<std::uint64_t> run_pages_peak{0};
+  std::atomic<std::uint64_t> run_peak_ns{0};
   // 1 when `misuse` should print and abort (the check option); tests flip it.
   std::atomic<bool> abort_on_misuse{false};
   OsCounters os_calls;
@@ -91,6 +98,52 @@ struct Context {
     return node >= 0 && node < static_cast<int>(max_nodes) ? &sources[1 + node] : nullptr;
   }
 };
+
+// Counts `pages` more run pages (run_new), and a new peak of them.
+inline void note_run_pages(Context& c, std::uint64_t pages) noexcept {
+  const std::uint64_t now = c.run_pages.fetch_add(pages, std::memory_order_relaxed) + pages;
+  std::uint64_t peak = c.run_pages_peak.load(std::memory_order_relaxed);
+  if (now < peak) return;
+  while (peak < now && !c.run_pages_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+  c.run_peak_ns.store(c.os->now(), std::memory_order_relaxed);
+}
+// The shared idle allowance in pages of page_bytes: Options::shared_idle,
+// or the run pages given up since the recent peak of run pages (their
+// release leaves the process within that peak) when more; 0 (no shared
+// allowance) when shared_idle is 0. A peak older than shared_idle_hold_ms
+// halves (not below the run pages now), so that what a process no longer
+// needs goes back within a few holds.
+inline std::uint64_t shared_idle_cap(Context& c) noexcept {
+  if (c.opts.shared_idle == 0) return 0;
+  const std::uint64_t floor = c.opts.shared_idle / page_bytes;
+  const std::uint64_t now_pages = c.run_pages.load(std::memory_order_relaxed);
+  std::uint64_t peak = c.run_pages_peak.load(std::memory_order_relaxed);
+  if (peak <= now_pages + floor) return floor;
+  const std::uint64_t now = c.os->now();
+  if (now - c.run_peak_ns.load(std::memory_order_relaxed) > shared_idle_hold_ms * 1000000u) {
+    const std::uint64_t lower = peak / 2 > now_pages ? peak / 2 : now_pages;
+    // Racing lowerings agree closely enough; a new peak meanwhile wins.
+    if (c.run_pages_peak.compare_exchange_strong(peak, lower, std::memory_order_relaxed)) {
+      c.run_peak_ns.store(now, std::memory_order_relaxed);
+      peak = lower;
+    }
+  }
+  const std::uint64_t held = peak > now_pages ? peak - now_pages : 0;
+  return held > floor ? held : floor;
+}
+// Takes `pages` of the shared allowance when the sum stays within its cap.
+inline bool shared_idle_take(Context& c, std::uint64_t pages) noexcept {
+  const std::uint64_t cap = shared_idle_cap(c);
+  std::uint64_t used = c.shared_idle_used.load(std::memory_order_relaxed);
+  do {
+    if (used + pages > cap) return false;
+  } while (!c.shared_idle_used.compare_exchange_weak(used, used + pages, std::memory_order_relaxed));
+  return true;
+}
+inline void shared_idle_give(Context& c, std::uint64_t pages) noexcept {
+  c.shared_idle_used.fetch_sub(pages, std::memory_order_relaxed);
+}
 
 // The OS calls that give memory back, counted (OsCounters).
 inline int os_decommit(Context& c, void* p, std::size_t bytes, Giveback why) noexcept {

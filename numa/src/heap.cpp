@@ -208,18 +208,21 @@ void heap_abandon(Heap& h) {
     }
   }
   h.kept_empty = 0;
+  // Empty segments go to the source, resident within the shared allowance
+  // (heap_runs.cpp, segment_release); the idle pages of the others stay
+  // with the orphan, and its share of the allowance with them, for the
+  // thread that adopts it: a program whose threads come and go (mstress)
+  // then writes them again without faulting them in (numa/DESIGN.md, "Idle
+  // pages traded through the source"). An orphan takes no more of the
+  // allowance (shared_idle_hold).
   release_empty_segments(h, 0);
   if (h.ctx->opts.profile == Profile::lowmem) heap_purge(h, true);
-  if (h.idle_borrowed != 0) {  // an orphan keeps no part of the shared allowance
-    trim_idle(h, idle_allowance(h));
-    shared_idle_return(h, 0);
-  }
 }
 
 void heap_trim(Heap& h) {
   OwnerLock hold(h);
   heap_drain(h);
-  release_empty_segments(h, 0);
+  release_empty_segments(h, 0, false);
   heap_purge(h, true);
 }
 

@@ -47,8 +47,10 @@ void decommit_pages(Heap& h, SmallSegment& seg, PageMask mask);
 std::size_t trim_idle(Heap& h, unsigned target);
 // A new run for class cls from h's segments or a new segment; nullptr when none.
 Run* run_new(Heap& h, unsigned cls);
-// Gives empty segments back until at most `keep` remain.
-void release_empty_segments(Heap& h, unsigned keep);
+// Gives empty segments back until at most `keep` remain; their idle pages
+// stay resident on the shared allowance where it has room, unless not
+// `resident` (trims).
+void release_empty_segments(Heap& h, unsigned keep, bool resident = true);
 // Whether r may be released: every chunk free and merged, and no remote publish pinning it.
 bool releasable(const Run& r);
 // Returns the pages of the empty run r to its segment as idle pages.

@@ -214,7 +214,7 @@ void purge_runs(Heap& h, bool all) {
   trim_idle(h, all ? 0 : idle_allowance(h) + h.idle_borrowed);
   // Empty segments: lowmem gives them all back (with their idle pages).
   const unsigned keep = all || h.ctx->opts.profile == Profile::lowmem ? 0 : keep_empty;
-  if (h.empty_segments > keep) release_empty_segments(h, keep);
+  if (h.empty_segments > keep) release_empty_segments(h, keep, !all);
   shared_idle_fit(h);
   if (purged)
     h.purged_bytes.store(h.purged_bytes.load(std::memory_order_relaxed) + purged,

@@ -213,7 +213,16 @@ Run* run_new(Heap& h, unsigned cls) {
     seg->in_full_list = false;
     seg_push(h.avail, *seg);
     ++h.empty_segments;
+    // A cached segment may come with resident idle pages (segment_release):
+    // they are the heap's now, and the run starts on them.
+    h.idle_pages += static_cast<unsigned>(std::popcount(seg->idle_pages));
     first = 0;
+    for (unsigned p = 0; p < pages_per_segment && seg->idle_pages != 0; p += np) {
+      if ((seg->idle_pages & page_mask(np, p)) == page_mask(np, p)) {
+        first = p;
+        break;
+      }
+    }
   }
   PageMask used = seg->used_pages.load(std::memory_order_relaxed);
   if (used == 0) --h.empty_segments;
@@ -232,6 +241,7 @@ Run* run_new(Heap& h, unsigned cls) {
     set_free_seen(*seg, o, false);
   Run& r = seg->runs[first];
   run_init(r, *seg, first, cls);
+  note_run_pages(*h.ctx, np);
   for (unsigned p = first; p < first + np; ++p)
     seg->page_info[p].store(page_info_of(cls, first), std::memory_order_relaxed);
   used |= mask;
@@ -246,21 +256,39 @@ Run* run_new(Heap& h, unsigned cls) {
 
 namespace {
 
-void segment_release(Heap& h, SmallSegment& seg) {
+// The segment goes to the source with its idle pages still resident when
+// the shared allowance has room for them (after the heap's own share of
+// them came back): a heap that needs a segment next, this one or another
+// (the next thread of a program whose threads come and go), takes it from
+// the source and writes its pages without faulting them in again. Beyond
+// the allowance, or without `resident` (a trim gives everything back),
+// they are decommitted first. (mstress: numa/DESIGN.md, "Idle pages traded
+// through the source".)
+void segment_release(Heap& h, SmallSegment& seg, bool resident) {
   seg_unlink(seg.in_full_list ? h.full : h.avail, seg);
-  decommit_idle(h, seg);  // cached segments hold no resident free pages
+  const unsigned idle = static_cast<unsigned>(std::popcount(seg.idle_pages));
+  if (idle != 0) {
+    h.idle_pages -= idle;
+    shared_idle_fit(h);
+    if (resident && shared_idle_take(*h.ctx, idle)) {
+      seg.idle_old = 0;
+    } else {
+      h.idle_pages += idle;
+      decommit_idle(h, seg);
+    }
+  }
   source_give_small(*h.ctx, &seg);
 }
 
 }  // namespace
 
 // Gives empty segments back until at most `keep` remain.
-void release_empty_segments(Heap& h, unsigned keep) {
+void release_empty_segments(Heap& h, unsigned keep, bool resident) {
   for (SmallSegment* s = h.avail; s != nullptr && h.empty_segments > keep;) {
     auto* next = static_cast<SmallSegment*>(s->next);
     if (s->used_pages.load(std::memory_order_relaxed) == 0) {
       --h.empty_segments;
-      segment_release(h, *s);
+      segment_release(h, *s, resident);
     }
     s = next;
   }
@@ -279,6 +307,7 @@ bool releasable(const Run& r) {
 void run_unuse(Heap& h, Run& r) {
   SmallSegment& seg = *r.seg;
   r.state = RunState::unused;
+  h.ctx->run_pages.fetch_sub(r.npages, std::memory_order_relaxed);
   const PageMask mask = page_mask(r.npages, r.first_page);
   seg.idle_pages |= mask;
   seg.idle_old &= ~mask;
@@ -295,9 +324,10 @@ void run_unuse(Heap& h, Run& r) {
   if (used == 0) ++h.empty_segments;
 }
 
-// The process-wide part of the allowance (Options::shared_idle): a heap
-// whose retained pages pass its own allowance may keep the excess if the
-// pages all heaps keep beyond theirs stay within shared_idle. Producer/
+// The process-wide part of the allowance (shared_idle_cap, context.hpp): a
+// heap whose retained pages pass its own allowance may keep the excess if
+// the pages all heaps keep beyond theirs, with the resident idle pages of
+// the segments the sources cache (segment_release), stay within it. Producer/
 // consumer pairs release runs in bursts when the consumer's frees are merged
 // and create new runs right after; a per-heap floor large enough for such a
 // burst, multiplied by every heap of a process, raised the peak resident set
@@ -306,7 +336,7 @@ void run_unuse(Heap& h, Run& r) {
 // sum instead.
 void shared_idle_return(Heap& h, unsigned keep) {
   if (h.idle_borrowed <= keep) return;
-  h.ctx->shared_idle_used.fetch_sub(h.idle_borrowed - keep, std::memory_order_relaxed);
+  shared_idle_give(*h.ctx, h.idle_borrowed - keep);
   h.idle_borrowed = keep;
 }
 
@@ -330,13 +360,8 @@ bool shared_idle_hold(Heap& h, unsigned want) {
     shared_idle_return(h, want);
     return true;
   }
-  if (h.orphan.load(std::memory_order_relaxed)) return false;  // an orphan keeps no share (heap_abandon)
-  const std::uint64_t cap = h.ctx->opts.shared_idle / page_bytes;
-  const std::uint64_t more = want - h.idle_borrowed;
-  std::uint64_t used = h.ctx->shared_idle_used.load(std::memory_order_relaxed);
-  do {
-    if (used + more > cap) return false;
-  } while (!h.ctx->shared_idle_used.compare_exchange_weak(used, used + more, std::memory_order_relaxed));
+  if (h.orphan.load(std::memory_order_relaxed)) return false;  // an orphan takes no more (heap_abandon)
+  if (!shared_idle_take(*h.ctx, want - h.idle_borrowed)) return false;
   h.idle_borrowed = want;
   return true;
 }

@@ -159,8 +159,13 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // used_pages and page_info are written by the owner and read (relaxed) by
 // any thread that frees into the segment. Bit p of idle_pages (owner only)
 // is 1 iff page p belongs to no run but may still be resident (a released
-// run that was not decommitted); idle_pages & used_pages == 0, and a
-// segment is handed to or taken from a source with idle_pages == 0. Bit p
+// run that was not decommitted); idle_pages & used_pages == 0. A segment in
+// a source's cache keeps the idle pages it had when it was given back
+// resident, with idle_old == 0, only while they are counted in
+// Context::shared_idle_used and its source's idle_resident (the shared
+// allowance pays for them, heap_runs.cpp, segment_release); the source
+// gives them back to the allowance when a heap takes the segment (and
+// counts them as its own idle pages) or when the segment is unmapped. Bit p
 // of idle_old (owner only) is 1 iff page p was idle at the heap's last
 // purge and has been since (heap_runs.cpp, "retained empty runs": the next purge
 // decommits it); idle_old is a subset of idle_pages. Bit o of free_seen
@@ -283,6 +288,9 @@ struct Source {
   std::size_t large_count = 0;
   std::atomic<std::uint64_t> cached_bytes{0};
   std::atomic<std::uint64_t> decay_next{0};  // written under the lock
+  // Resident idle pages of the cached small segments (their idle_pages),
+  // held on Context::shared_idle_used; written under the lock.
+  std::atomic<std::uint64_t> idle_resident{0};
   // Statistics, updated with relaxed atomics.
   std::atomic<std::uint64_t> mapped_bytes{0};
   std::atomic<std::uint64_t> large_in_use_bytes{0};
@@ -323,8 +331,10 @@ struct Source {
 // the pages of the kept empty runs stay within the allowance (heap_runs.cpp,
 // idle_allowance) plus `idle_borrowed` after every run release, apart from
 // the run kept last ("retained empty runs"); `idle_borrowed` is the heap's
-// share of Context::shared_idle_used (the sum of the shares of all heaps,
-// at most Options::shared_idle), 0 in an orphan outside lowmem's merges.
+// share of Context::shared_idle_used (the shares of all heaps and the
+// sources' resident idle pages, at most shared_idle_cap); an orphan keeps
+// its share with its idle pages for the thread that adopts it, and never
+// takes more.
 // Layout: the owner's fields first (fast paths: cache, bins), then the RFQ
 // and the cache stacks (see there).
 struct alignas(64) Heap {

@@ -46,7 +46,8 @@ constinit const env::Spec option_specs[num_options] = {
     {"purge_ms", env::Kind::size, default_purge_ms, nullptr,
      "least milliseconds between two purges of free pages that a heap's frees trigger (0: no bound)"},
     {"shared_idle", env::Kind::size, default_shared_idle, nullptr,
-     "bytes of idle pages all heaps together may keep beyond their own allowances (lowmem: 0 unless set)"},
+     "bytes of idle pages all heaps and the cached segments together may keep beyond the heaps' own allowances, "
+     "at least; more while the process is below its recent peak of run pages (lowmem: 0 unless set)"},
 };
 
 int sysfs_numa_nodes() {

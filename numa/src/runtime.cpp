@@ -75,12 +75,16 @@ void fork_child() {
   for_each_lock([](SpinLock& l) { l.reset_unlocked(); });
   if (SpinLock* l = own_merge_lock()) l->unlock();
   // Their shares of the idle allowance (heap_runs.cpp) are given up, so
-  // that the child's heaps may use it; only the forking thread's stays.
+  // that the child's heaps may use it; the forking thread's, the orphans'
+  // (adopted in the child with their idle pages) and the sources' resident
+  // idle pages stay.
   std::uint64_t kept = 0;
+  for (Heap* h = g_ctx.orphans; h != nullptr; h = h->orphan_next) kept += h->idle_borrowed;
   for (Heap* h = g_ctx.heaps; h != nullptr; h = h->all_next) {
-    if (h == t_heap) kept = h->idle_borrowed;
-    else h->idle_borrowed = 0;
+    if (h == t_heap) kept += h->idle_borrowed;
+    else if (!h->orphan.load(std::memory_order_relaxed)) h->idle_borrowed = 0;
   }
+  for (Source& s : g_ctx.sources) kept += s.idle_resident.load(std::memory_order_relaxed);
   g_ctx.shared_idle_used.store(kept, std::memory_order_relaxed);
 }
 

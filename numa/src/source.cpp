@@ -1,6 +1,7 @@
 // Memory sources (source.hpp).
 #include "source.hpp"
 
+#include <bit>
 #include <cerrno>
 #include <cstdint>
 
@@ -30,6 +31,13 @@ void unlink(Segment*& head, Segment* s) {
 
 void unmap_segment(Context& c, Segment* seg) {
   Source& s = *seg->source;
+  if (seg->kind == SegKind::small) {
+    // Resident idle pages a heap kept on the shared allowance
+    // (heap_runs.cpp, segment_release) go with the mapping.
+    auto* small = static_cast<SmallSegment*>(seg);
+    if (small->idle_pages != 0) shared_idle_give(c, static_cast<unsigned>(std::popcount(small->idle_pages)));
+    small->idle_pages = 0;
+  }
   c.registry.clear(seg->base, seg->bytes);
   os_unmap(c, seg->base, seg->bytes);
   s.mapped_bytes.fetch_sub(seg->bytes, std::memory_order_relaxed);
@@ -42,6 +50,11 @@ void unmap_segment(Context& c, Segment* seg) {
     c.os_calls.decommits[k].fetch_add(1, std::memory_order_relaxed);
     c.os_calls.decommit_bytes[k].fetch_add(meta, std::memory_order_relaxed);
   }
+}
+
+// The resident idle pages of a small segment (SmallSegment::idle_pages).
+unsigned idle_count(const Segment* seg) {
+  return static_cast<unsigned>(std::popcount(static_cast<const SmallSegment*>(seg)->idle_pages));
 }
 
 // How long a segment of `kind` stays cached (options: decay_ms, large_decay_ms).
@@ -190,6 +203,7 @@ void source_decay(Context& c, Source& s) {
         if (it->cached_at + delay <= now) {
           unlink(*list, it);
           if (it->kind == SegKind::large) --s.large_count;
+          else s.idle_resident.fetch_sub(idle_count(it), std::memory_order_relaxed);
           s.cached_bytes.fetch_sub(it->bytes, std::memory_order_relaxed);
           it->next = expired;
           expired = it;
@@ -240,9 +254,13 @@ SmallSegment* source_take_small(Context& c, Source& s) {
       seg = static_cast<SmallSegment*>(s.small_cache);
       unlink(s.small_cache, seg);
       s.cached_bytes.fetch_sub(segment_bytes, std::memory_order_relaxed);
+      s.idle_resident.fetch_sub(idle_count(seg), std::memory_order_relaxed);
     }
   }
   if (seg != nullptr) {
+    // Its resident idle pages leave the shared allowance: the taking heap
+    // counts them as its own (heap_runs.cpp, run_new).
+    if (seg->idle_pages != 0) shared_idle_give(c, idle_count(seg));
     s.reuses.fetch_add(1, std::memory_order_relaxed);
     return seg;
   }
@@ -269,6 +287,7 @@ void source_give_small(Context& c, SmallSegment* seg) {
     if (c.opts.profile != Profile::lowmem &&
         s.cached_bytes.load(std::memory_order_relaxed) + segment_bytes <= c.opts.cache_max) {
       cache_push(c, s, s.small_cache, seg, now);
+      s.idle_resident.fetch_add(idle_count(seg), std::memory_order_relaxed);
       cached = true;
     }
   }
@@ -416,6 +435,7 @@ void source_release_cache(Context& c, Source& s) {
     list[1] = s.large_cache;
     s.small_cache = s.large_cache = nullptr;
     s.large_count = 0;
+    s.idle_resident.store(0, std::memory_order_relaxed);  // unmap_segment gives them back
     s.cached_bytes.store(0, std::memory_order_relaxed);
     s.decay_next.store(0, std::memory_order_relaxed);
   }

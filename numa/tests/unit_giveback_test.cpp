@@ -236,15 +236,136 @@ TEST(Giveback, TheSharedIdleAllowanceBoundsWhatAllHeapsKeepBeyondTheirOwn) {
   EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed} + second->idle_borrowed);
   EXPECT_LE(f.c->shared_idle_used.load(), shared_pages);
   EXPECT_LE(second->idle_pages, idle_allowance(*second) + second->idle_borrowed);
-  // The second heap's thread exits: its heap keeps no share as an orphan.
+  // The second heap's thread exits: as an orphan its heap keeps its idle
+  // pages and its share for the thread that adopts it, and its empty
+  // segments go to the source with theirs while the allowance has room.
+  const std::uint64_t second_share = second->idle_borrowed;
   heap_abandon(*second);
-  EXPECT_EQ(second->idle_borrowed, 0u);
-  EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed});
+  EXPECT_LE(second->idle_borrowed, second_share);
+  EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed} + second->idle_borrowed +
+                                              f.c->common().idle_resident.load());
+  EXPECT_LE(f.c->shared_idle_used.load(), shared_pages);
   heap_trim(*f.h);
   heap_trim(*second);
+  EXPECT_EQ(f.c->shared_idle_used.load(), f.c->common().idle_resident.load());
+  source_release_cache(*f.c, f.c->common());  // malloc_trim's second step
+  EXPECT_EQ(f.c->common().idle_resident.load(), 0u);
   EXPECT_EQ(f.c->shared_idle_used.load(), 0u) << "trim gives the shared allowance back";
   EXPECT_EQ(f.h->idle_pages + second->idle_pages, 0u);
   EXPECT_EQ(f.c->misuses.load(), 0u);
+}
+
+// Fills `runs` one-page runs of 2 KiB chunks in h and frees them all: a
+// burst of released runs (and, from 64 runs on, of emptied segments).
+void fill_and_free(Fixture& f, Heap& h, unsigned runs) {
+  const unsigned cls = size_to_class(2048);  // one-page runs of 16 chunks
+  std::vector<void*> v;
+  for (unsigned i = 0; i < runs * run_chunks(cls); ++i) {
+    void* p = heap_alloc(h, cls);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 5, 2048);
+    v.push_back(p);
+  }
+  for (void* p : v) small_free(*f.c, &h, *static_cast<SmallSegment*>(f.c->registry.lookup(p)), p);
+  heap_cache_flush_all(h);
+}
+
+// An emptied segment given back to the source keeps its idle pages
+// resident while the shared allowance has room for them (mstress: threads
+// that free everything and new threads that allocate it again), and the
+// heap that takes the segment next counts them as its own idle pages and
+// writes them without a new mapping or a decommit before.
+TEST(Giveback, AReleasedSegmentsIdlePagesStayResidentOnTheSharedAllowanceForTheNextHeap) {
+  Fixture f(Profile::uma);
+  f.c->opts.shared_idle = std::size_t{8} << 20;  // 256 pages
+  // Three segments: the bin keeps its last run (empty) in the third, the
+  // heap keeps one empty segment, and gives the other back.
+  fill_and_free(f, *f.h, 3 * pages_per_segment);
+  EXPECT_EQ(Faults::decommits.load(), 0) << "everything fits the own and the shared allowance";
+  Source& s = f.c->common();
+  EXPECT_EQ(f.h->empty_segments, keep_empty);
+  EXPECT_EQ(s.idle_resident.load(), pages_per_segment) << "the second empty segment went to the source resident";
+  EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed} + pages_per_segment);
+  EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
+  Heap* second = heap_acquire(*f.c, s);
+  ASSERT_NE(second, f.h);
+  const int maps = Faults::maps.load();
+  void* p = heap_alloc(*second, size_to_class(2048));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(Faults::maps.load(), maps) << "the cached segment, not a new one";
+  EXPECT_TRUE(resident(p)) << "an idle page the first heap wrote";
+  EXPECT_EQ(second->idle_pages, pages_per_segment - 1) << "the rest of its idle pages, now the second heap's";
+  EXPECT_EQ(s.idle_resident.load(), 0u);
+  EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed} + second->idle_borrowed);
+  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(p)), p);
+  heap_trim(*f.h);
+  heap_trim(*second);
+  source_release_cache(*f.c, s);
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+  EXPECT_EQ(s.idle_resident.load(), 0u);
+  EXPECT_EQ(f.h->idle_pages + second->idle_pages, 0u);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+}
+
+// Without room on the shared allowance (none at all here, as in lowmem),
+// an emptied segment's idle pages are decommitted before it goes back to
+// the source, as they were before the source kept them.
+TEST(Giveback, WithoutRoomOnTheSharedAllowanceAReleasedSegmentsIdlePagesAreDecommitted) {
+  Fixture f(Profile::uma);
+  fill_and_free(f, *f.h, 2 * pages_per_segment);
+  EXPECT_GT(Faults::decommits.load(), 0);
+  EXPECT_EQ(f.c->common().idle_resident.load(), 0u);
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+  EXPECT_LE(f.h->idle_pages, idle_allowance(*f.h));
+}
+
+// The shared allowance covers the run pages the process gave up since its
+// recent peak of run pages (their release leaves it within that peak), and
+// the peak halves once it is older than shared_idle_hold_ms, down to the
+// floor Options::shared_idle.
+TEST(Giveback, RunPagesGivenUpSinceTheRecentPeakWidenTheSharedAllowanceUntilThePeakAges) {
+  Fixture f(Profile::uma);
+  Faults::clock_ns = 1'000'000'000;
+  f.c->opts.shared_idle = std::size_t{1} << 20;  // a floor of 32 pages
+  const std::uint64_t floor = f.c->opts.shared_idle / page_bytes;
+  EXPECT_EQ(shared_idle_cap(*f.c), floor);
+  fill_and_free(f, *f.h, 96);
+  EXPECT_EQ(f.c->run_pages.load(), 1u) << "the bin's last run, kept empty";
+  EXPECT_EQ(f.c->run_pages_peak.load(), 96u);
+  EXPECT_EQ(shared_idle_cap(*f.c), 95u) << "the 95 pages given up since the peak";
+  EXPECT_EQ(Faults::decommits.load(), 0) << "so the burst stays resident";
+  Faults::clock_ns += shared_idle_hold_ms * 1'000'000 + 1;
+  EXPECT_EQ(shared_idle_cap(*f.c), 47u) << "an old peak halves";
+  EXPECT_EQ(shared_idle_cap(*f.c), 47u) << "once per hold";
+  Faults::clock_ns += shared_idle_hold_ms * 1'000'000 + 1;
+  EXPECT_EQ(shared_idle_cap(*f.c), floor) << "23 pages: the floor";
+  heap_trim(*f.h);
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+}
+
+// A thread that exits leaves its idle pages, with its share of the shared
+// allowance, to the thread that adopts its heap (it trimmed them to its own
+// allowance before): the next thread writes them without page faults.
+TEST(Giveback, AnOrphanKeepsItsIdlePagesAndItsShareForTheThreadThatAdoptsIt) {
+  Fixture f(Profile::uma);
+  f.c->opts.shared_idle = std::size_t{8} << 20;
+  void* live = heap_alloc(*f.h, size_to_class(2048));  // keeps the segment in use
+  ASSERT_NE(live, nullptr);
+  fill_and_free(f, *f.h, pages_per_segment - 8);
+  const unsigned idle = f.h->idle_pages;
+  const unsigned share = f.h->idle_borrowed;
+  ASSERT_GT(share, 0u);
+  heap_abandon(*f.h);
+  heap_release(*f.c, *f.h);
+  EXPECT_EQ(f.h->idle_borrowed, share);
+  Heap* next = heap_acquire(*f.c, f.c->common());
+  ASSERT_EQ(next, f.h) << "the orphan is adopted";
+  EXPECT_EQ(next->idle_pages, idle + 1) << "and the run its bin kept empty, released at the exit";
+  EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{share} + f.c->common().idle_resident.load());
+  small_free(*f.c, next, *static_cast<SmallSegment*>(f.c->registry.lookup(live)), live);
+  heap_trim(*next);
+  source_release_cache(*f.c, f.c->common());
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
 }
 
 // Large blocks freed go to their source's cache, in lowmem too (up to
