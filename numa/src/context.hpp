@@ -80,6 +80,10 @@ struct Context {
   std::atomic<std::uint64_t> run_pages{0};
   std::atomic<std::uint64_t> run_pages_peak{0};
   std::atomic<std::uint64_t> run_peak_ns{0};
+  // Pages of the shared allowance that orphans hold (their idle_borrowed,
+  // heap_release), which a heap that finds no room takes back
+  // (reclaim_orphan_shares, runtime.cpp).
+  std::atomic<std::uint64_t> orphan_shares{0};
   // 1 when `misuse` should print and abort (the check option); tests flip it.
   std::atomic<bool> abort_on_misuse{false};
   OsCounters os_calls;
@@ -112,8 +116,12 @@ inline void note_run_pages(Context& c, std::uint64_t pages) noexcept {
 // or the run pages given up since the recent peak of run pages (their
 // release leaves the process within that peak) when more; 0 (no shared
 // allowance) when shared_idle is 0. A peak older than shared_idle_hold_ms
-// halves (not below the run pages now), so that what a process no longer
-// needs goes back within a few holds.
+// halves (not below the run pages now). Shares taken before stay until
+// their holders look again: a heap over the allowance gives its share back
+// at its next release or purge (heap_runs.cpp, shared_idle_hold; heap_purge.cpp),
+// a source the resident idle pages of its cached segments at its next decay
+// (source.cpp), so what an active process no longer needs goes back within
+// a few holds.
 inline std::uint64_t shared_idle_cap(Context& c) noexcept {
   if (c.opts.shared_idle == 0) return 0;
   const std::uint64_t floor = c.opts.shared_idle / page_bytes;
@@ -121,7 +129,8 @@ inline std::uint64_t shared_idle_cap(Context& c) noexcept {
   std::uint64_t peak = c.run_pages_peak.load(std::memory_order_relaxed);
   if (peak <= now_pages + floor) return floor;
   const std::uint64_t now = c.os->now();
-  if (now - c.run_peak_ns.load(std::memory_order_relaxed) > shared_idle_hold_ms * 1000000u) {
+  const std::uint64_t reached = c.run_peak_ns.load(std::memory_order_relaxed);  // may be later than `now`
+  if (now > reached && now - reached > shared_idle_hold_ms * 1000000u) {
     const std::uint64_t lower = peak / 2 > now_pages ? peak / 2 : now_pages;
     // Racing lowerings agree closely enough; a new peak meanwhile wins.
     if (c.run_pages_peak.compare_exchange_strong(peak, lower, std::memory_order_relaxed)) {
@@ -143,6 +152,11 @@ inline bool shared_idle_take(Context& c, std::uint64_t pages) noexcept {
 }
 inline void shared_idle_give(Context& c, std::uint64_t pages) noexcept {
   c.shared_idle_used.fetch_sub(pages, std::memory_order_relaxed);
+}
+// Whether the shares held exceed the allowance (its peak aged since they
+// were taken).
+inline bool shared_idle_over(Context& c) noexcept {
+  return c.shared_idle_used.load(std::memory_order_relaxed) > shared_idle_cap(c);
 }
 
 // The OS calls that give memory back, counted (OsCounters).

@@ -213,8 +213,9 @@ void heap_abandon(Heap& h) {
   // with the orphan, and its share of the allowance with them, for the
   // thread that adopts it: a program whose threads come and go (mstress)
   // then writes them again without faulting them in (numa/DESIGN.md, "Idle
-  // pages traded through the source"). An orphan takes no more of the
-  // allowance (shared_idle_hold).
+  // pages traded through the source"). Once an orphan (heap_release), it
+  // takes no more of the allowance (shared_idle_hold), and a live heap that
+  // finds no room on it takes the share back (reclaim_orphan_shares).
   release_empty_segments(h, 0);
   if (h.ctx->opts.profile == Profile::lowmem) heap_purge(h, true);
 }

@@ -59,6 +59,10 @@ void run_unuse(Heap& h, Run& r);
 void shared_idle_return(Heap& h, unsigned keep);
 // Lowers h's share to what its retained pages need beyond its own allowance.
 void shared_idle_fit(Heap& h);
+// Takes back the orphans' shares of the shared idle allowance, trimming
+// their idle pages to their own allowances (a heap found no room on it);
+// returns the pages given back.
+std::uint64_t reclaim_orphan_shares(Context& c) noexcept;
 // Keeps the retained pages within the allowance, sparing the kept empty run `exempt`.
 void enforce_budget(Heap& h, const Run* exempt);
 // Releases r (empty, not a current run) and keeps h within its budget.

@@ -209,8 +209,10 @@ void purge_runs(Heap& h, bool all) {
       seg->idle_old = seg->idle_pages;
     }
   // The allowance halves; idle pages beyond it are decommitted (the oldest
-  // segments, last in the lists, first: the newest take new runs).
+  // segments, last in the lists, first: the newest take new runs). Over the
+  // shared allowance (its peak aged), the heap's share goes back first.
   h.idle_cap /= 2;
+  if (h.idle_borrowed != 0 && shared_idle_over(*h.ctx)) shared_idle_return(h, 0);
   trim_idle(h, all ? 0 : idle_allowance(h) + h.idle_borrowed);
   // Empty segments: lowmem gives them all back (with their idle pages).
   const unsigned keep = all || h.ctx->opts.profile == Profile::lowmem ? 0 : keep_empty;

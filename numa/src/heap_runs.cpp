@@ -350,18 +350,49 @@ void shared_idle_fit(Heap& h) {
   shared_idle_return(h, retained > own ? retained - own : 0);
 }
 
+// The orphans keep their idle pages and shares for the threads that adopt
+// them (heap.cpp, heap_abandon), until a live heap finds no room on the
+// allowance: then they trim to their own allowances. Under heaps_lock no
+// thread adopts them meanwhile (heap_acquire), and the idle-owner merge of
+// lowmem is kept out by their merge locks (taken in fork_prepare's order:
+// heaps_lock, then the orphans' merge locks; one that is busy is skipped).
+std::uint64_t reclaim_orphan_shares(Context& c) noexcept {
+  if (c.orphan_shares.load(std::memory_order_relaxed) == 0) return 0;
+  std::uint64_t given = 0, kept = 0;
+  SpinGuard g(c.heaps_lock);
+  for (Heap* h = c.orphans; h != nullptr; h = h->orphan_next) {
+    if (h->idle_borrowed == 0) continue;
+    if (h->merge_for_owner && !h->merge_lock.try_lock()) {
+      kept += h->idle_borrowed;
+      continue;
+    }
+    trim_idle(*h, idle_allowance(*h));
+    given += h->idle_borrowed;
+    shared_idle_return(*h, 0);
+    if (h->merge_for_owner) h->merge_lock.unlock();
+  }
+  c.orphan_shares.store(kept, std::memory_order_relaxed);
+  return given;
+}
+
 namespace {
 
 // Sets h's share of the shared allowance to `want` pages: a lower share at
 // once, a higher one only if the sum of the shares stays within the
 // allowance. Whether h now holds `want`.
+// Over the allowance (its peak aged since the shares were taken), a heap
+// keeps no share: it gives it back and trims to its own allowance. Without
+// room, the orphans' shares are taken back first (reclaim_orphan_shares).
 bool shared_idle_hold(Heap& h, unsigned want) {
-  if (want <= h.idle_borrowed) {
+  if (want <= h.idle_borrowed && (want == 0 || !shared_idle_over(*h.ctx))) {
     shared_idle_return(h, want);
     return true;
   }
+  if (want <= h.idle_borrowed) return false;
   if (h.orphan.load(std::memory_order_relaxed)) return false;  // an orphan takes no more (heap_abandon)
-  if (!shared_idle_take(*h.ctx, want - h.idle_borrowed)) return false;
+  const std::uint64_t more = want - h.idle_borrowed;
+  if (!shared_idle_take(*h.ctx, more) && (reclaim_orphan_shares(*h.ctx) == 0 || !shared_idle_take(*h.ctx, more)))
+    return false;
   h.idle_borrowed = want;
   return true;
 }

@@ -332,9 +332,11 @@ struct Source {
 // idle_allowance) plus `idle_borrowed` after every run release, apart from
 // the run kept last ("retained empty runs"); `idle_borrowed` is the heap's
 // share of Context::shared_idle_used (the shares of all heaps and the
-// sources' resident idle pages, at most shared_idle_cap); an orphan keeps
-// its share with its idle pages for the thread that adopts it, and never
-// takes more.
+// sources' resident idle pages, each taken only within shared_idle_cap; the
+// cap may age below the sum until the holders look again: heap_runs.cpp,
+// shared_idle_hold); an orphan keeps its share with its idle pages for the
+// thread that adopts it, takes no more, and gives it back when a live heap
+// finds no room (reclaim_orphan_shares; Context::orphan_shares counts it).
 // Layout: the owner's fields first (fast paths: cache, bins), then the RFQ
 // and the cache stacks (see there).
 struct alignas(64) Heap {

@@ -78,14 +78,23 @@ void fork_child() {
   // that the child's heaps may use it; the forking thread's, the orphans'
   // (adopted in the child with their idle pages) and the sources' resident
   // idle pages stay.
-  std::uint64_t kept = 0;
-  for (Heap* h = g_ctx.orphans; h != nullptr; h = h->orphan_next) kept += h->idle_borrowed;
+  // Orphans are those on the list (heaps_lock held it still across the
+  // fork), whatever their flag says: a heap between its flag and the list
+  // (heap_release, heap_acquire) is not adopted in the child.
+  auto on_orphan_list = [](const Heap* h) {
+    for (const Heap* o = g_ctx.orphans; o != nullptr; o = o->orphan_next)
+      if (o == h) return true;
+    return false;
+  };
+  std::uint64_t kept = 0, orphaned = 0;
   for (Heap* h = g_ctx.heaps; h != nullptr; h = h->all_next) {
     if (h == t_heap) kept += h->idle_borrowed;
-    else if (!h->orphan.load(std::memory_order_relaxed)) h->idle_borrowed = 0;
+    else if (on_orphan_list(h)) orphaned += h->idle_borrowed;
+    else h->idle_borrowed = 0;
   }
   for (Source& s : g_ctx.sources) kept += s.idle_resident.load(std::memory_order_relaxed);
-  g_ctx.shared_idle_used.store(kept, std::memory_order_relaxed);
+  g_ctx.shared_idle_used.store(kept + orphaned, std::memory_order_relaxed);
+  g_ctx.orphan_shares.store(orphaned, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -122,6 +131,8 @@ Heap* heap_acquire(Context& c, Source& s) noexcept {
       h = c.orphans;
       c.orphans = h->orphan_next;
       h->orphan_next = nullptr;
+      const std::uint64_t share = c.orphan_shares.load(std::memory_order_relaxed);
+      c.orphan_shares.store(share > h->idle_borrowed ? share - h->idle_borrowed : 0, std::memory_order_relaxed);
     }
   }
   if (h != nullptr) {
@@ -150,6 +161,7 @@ void heap_release(Context& c, Heap& h) noexcept {
   SpinGuard g(c.heaps_lock);
   h.orphan_next = c.orphans;
   c.orphans = &h;
+  c.orphan_shares.fetch_add(h.idle_borrowed, std::memory_order_relaxed);
 }
 
 Heap* thread_heap_slow() noexcept {

@@ -182,9 +182,33 @@ bool split_large(Context& c, LargeSegment* seg, std::size_t bytes) {
   return true;
 }
 
+// Decommits the resident idle pages of the cached small segments of s, the
+// oldest segments first, while the shares of the shared allowance exceed it
+// (its peak aged since they were kept): they were kept on it only
+// (heap_runs.cpp, segment_release). Under the lock: a few madvise calls, at
+// a decay that finds the process over its allowance.
+void trim_resident_idle(Context& c, Source& s) {
+  if (s.idle_resident.load(std::memory_order_relaxed) == 0 || !shared_idle_over(c)) return;
+  SpinGuard g(s.lock);
+  for (Segment* it = oldest_of(s.small_cache); it != nullptr && shared_idle_over(c); it = it->prev) {
+    auto* seg = static_cast<SmallSegment*>(it);
+    const unsigned n = idle_count(seg);
+    for (PageMask mask = seg->idle_pages; mask != 0;) {
+      const unsigned first = static_cast<unsigned>(std::countr_zero(mask));
+      const unsigned len = static_cast<unsigned>(std::countr_one(mask >> first));
+      os_decommit(c, seg->base + std::size_t{first} * page_bytes, std::size_t{len} * page_bytes, Giveback::idle);
+      mask = len + first >= 64 ? 0 : mask & ~(((PageMask{1} << len) - 1) << first);
+    }
+    seg->idle_pages = 0;
+    s.idle_resident.fetch_sub(n, std::memory_order_relaxed);
+    shared_idle_give(c, n);
+  }
+}
+
 }  // namespace
 
 void source_decay(Context& c, Source& s) {
+  trim_resident_idle(c, s);
   // Read without the lock: a source with nothing cached, or nothing old
   // enough, is not written (node sources' pages stay untouched).
   if (s.cached_bytes.load(std::memory_order_relaxed) == 0) return;

@@ -343,6 +343,68 @@ TEST(Giveback, RunPagesGivenUpSinceTheRecentPeakWidenTheSharedAllowanceUntilTheP
   EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
 }
 
+// Shares taken while the peak was recent outlive it: once the allowance
+// has aged below what is held, a heap gives its share back at its next
+// purge (and trims to its own allowance), and a source decommits the
+// resident idle pages of its cached segments at its next decay.
+TEST(Giveback, SharesAboveAnAgedAllowanceGoBackAtTheNextPurgeAndDecay) {
+  Fixture f(Profile::uma);
+  Faults::clock_ns = 1'000'000'000;
+  f.c->opts.shared_idle = std::size_t{1} << 20;  // a floor of 32 pages
+  Source& s = f.c->common();
+  fill_and_free(f, *f.h, 3 * pages_per_segment);
+  ASSERT_GT(f.h->idle_borrowed, 0u);
+  ASSERT_EQ(s.idle_resident.load(), pages_per_segment);
+  EXPECT_FALSE(shared_idle_over(*f.c));
+  const int before = Faults::decommits.load();
+  for (int i = 0; i < 8; ++i) {  // the peak ages down to the floor
+    Faults::clock_ns += shared_idle_hold_ms * 1'000'000 + 1;
+    (void)shared_idle_cap(*f.c);
+  }
+  EXPECT_EQ(shared_idle_cap(*f.c), 32u);
+  EXPECT_TRUE(shared_idle_over(*f.c));
+  source_decay(*f.c, s);
+  EXPECT_EQ(s.idle_resident.load(), 0u) << "the source's resident idle pages went first (the oldest segments)";
+  heap_purge(*f.h, false);
+  EXPECT_EQ(f.h->idle_borrowed, 0u);
+  EXPECT_LE(f.h->idle_pages, idle_allowance(*f.h));
+  EXPECT_GT(Faults::decommits.load(), before);
+  EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
+  heap_trim(*f.h);
+  source_release_cache(*f.c, s);
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+}
+
+// A heap that finds no room on the shared allowance takes the orphans'
+// shares back first: they trim to their own allowances, and the heap keeps
+// its burst.
+TEST(Giveback, AHeapWithoutRoomTakesTheOrphansSharesBack) {
+  Fixture f(Profile::uma);
+  Faults::clock_ns = 1'000'000'000;
+  f.c->opts.shared_idle = std::size_t{4} << 20;  // 128 pages
+  Heap* second = heap_acquire(*f.c, f.c->common());  // a live heap beside the one that will be orphaned
+  ASSERT_NE(second, nullptr);
+  void* live = heap_alloc(*f.h, size_to_class(2048));  // keeps the orphan's segment in use
+  ASSERT_NE(live, nullptr);
+  fill_and_free(f, *f.h, pages_per_segment - 8);
+  heap_abandon(*f.h);
+  heap_release(*f.c, *f.h);
+  const unsigned orphan_share = f.h->idle_borrowed;
+  ASSERT_GT(orphan_share, 0u);
+  EXPECT_EQ(f.c->orphan_shares.load(), orphan_share);
+  fill_and_free(f, *second, 96);
+  EXPECT_EQ(f.h->idle_borrowed, 0u) << "the orphan's share was taken back";
+  EXPECT_LE(f.h->idle_pages, idle_allowance(*f.h));
+  EXPECT_EQ(f.c->orphan_shares.load(), 0u);
+  EXPECT_GT(second->idle_borrowed, 128u - orphan_share) << "more than the room the orphan left";
+  EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
+  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(live)), live);
+  heap_trim(*second);
+  heap_trim(*f.h);
+  source_release_cache(*f.c, f.c->common());
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+}
+
 // A thread that exits leaves its idle pages, with its share of the shared
 // allowance, to the thread that adopts its heap (it trimmed them to its own
 // allowance before): the next thread writes them without page faults.
