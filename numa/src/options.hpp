@@ -29,8 +29,8 @@ inline constexpr std::uint32_t default_purge_ms = 10;
 inline constexpr std::size_t default_shared_idle = std::size_t{8} << 20;
 // The shared allowance also covers the run pages the process has given up
 // since its recent peak of run pages (context.hpp, shared_idle_cap): that
-// peak holds for shared_idle_hold_ms after it was last reached, then halves
-// at each later look. A process whose threads free much and allocate it
+// peak holds for shared_idle_hold_ms after it was last reached, then halves,
+// at most once per hold. A process whose threads free much and allocate it
 // again moments later elsewhere (mimalloc-bench's mstress: threads that
 // exit and new ones) keeps those pages resident without raising its peak
 // (numa/DESIGN.md, "Idle pages traded through the source").
