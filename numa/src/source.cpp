@@ -184,13 +184,14 @@ bool split_large(Context& c, LargeSegment* seg, std::size_t bytes) {
 
 // Decommits the resident idle pages of the cached small segments of s, the
 // oldest segments first, while the shares of the shared allowance exceed it
-// (its peak aged since they were kept): they were kept on it only
-// (heap_runs.cpp, segment_release). Under the lock: a few madvise calls, at
-// a decay that finds the process over its allowance.
-void trim_resident_idle(Context& c, Source& s) {
-  if (s.idle_resident.load(std::memory_order_relaxed) == 0 || !shared_idle_over(c)) return;
+// (its peak aged since they were kept), or all of them with `all`: they
+// were kept on it only (heap_runs.cpp, segment_release). Under the lock: a
+// few madvise calls, at a decay that finds the process over its allowance
+// or for a heap that found no room on it.
+void trim_resident_idle(Context& c, Source& s, bool all = false) {
+  if (s.idle_resident.load(std::memory_order_relaxed) == 0 || (!all && !shared_idle_over(c))) return;
   SpinGuard g(s.lock);
-  for (Segment* it = oldest_of(s.small_cache); it != nullptr && shared_idle_over(c); it = it->prev) {
+  for (Segment* it = oldest_of(s.small_cache); it != nullptr && (all || shared_idle_over(c)); it = it->prev) {
     auto* seg = static_cast<SmallSegment*>(it);
     const unsigned n = idle_count(seg);
     for (PageMask mask = seg->idle_pages; mask != 0;) {
@@ -206,6 +207,12 @@ void trim_resident_idle(Context& c, Source& s) {
 }
 
 }  // namespace
+
+std::uint64_t source_reclaim_resident(Context& c, Source& s) {
+  const std::uint64_t held = s.idle_resident.load(std::memory_order_relaxed);
+  trim_resident_idle(c, s, true);
+  return held;
+}
 
 void source_decay(Context& c, Source& s) {
   trim_resident_idle(c, s);

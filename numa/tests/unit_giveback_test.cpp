@@ -405,6 +405,31 @@ TEST(Giveback, AHeapWithoutRoomTakesTheOrphansSharesBack) {
   EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
 }
 
+// A heap that finds no room on the shared allowance also takes back the
+// resident idle pages of the segments its source caches (rptest at 2
+// threads: pages no live heap holds starved the two that trade runs).
+TEST(Giveback, AHeapWithoutRoomTakesItsSourcesResidentIdlePagesBack) {
+  Fixture f(Profile::uma);
+  Faults::clock_ns = 1'000'000'000;
+  f.c->opts.shared_idle = std::size_t{4} << 20;  // 128 pages
+  Source& s = f.c->common();
+  Heap* second = heap_acquire(*f.c, s);
+  ASSERT_NE(second, nullptr);
+  fill_and_free(f, *f.h, 3 * pages_per_segment);
+  ASSERT_EQ(s.idle_resident.load(), pages_per_segment) << "an emptied segment went to the source resident";
+  const std::uint64_t room = shared_idle_cap(*f.c) - f.c->shared_idle_used.load();
+  const int before = Faults::decommits.load();
+  fill_and_free(f, *second, 96);
+  EXPECT_EQ(s.idle_resident.load(), 0u) << "decommitted for the heap that needed the room";
+  EXPECT_GT(Faults::decommits.load(), before);
+  EXPECT_GT(second->idle_borrowed, room) << "more than the room the source left";
+  EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
+  heap_trim(*second);
+  heap_trim(*f.h);
+  source_release_cache(*f.c, s);
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+}
+
 // A thread that exits leaves its idle pages, with its share of the shared
 // allowance, to the thread that adopts its heap (it trimmed them to its own
 // allowance before): the next thread writes them without page faults.
