@@ -5,8 +5,10 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 
+#include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/report.hpp"
 #include "manyalloc/common/spin_lock.hpp"
 #include "meta_pool.hpp"
@@ -81,8 +83,10 @@ struct Context {
   std::atomic<std::uint64_t> run_pages_peak{0};
   std::atomic<std::uint64_t> run_peak_ns{0};
   // Pages of the shared allowance that orphans hold (their idle_borrowed,
-  // heap_release), which a heap that finds no room takes back
-  // (reclaim_orphan_shares, runtime.cpp).
+  // added at heap_release), which a heap that finds no room takes back
+  // (reclaim_orphan_shares, heap_runs.cpp). Written under heaps_lock; at
+  // least the sum of the orphans' shares, which only shrink while they are
+  // orphans (it may lag behind a lowmem merge's decrease).
   std::atomic<std::uint64_t> orphan_shares{0};
   // 1 when `misuse` should print and abort (the check option); tests flip it.
   std::atomic<bool> abort_on_misuse{false};
@@ -165,6 +169,17 @@ inline int os_decommit(Context& c, void* p, std::size_t bytes, Giveback why) noe
   c.os_calls.decommits[k].fetch_add(1, std::memory_order_relaxed);
   c.os_calls.decommit_bytes[k].fetch_add(bytes, std::memory_order_relaxed);
   return c.os->decommit(p, bytes);
+}
+
+// Decommits the run pages `mask` of the segment at `base` (pages of
+// page_bytes): one madvise per range of consecutive pages.
+inline void os_decommit_pages(Context& c, std::uint8_t* base, PageMask mask, Giveback why) noexcept {
+  while (mask != 0) {
+    const unsigned first = static_cast<unsigned>(std::countr_zero(mask));
+    const unsigned n = static_cast<unsigned>(std::countr_one(mask >> first));
+    os_decommit(c, base + std::size_t{first} * page_bytes, std::size_t{n} * page_bytes, why);
+    mask &= ~(bits::low_mask64(n) << first);
+  }
 }
 inline int os_unmap(Context& c, void* p, std::size_t bytes) noexcept {
   c.os_calls.unmaps.fetch_add(1, std::memory_order_relaxed);

@@ -102,13 +102,7 @@ void decommit_pages(Heap& h, SmallSegment& seg, PageMask mask) {
   h.idle_pages -= static_cast<unsigned>(std::popcount(mask));
   seg.idle_pages &= ~mask;
   seg.idle_old &= ~mask;
-  while (mask != 0) {
-    const unsigned first = static_cast<unsigned>(std::countr_zero(mask));
-    const unsigned n = static_cast<unsigned>(std::countr_one(mask >> first));
-    os_decommit(*h.ctx, seg.base + static_cast<std::size_t>(first) * page_bytes,
-                static_cast<std::size_t>(n) * page_bytes, Giveback::idle);
-    mask &= ~page_mask(n, first);
-  }
+  os_decommit_pages(*h.ctx, seg.base, mask, Giveback::idle);
 }
 
 namespace {
@@ -183,6 +177,25 @@ void run_init(Run& r, SmallSegment& seg, unsigned first, unsigned cls) {
   // remote_bits are all zero and queued is 0 (invariant of unused runs).
 }
 
+// The first page of the first place for a run of np pages in s, aligned
+// to np and free of runs: one of idle pages only when `want_idle` and s has
+// one (`idle` tells), else the first; pages_per_segment when s has none.
+unsigned run_place(const SmallSegment& s, unsigned np, bool want_idle, bool& idle) {
+  const PageMask used = s.used_pages.load(std::memory_order_relaxed);
+  unsigned first = pages_per_segment;
+  idle = false;
+  for (unsigned p = 0; p < pages_per_segment; p += np) {
+    const PageMask m = page_mask(np, p);
+    if ((used & m) != 0) continue;
+    if (first == pages_per_segment) first = p;
+    if (want_idle && (s.idle_pages & m) == m) {
+      idle = true;
+      return p;
+    }
+  }
+  return first;
+}
+
 }  // namespace
 
 // A new run for class cls from the heap's segments, or a new segment.
@@ -196,14 +209,11 @@ Run* run_new(Heap& h, unsigned cls) {
   unsigned first = pages_per_segment;
   bool done = false;
   for (SmallSegment* s = h.avail; s != nullptr && !done; s = static_cast<SmallSegment*>(s->next)) {
-    const PageMask used = s->used_pages.load(std::memory_order_relaxed);
-    for (unsigned p = 0; p < pages_per_segment; p += np) {
-      const PageMask m = page_mask(np, p);
-      if ((used & m) != 0) continue;
-      done = !want_idle || (s->idle_pages & m) == m;
-      if (seg == nullptr || done) seg = s, first = p;
-      if (done) break;
-    }
+    bool idle = false;
+    const unsigned p = run_place(*s, np, want_idle, idle);
+    if (p == pages_per_segment) continue;
+    done = !want_idle || idle;
+    if (seg == nullptr || done) seg = s, first = p;
   }
   if (seg == nullptr) {
     seg = source_take_small(*h.ctx, *h.source);
@@ -216,13 +226,8 @@ Run* run_new(Heap& h, unsigned cls) {
     // A cached segment may come with resident idle pages (segment_release):
     // they are the heap's now, and the run starts on them.
     h.idle_pages += static_cast<unsigned>(std::popcount(seg->idle_pages));
-    first = 0;
-    for (unsigned p = 0; p < pages_per_segment && seg->idle_pages != 0; p += np) {
-      if ((seg->idle_pages & page_mask(np, p)) == page_mask(np, p)) {
-        first = p;
-        break;
-      }
-    }
+    bool idle = false;
+    first = run_place(*seg, np, true, idle);
   }
   PageMask used = seg->used_pages.load(std::memory_order_relaxed);
   if (used == 0) --h.empty_segments;

@@ -165,7 +165,9 @@ constexpr unsigned page_info_first(std::uint16_t v) { return v >> 8; }
 // Context::shared_idle_used and its source's idle_resident (the shared
 // allowance pays for them, heap_runs.cpp, segment_release); the source
 // gives them back to the allowance when a heap takes the segment (and
-// counts them as its own idle pages) or when the segment is unmapped. Bit p
+// counts them as its own idle pages), when the segment is unmapped, and
+// decommitted when the allowance has aged below the shares or a heap finds
+// no room on it (source.cpp, trim_resident_idle). Bit p
 // of idle_old (owner only) is 1 iff page p was idle at the heap's last
 // purge and has been since (heap_runs.cpp, "retained empty runs": the next purge
 // decommits it); idle_old is a subset of idle_pages. Bit o of free_seen

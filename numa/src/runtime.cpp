@@ -131,8 +131,7 @@ Heap* heap_acquire(Context& c, Source& s) noexcept {
       h = c.orphans;
       c.orphans = h->orphan_next;
       h->orphan_next = nullptr;
-      const std::uint64_t share = c.orphan_shares.load(std::memory_order_relaxed);
-      c.orphan_shares.store(share > h->idle_borrowed ? share - h->idle_borrowed : 0, std::memory_order_relaxed);
+      c.orphan_shares.fetch_sub(h->idle_borrowed, std::memory_order_relaxed);  // at least the orphans' shares
     }
   }
   if (h != nullptr) {

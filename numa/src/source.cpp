@@ -29,14 +29,18 @@ void unlink(Segment*& head, Segment* s) {
   s->next = s->prev = nullptr;
 }
 
+// The resident idle pages of a small segment (SmallSegment::idle_pages).
+unsigned idle_count(const Segment* seg) {
+  return static_cast<unsigned>(std::popcount(static_cast<const SmallSegment*>(seg)->idle_pages));
+}
+
 void unmap_segment(Context& c, Segment* seg) {
   Source& s = *seg->source;
   if (seg->kind == SegKind::small) {
     // Resident idle pages a heap kept on the shared allowance
     // (heap_runs.cpp, segment_release) go with the mapping.
-    auto* small = static_cast<SmallSegment*>(seg);
-    if (small->idle_pages != 0) shared_idle_give(c, static_cast<unsigned>(std::popcount(small->idle_pages)));
-    small->idle_pages = 0;
+    if (const unsigned n = idle_count(seg); n != 0) shared_idle_give(c, n);
+    static_cast<SmallSegment*>(seg)->idle_pages = 0;
   }
   c.registry.clear(seg->base, seg->bytes);
   os_unmap(c, seg->base, seg->bytes);
@@ -50,11 +54,6 @@ void unmap_segment(Context& c, Segment* seg) {
     c.os_calls.decommits[k].fetch_add(1, std::memory_order_relaxed);
     c.os_calls.decommit_bytes[k].fetch_add(meta, std::memory_order_relaxed);
   }
-}
-
-// The resident idle pages of a small segment (SmallSegment::idle_pages).
-unsigned idle_count(const Segment* seg) {
-  return static_cast<unsigned>(std::popcount(static_cast<const SmallSegment*>(seg)->idle_pages));
 }
 
 // How long a segment of `kind` stays cached (options: decay_ms, large_decay_ms).
@@ -194,12 +193,7 @@ void trim_resident_idle(Context& c, Source& s, bool all = false) {
   for (Segment* it = oldest_of(s.small_cache); it != nullptr && (all || shared_idle_over(c)); it = it->prev) {
     auto* seg = static_cast<SmallSegment*>(it);
     const unsigned n = idle_count(seg);
-    for (PageMask mask = seg->idle_pages; mask != 0;) {
-      const unsigned first = static_cast<unsigned>(std::countr_zero(mask));
-      const unsigned len = static_cast<unsigned>(std::countr_one(mask >> first));
-      os_decommit(c, seg->base + std::size_t{first} * page_bytes, std::size_t{len} * page_bytes, Giveback::idle);
-      mask = len + first >= 64 ? 0 : mask & ~(((PageMask{1} << len) - 1) << first);
-    }
+    os_decommit_pages(c, seg->base, seg->idle_pages, Giveback::idle);
     seg->idle_pages = 0;
     s.idle_resident.fetch_sub(n, std::memory_order_relaxed);
     shared_idle_give(c, n);
