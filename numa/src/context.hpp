@@ -88,6 +88,9 @@ struct Context {
   // least the sum of the orphans' shares, which only shrink while they are
   // orphans (it may lag behind a lowmem merge's decrease).
   std::atomic<std::uint64_t> orphan_shares{0};
+  // When a thread's heap was last orphaned (OsOps::now, heap_release; 0:
+  // never): shared_idle_cap widens while threads come and go.
+  std::atomic<std::uint64_t> orphaned_ns{0};
   // 1 when `misuse` should print and abort (the check option); tests flip it.
   std::atomic<bool> abort_on_misuse{false};
   OsCounters os_calls;
@@ -118,9 +121,11 @@ inline void note_run_pages(Context& c, std::uint64_t pages) noexcept {
 }
 // The shared idle allowance in pages of page_bytes: Options::shared_idle,
 // or the run pages given up since the recent peak of run pages (their
-// release leaves the process within that peak) when more; 0 (no shared
-// allowance) when shared_idle is 0. A peak older than shared_idle_hold_ms
-// halves (not below the run pages now). Shares taken before stay until
+// release leaves the process within that peak) when more, plus, while
+// threads come and go (a heap orphaned within shared_idle_hold_ms),
+// Options::shared_idle_peak percent of that peak; 0 (no shared allowance)
+// when shared_idle is 0. A peak older than shared_idle_hold_ms halves (not
+// below the run pages now). Shares taken before stay until
 // their holders look again: a heap over the allowance gives its share back
 // at its next release or purge (heap_runs.cpp, shared_idle_hold; heap_purge.cpp),
 // a source the resident idle pages of its cached segments at its next decay
@@ -131,10 +136,18 @@ inline std::uint64_t shared_idle_cap(Context& c) noexcept {
   const std::uint64_t floor = c.opts.shared_idle / page_bytes;
   const std::uint64_t now_pages = c.run_pages.load(std::memory_order_relaxed);
   std::uint64_t peak = c.run_pages_peak.load(std::memory_order_relaxed);
-  if (peak <= now_pages + floor) return floor;
+  const std::uint64_t hold_ns = shared_idle_hold_ms * 1000000u;
+  const bool few_pages = peak <= now_pages + floor;
+  if (few_pages && c.opts.shared_idle_peak == 0) return floor;
   const std::uint64_t now = c.os->now();
+  const std::uint64_t orphaned = c.orphaned_ns.load(std::memory_order_relaxed);  // may be later than `now`
+  const bool turnover = orphaned != 0 && (now <= orphaned || now - orphaned <= hold_ns);
+  const auto over_peak = [&c, turnover](std::uint64_t p) {
+    return turnover ? p * c.opts.shared_idle_peak / 100 : 0;
+  };
+  if (few_pages) return floor + over_peak(peak);
   const std::uint64_t reached = c.run_peak_ns.load(std::memory_order_relaxed);  // may be later than `now`
-  if (now > reached && now - reached > shared_idle_hold_ms * 1000000u) {
+  if (now > reached && now - reached > hold_ns) {
     const std::uint64_t lower = peak / 2 > now_pages ? peak / 2 : now_pages;
     // Racing lowerings agree closely enough; a new peak meanwhile wins.
     if (c.run_pages_peak.compare_exchange_strong(peak, lower, std::memory_order_relaxed)) {
@@ -143,7 +156,7 @@ inline std::uint64_t shared_idle_cap(Context& c) noexcept {
     }
   }
   const std::uint64_t held = peak > now_pages ? peak - now_pages : 0;
-  return held > floor ? held : floor;
+  return (held > floor ? held : floor) + over_peak(peak);
 }
 // Takes `pages` of the shared allowance when the sum stays within its cap.
 inline bool shared_idle_take(Context& c, std::uint64_t pages) noexcept {

@@ -215,7 +215,7 @@ void heap_abandon(Heap& h) {
   // then writes them again without faulting them in (numa/DESIGN.md, "Idle
   // pages traded through the source"). Once an orphan (heap_release), it
   // takes no more of the allowance (shared_idle_hold), and a live heap that
-  // finds no room on it takes the share back (reclaim_orphan_shares).
+  // finds no room on it takes back what it lacks (reclaim_orphan_shares).
   release_empty_segments(h, 0);
   if (h.ctx->opts.profile == Profile::lowmem) heap_purge(h, true);
 }

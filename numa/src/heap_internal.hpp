@@ -45,6 +45,8 @@ unsigned idle_allowance(const Heap& h);
 void decommit_pages(Heap& h, SmallSegment& seg, PageMask mask);
 // Decommits idle pages, oldest first, until at most `target` remain; returns the bytes.
 std::size_t trim_idle(Heap& h, unsigned target);
+// Decommits `n` idle pages (or all, if fewer), in trim_idle's order; returns how many.
+unsigned trim_idle_exact(Heap& h, unsigned n);
 // A new run for class cls from h's segments or a new segment; nullptr when none.
 Run* run_new(Heap& h, unsigned cls);
 // Gives empty segments back until at most `keep` remain; their idle pages
@@ -59,10 +61,10 @@ void run_unuse(Heap& h, Run& r);
 void shared_idle_return(Heap& h, unsigned keep);
 // Lowers h's share to what its retained pages need beyond its own allowance.
 void shared_idle_fit(Heap& h);
-// Takes back the orphans' shares of the shared idle allowance, trimming
-// their idle pages to their own allowances (a heap found no room on it);
-// returns the pages given back.
-std::uint64_t reclaim_orphan_shares(Context& c) noexcept;
+// Takes back at least `need` pages of the orphans' shares of the shared idle
+// allowance where they hold as many, decommitting as many of their idle
+// pages (a heap found no room on it); returns the pages given back.
+std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept;
 // Keeps the retained pages within the allowance, sparing the kept empty run `exempt`.
 void enforce_budget(Heap& h, const Run* exempt);
 // Releases r (empty, not a current run) and keeps h within its budget.

@@ -136,6 +136,23 @@ std::size_t trim_idle(Heap& h, unsigned target) {
   return bytes;
 }
 
+// Decommits `n` idle pages of h (all of them when it has fewer), in the
+// order of trim_idle but no more than `n`: a heap that lacks a few pages of
+// the shared allowance takes only those from an orphan
+// (reclaim_orphan_shares). Returns the pages decommitted.
+unsigned trim_idle_exact(Heap& h, unsigned n) {
+  unsigned done = 0;
+  for (int pass = 0; pass < 2 && done < n; ++pass)
+    for (SmallSegment* list : {h.full, h.avail})
+      for (SmallSegment* seg = list; seg != nullptr && done < n; seg = static_cast<SmallSegment*>(seg->next)) {
+        const PageMask m = pass == 0 ? seg->idle_pages & seg->idle_old : seg->idle_pages;
+        PageMask pick = 0;
+        for (PageMask rest = m; rest != 0 && done < n; rest &= rest - 1, ++done) pick |= rest & (~rest + 1);
+        if (pick != 0) decommit_pages(h, *seg, pick);
+      }
+  return done;
+}
+
 namespace {
 
 // Pages of the empty current runs the heap keeps (Heap::kept_empty); the
@@ -357,23 +374,35 @@ void shared_idle_fit(Heap& h) {
 
 // The orphans keep their idle pages and shares for the threads that adopt
 // them (heap.cpp, heap_abandon), until a live heap finds no room on the
-// allowance: then they trim to their own allowances. Under heaps_lock no
-// thread adopts them meanwhile (heap_acquire), and the idle-owner merge of
-// lowmem is kept out by their merge locks (taken in fork_prepare's order:
-// heaps_lock, then the orphans' merge locks; one that is busy is skipped).
-std::uint64_t reclaim_orphan_shares(Context& c) noexcept {
-  if (c.orphan_shares.load(std::memory_order_relaxed) == 0) return 0;
+// allowance: then orphans decommit idle pages, oldest first (trim_idle),
+// and give their shares back until `need` pages went back; the others keep
+// theirs. Only what is needed: the rest is written again without faults
+// by the next threads (mstress, whose threads of one round end at
+// different times: numa/DESIGN.md, "Idle pages traded through the source").
+// Under heaps_lock no thread adopts them meanwhile (heap_acquire), and the
+// idle-owner merge of lowmem is kept out by their merge locks (taken in
+// fork_prepare's order: heaps_lock, then the orphans' merge locks; one
+// that is busy is skipped).
+std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept {
+  if (need == 0 || c.orphan_shares.load(std::memory_order_relaxed) == 0) return 0;
   std::uint64_t given = 0, kept = 0;
   SpinGuard g(c.heaps_lock);
   for (Heap* h = c.orphans; h != nullptr; h = h->orphan_next) {
     if (h->idle_borrowed == 0) continue;
-    if (h->merge_for_owner && !h->merge_lock.try_lock()) {
+    if (given >= need || (h->merge_for_owner && !h->merge_lock.try_lock())) {
       kept += h->idle_borrowed;
       continue;
     }
-    trim_idle(*h, idle_allowance(*h));
-    given += h->idle_borrowed;
-    shared_idle_return(*h, 0);
+    // An orphan retains only idle pages (heap_abandon released its kept
+    // empty runs), and its share covers those beyond its own allowance
+    // (at most all of them): decommitting `take` of them keeps the rest of
+    // the share covered.
+    const unsigned share = h->idle_borrowed;
+    const unsigned take = need - given < share ? static_cast<unsigned>(need - given) : share;
+    trim_idle_exact(*h, take);
+    shared_idle_return(*h, share - take);
+    given += take;
+    kept += h->idle_borrowed;
     if (h->merge_for_owner) h->merge_lock.unlock();
   }
   c.orphan_shares.store(kept, std::memory_order_relaxed);
@@ -387,12 +416,13 @@ namespace {
 // allowance. Whether h now holds `want`.
 // Over the allowance (its peak aged since the shares were taken), a heap
 // keeps no share: it gives it back and trims to its own allowance. Without
-// room, the orphans' shares and the resident idle pages of the heap's
-// source are taken back first (reclaim_orphan_shares,
-// source_reclaim_resident): pages no live heap holds must not starve those
-// that do (rptest at 2 threads, whose two heaps trade runs: 0.64x-0.82x the
-// rate at twice the peak before; numa/DESIGN.md, "Idle pages traded through
-// the source").
+// room, pages no live heap holds are taken back first, as many as the room
+// lacks: the resident idle pages of the heap's source, then the orphans'
+// shares (source_reclaim_resident, reclaim_orphan_shares). They must not
+// starve the heaps that hold pages (rptest at 2 threads, whose two heaps
+// trade runs: 0.64x-0.82x the rate at twice the peak before); taking them
+// all back made mstress, whose heaps find no room often, decommit and fault
+// them again (numa/DESIGN.md, "Idle pages traded through the source").
 bool shared_idle_hold(Heap& h, unsigned want) {
   if (want <= h.idle_borrowed && (want == 0 || !shared_idle_over(*h.ctx))) {
     shared_idle_return(h, want);
@@ -400,10 +430,14 @@ bool shared_idle_hold(Heap& h, unsigned want) {
   }
   if (want <= h.idle_borrowed) return false;
   if (h.orphan.load(std::memory_order_relaxed)) return false;  // an orphan takes no more (heap_abandon)
+  Context& c = *h.ctx;
   const std::uint64_t more = want - h.idle_borrowed;
-  if (!shared_idle_take(*h.ctx, more)) {
-    const std::uint64_t given = reclaim_orphan_shares(*h.ctx) + source_reclaim_resident(*h.ctx, *h.source);
-    if (given == 0 || !shared_idle_take(*h.ctx, more)) return false;
+  if (!shared_idle_take(c, more)) {
+    const std::uint64_t cap = shared_idle_cap(c), used = c.shared_idle_used.load(std::memory_order_relaxed);
+    const std::uint64_t need = used + more > cap ? used + more - cap : 1;  // 1: a racing take filled it
+    std::uint64_t given = source_reclaim_resident(c, *h.source, need);
+    if (given < need) given += reclaim_orphan_shares(c, need - given);
+    if (given == 0 || !shared_idle_take(c, more)) return false;
   }
   h.idle_borrowed = want;
   return true;

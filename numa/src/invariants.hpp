@@ -337,8 +337,9 @@ struct Source {
 // sources' resident idle pages, each taken only within shared_idle_cap; the
 // cap may age below the sum until the holders look again: heap_runs.cpp,
 // shared_idle_hold); an orphan keeps its share with its idle pages for the
-// thread that adopts it, takes no more, and gives it back when a live heap
-// finds no room (reclaim_orphan_shares; Context::orphan_shares counts it).
+// thread that adopts it, takes no more, and gives back what a live heap
+// that finds no room lacks (reclaim_orphan_shares; Context::orphan_shares
+// counts it).
 // Layout: the owner's fields first (fast paths: cache, bins), then the RFQ
 // and the cache stacks (see there).
 struct alignas(64) Heap {

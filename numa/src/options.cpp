@@ -48,6 +48,9 @@ constinit const env::Spec option_specs[num_options] = {
     {"shared_idle", env::Kind::size, default_shared_idle, nullptr,
      "bytes of idle pages all heaps and the cached segments together may keep beyond the heaps' own allowances, "
      "at least; more while the process is below its recent peak of run pages (lowmem: 0 unless set)"},
+    {"shared_idle_peak", env::Kind::size, default_shared_idle_peak_percent, nullptr,
+     "percent (0-100) of the process's recent peak of run pages added to that shared allowance while threads "
+     "exit (a heap orphaned within the last second; lowmem: 0 unless set)"},
 };
 
 int sysfs_numa_nodes() {
@@ -114,6 +117,8 @@ Options load_options(int numa_nodes) {
   const long long purge = v[10].number;
   o.purge_ms = static_cast<std::uint32_t>(purge < 3600000 ? purge : 3600000);
   o.shared_idle = low && !(v[11].from_env && v[11].valid) ? 0 : static_cast<std::size_t>(v[11].number);
+  const long long peak_percent = low && !(v[12].from_env && v[12].valid) ? 0 : v[12].number;
+  o.shared_idle_peak = static_cast<std::uint32_t>(peak_percent < 100 ? peak_percent : 100);
   return o;
 }
 

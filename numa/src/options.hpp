@@ -35,6 +35,18 @@ inline constexpr std::size_t default_shared_idle = std::size_t{8} << 20;
 // exit and new ones) keeps those pages resident without raising its peak
 // (numa/DESIGN.md, "Idle pages traded through the source").
 inline constexpr std::uint64_t shared_idle_hold_ms = 1000;
+// And, outside lowmem, while threads come and go (a thread's heap orphaned
+// within shared_idle_hold_ms), this percentage of that recent peak: idle
+// pages a process whose run pages stay near their peak may keep on top of
+// it. Threads that end at different times leave pages that the others, and
+// the next threads, need; with the allowance bounded by the peak alone, a
+// heap short of room made pages that others held be decommitted and faulted
+// in again (mstress on 16 cores). A process whose threads all live on
+// (rptest) gains nothing from it and kept a higher peak (numa/DESIGN.md,
+// "Idle pages traded through the source"). The process's resident run and
+// idle pages then stay within this much above that peak, plus the floor
+// and the heaps' own allowances.
+inline constexpr std::uint32_t default_shared_idle_peak_percent = 25;
 
 struct Options {
   Profile profile = Profile::uma;
@@ -59,6 +71,10 @@ struct Options {
   // Bytes of idle run pages that all heaps together may keep beyond their
   // own allowances (heap_runs.cpp, "retained empty runs"); 0 in lowmem unless set.
   std::size_t shared_idle = 0;
+  // Percent of the recent peak of run pages added to that shared allowance
+  // while threads come and go (context.hpp, shared_idle_cap), at most 100;
+  // 0 in lowmem unless set.
+  std::uint32_t shared_idle_peak = 0;
 };
 
 // Defaults that depend on the profile: lowmem keeps a small cache of free
@@ -77,10 +93,11 @@ inline constexpr std::size_t lowmem_large_live_share = 4;
 
 // All zero: the options of a context before context_setup (context.hpp).
 inline constexpr Options no_options{Profile::lowmem, false, 0,     0,     0,     0,    false,
-                                    false,           false, false, false, false, nullptr, 0};
+                                    false,           false, false, false, false, nullptr, 0,
+                                    0};
 
 inline constexpr const char* option_prefix = "MANYALLOC_NUMA_";
-inline constexpr int num_options = 12;
+inline constexpr int num_options = 13;
 extern const env::Spec option_specs[num_options];
 
 // Reads the table. `numa_nodes` is the node count of the machine (sysfs),

@@ -161,6 +161,7 @@ void heap_release(Context& c, Heap& h) noexcept {
   h.orphan_next = c.orphans;
   c.orphans = &h;
   c.orphan_shares.fetch_add(h.idle_borrowed, std::memory_order_relaxed);
+  c.orphaned_ns.store(c.os->now(), std::memory_order_relaxed);
 }
 
 Heap* thread_heap_slow() noexcept {

@@ -183,29 +183,33 @@ bool split_large(Context& c, LargeSegment* seg, std::size_t bytes) {
 
 // Decommits the resident idle pages of the cached small segments of s, the
 // oldest segments first, while the shares of the shared allowance exceed it
-// (its peak aged since they were kept), or all of them with `all`: they
-// were kept on it only (heap_runs.cpp, segment_release). Under the lock: a
-// few madvise calls, at a decay that finds the process over its allowance
-// or for a heap that found no room on it.
-void trim_resident_idle(Context& c, Source& s, bool all = false) {
-  if (s.idle_resident.load(std::memory_order_relaxed) == 0 || (!all && !shared_idle_over(c))) return;
+// (its peak aged since they were kept), or, with `need` != 0, until at
+// least `need` pages went back: they were kept on it only (heap_runs.cpp,
+// segment_release). Under the lock: a few madvise calls, at a decay that
+// finds the process over its allowance or for a heap that found no room on
+// it. Returns the pages given back.
+std::uint64_t trim_resident_idle(Context& c, Source& s, std::uint64_t need = 0) {
+  if (s.idle_resident.load(std::memory_order_relaxed) == 0 || (need == 0 && !shared_idle_over(c))) return 0;
+  std::uint64_t given = 0;
   SpinGuard g(s.lock);
-  for (Segment* it = oldest_of(s.small_cache); it != nullptr && (all || shared_idle_over(c)); it = it->prev) {
+  for (Segment* it = oldest_of(s.small_cache); it != nullptr && (need != 0 ? given < need : shared_idle_over(c));
+       it = it->prev) {
     auto* seg = static_cast<SmallSegment*>(it);
     const unsigned n = idle_count(seg);
+    if (n == 0) continue;
     os_decommit_pages(c, seg->base, seg->idle_pages, Giveback::idle);
     seg->idle_pages = 0;
     s.idle_resident.fetch_sub(n, std::memory_order_relaxed);
     shared_idle_give(c, n);
+    given += n;
   }
+  return given;
 }
 
 }  // namespace
 
-std::uint64_t source_reclaim_resident(Context& c, Source& s) {
-  const std::uint64_t held = s.idle_resident.load(std::memory_order_relaxed);
-  trim_resident_idle(c, s, true);
-  return held;
+std::uint64_t source_reclaim_resident(Context& c, Source& s, std::uint64_t need) {
+  return need == 0 ? 0 : trim_resident_idle(c, s, need);
 }
 
 void source_decay(Context& c, Source& s) {

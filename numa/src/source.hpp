@@ -33,9 +33,11 @@ void source_give_large(Context& c, LargeSegment* seg);
 bool source_resize_large(Context& c, LargeSegment* seg, std::size_t new_bytes);
 
 // Decommits the resident idle pages of the source's cached small segments,
-// giving them back to the shared allowance (a heap found no room on it;
-// heap_runs.cpp, shared_idle_hold); returns the pages they held.
-std::uint64_t source_reclaim_resident(Context& c, Source& s);
+// the oldest segments first, until at least `need` pages went back to the
+// shared allowance (a heap found no room on it; heap_runs.cpp,
+// shared_idle_hold); returns the pages given back (fewer when the source
+// held fewer).
+std::uint64_t source_reclaim_resident(Context& c, Source& s, std::uint64_t need);
 
 // Unmaps every cached segment of the source (malloc_trim).
 void source_release_cache(Context& c, Source& s);

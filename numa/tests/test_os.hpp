@@ -82,6 +82,7 @@ inline std::unique_ptr<Context> make_context(Profile profile = Profile::uma,
   o.large_decay_ms = low ? large_decay_ms_lowmem : default_decay_ms;
   o.purge_ms = purge_ms;
   o.shared_idle = 0;  // each heap alone within its own allowance, unless a test sets a shared one
+  o.shared_idle_peak = 0;
   context_setup(*c, o);
   c->os = &os;
   return c;

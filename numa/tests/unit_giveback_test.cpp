@@ -375,9 +375,9 @@ TEST(Giveback, SharesAboveAnAgedAllowanceGoBackAtTheNextPurgeAndDecay) {
   EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
 }
 
-// A heap that finds no room on the shared allowance takes the orphans'
-// shares back first: they trim to their own allowances, and the heap keeps
-// its burst.
+// A heap that finds no room on the shared allowance takes back what it
+// lacks from the orphans' shares (its source holds no resident pages here):
+// the orphan decommits that many idle pages, and the heap keeps its burst.
 TEST(Giveback, AHeapWithoutRoomTakesTheOrphansSharesBack) {
   Fixture f(Profile::uma);
   Faults::clock_ns = 1'000'000'000;
@@ -392,10 +392,12 @@ TEST(Giveback, AHeapWithoutRoomTakesTheOrphansSharesBack) {
   const unsigned orphan_share = f.h->idle_borrowed;
   ASSERT_GT(orphan_share, 0u);
   EXPECT_EQ(f.c->orphan_shares.load(), orphan_share);
+  const unsigned orphan_idle = f.h->idle_pages;
   fill_and_free(f, *second, 96);
-  EXPECT_EQ(f.h->idle_borrowed, 0u) << "the orphan's share was taken back";
-  EXPECT_LE(f.h->idle_pages, idle_allowance(*f.h));
-  EXPECT_EQ(f.c->orphan_shares.load(), 0u);
+  EXPECT_LT(f.h->idle_borrowed, orphan_share) << "the orphan's share was taken back in part";
+  EXPECT_EQ(f.h->idle_pages, orphan_idle - (orphan_share - f.h->idle_borrowed)) << "as many pages decommitted";
+  EXPECT_LE(f.h->idle_pages, idle_allowance(*f.h) + f.h->idle_borrowed);
+  EXPECT_EQ(f.c->orphan_shares.load(), f.h->idle_borrowed);
   EXPECT_GT(second->idle_borrowed, 128u - orphan_share) << "more than the room the orphan left";
   EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
   small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(live)), live);
@@ -427,6 +429,92 @@ TEST(Giveback, AHeapWithoutRoomTakesItsSourcesResidentIdlePagesBack) {
   heap_trim(*second);
   heap_trim(*f.h);
   source_release_cache(*f.c, s);
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+}
+
+// A heap short of room takes back only what it lacks: the oldest of the
+// source's resident segments, while the newer one stays resident, and none
+// of the orphans' shares, which the next threads write again without
+// faults (mstress: all of them went back at every such heap before).
+TEST(Giveback, AHeapWithoutRoomTakesBackOnlyWhatItLacks) {
+  Fixture f(Profile::uma);
+  Faults::clock_ns = 1'000'000'000;
+  f.c->opts.shared_idle = std::size_t{1} << 20;  // a floor of 32 pages; the peak gives more
+  // A quarter of the peak beyond it: the orphan's share, taken before the
+  // first heap's peak, then fits beside the pages given up since.
+  f.c->opts.shared_idle_peak = 25;
+  Source& s = f.c->common();
+  Heap* orphan = heap_acquire(*f.c, s);
+  Heap* second = heap_acquire(*f.c, s);
+  ASSERT_NE(orphan, nullptr);
+  ASSERT_NE(second, nullptr);
+  void* live = heap_alloc(*orphan, size_to_class(2048));  // keeps the orphan's segment in use
+  ASSERT_NE(live, nullptr);
+  fill_and_free(f, *orphan, pages_per_segment - 8);
+  heap_abandon(*orphan);
+  heap_release(*f.c, *orphan);
+  const unsigned orphan_share = orphan->idle_borrowed;
+  ASSERT_GT(orphan_share, 0u);
+  fill_and_free(f, *f.h, 4 * pages_per_segment);
+  const std::uint64_t resident_before = s.idle_resident.load();
+  ASSERT_EQ(resident_before, 2u * pages_per_segment) << "two emptied segments went to the source resident";
+  const std::uint64_t room = shared_idle_cap(*f.c) - f.c->shared_idle_used.load();
+  ASSERT_LT(room, 30u) << "less than the second heap's burst will need";
+  fill_and_free(f, *second, 40);  // needs about 36 pages beyond its own allowance
+  EXPECT_GT(second->idle_borrowed, room) << "more than the room there was";
+  EXPECT_EQ(s.idle_resident.load(), std::uint64_t{pages_per_segment}) << "one segment's pages were enough";
+  EXPECT_EQ(orphan->idle_borrowed, orphan_share) << "the orphan keeps its share";
+  EXPECT_EQ(f.c->orphan_shares.load(), orphan_share);
+  EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
+  EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed} + second->idle_borrowed +
+                                              orphan->idle_borrowed + s.idle_resident.load());
+  // From the orphans too, a heap takes back only what it lacks.
+  const unsigned orphan_idle = orphan->idle_pages;
+  const int calls = Faults::decommits.load();
+  EXPECT_EQ(reclaim_orphan_shares(*f.c, 3), 3u);
+  EXPECT_EQ(orphan->idle_borrowed, orphan_share - 3);
+  EXPECT_EQ(orphan->idle_pages, orphan_idle - 3) << "three idle pages decommitted";
+  EXPECT_EQ(Faults::decommits.load(), calls + 1) << "three adjacent pages, one call";
+  EXPECT_EQ(f.c->orphan_shares.load(), orphan_share - 3);
+  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(live)), live);
+  heap_trim(*second);
+  heap_trim(*f.h);
+  Heap* adopter = heap_acquire(*f.c, s);
+  ASSERT_EQ(adopter, orphan);
+  heap_trim(*adopter);
+  source_release_cache(*f.c, s);
+  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+  EXPECT_EQ(f.c->misuses.load(), 0u);
+}
+
+// While threads come and go (a heap orphaned within shared_idle_hold_ms),
+// Options::shared_idle_peak widens the shared allowance by that percentage
+// of the recent peak of run pages, whether the process is at its peak or
+// below it; a process whose threads all live on gets nothing from it.
+TEST(Giveback, ThePeakPercentAddsToTheSharedAllowanceWhileThreadsExit) {
+  Fixture f(Profile::uma);
+  Faults::clock_ns = 1'000'000'000;
+  f.c->opts.shared_idle = std::size_t{1} << 20;  // a floor of 32 pages
+  f.c->opts.shared_idle_peak = 25;
+  std::vector<void*> v;
+  const unsigned cls = size_to_class(2048);  // one-page runs of 16 chunks
+  for (unsigned i = 0; i < 100 * run_chunks(cls); ++i) v.push_back(heap_alloc(*f.h, cls));
+  ASSERT_EQ(f.c->run_pages.load(), 100u);
+  EXPECT_EQ(shared_idle_cap(*f.c), 32u) << "no thread exited: the floor";
+  Heap* exited = heap_acquire(*f.c, f.c->common());
+  ASSERT_NE(exited, nullptr);
+  heap_abandon(*exited);
+  heap_release(*f.c, *exited);
+  EXPECT_EQ(shared_idle_cap(*f.c), 32u + 25u) << "at the peak: the floor and a quarter of the peak";
+  for (void* p : v) f.free(p);
+  heap_cache_flush_all(*f.h);
+  EXPECT_EQ(f.c->run_pages.load(), 1u) << "the bin's last run, kept empty";
+  EXPECT_EQ(shared_idle_cap(*f.c), 99u + 25u) << "the 99 pages given up since the peak and a quarter of it";
+  Faults::clock_ns += shared_idle_hold_ms * 1'000'000 + 1;
+  EXPECT_EQ(shared_idle_cap(*f.c), 49u) << "no exit since: the aged peak's pages alone";
+  heap_release(*f.c, *heap_acquire(*f.c, f.c->common()));  // the orphan adopted and orphaned again
+  EXPECT_EQ(shared_idle_cap(*f.c), 49u + 12u) << "and a quarter of the aged peak (50) while threads exit";
+  heap_trim(*f.h);
   EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
 }
 

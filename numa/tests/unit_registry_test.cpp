@@ -145,6 +145,8 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   EXPECT_EQ(o.decay_ms, decay_ms_lowmem);
   EXPECT_EQ(o.large_decay_ms, large_decay_ms_lowmem);
   EXPECT_EQ(o.purge_ms, default_purge_ms);
+  EXPECT_EQ(o.shared_idle, 0u);  // lowmem: no shared allowance unless set
+  EXPECT_EQ(o.shared_idle_peak, 0u);
   EXPECT_TRUE(o.huge_pages);
   EXPECT_TRUE(o.colour);  // bad value keeps the default
   ::unsetenv("MANYALLOC_NUMA_CACHE_MAX");
@@ -166,6 +168,13 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   EXPECT_EQ(o.large_decay_ms, default_decay_ms);
   o = load_options(1);
   EXPECT_EQ(o.profile, Profile::uma);
+  EXPECT_EQ(o.shared_idle, default_shared_idle);
+  EXPECT_EQ(o.shared_idle_peak, default_shared_idle_peak_percent);
+  ::setenv("MANYALLOC_NUMA_SHARED_IDLE_PEAK", "250", 1);
+  EXPECT_EQ(load_options(1).shared_idle_peak, 100u) << "at most 100 percent";
+  ::setenv("MANYALLOC_NUMA_SHARED_IDLE_PEAK", "0", 1);
+  EXPECT_EQ(load_options(1).shared_idle_peak, 0u);
+  ::unsetenv("MANYALLOC_NUMA_SHARED_IDLE_PEAK");
   for (const char* n : {"MANYALLOC_NUMA_PROFILE", "MANYALLOC_NUMA_CACHE_MAX",
                         "MANYALLOC_NUMA_HUGE_PAGES", "MANYALLOC_NUMA_COLOUR"})
     ::unsetenv(n);
