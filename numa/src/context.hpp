@@ -138,9 +138,9 @@ inline std::uint64_t shared_idle_cap(Context& c) noexcept {
   std::uint64_t peak = c.run_pages_peak.load(std::memory_order_relaxed);
   const std::uint64_t hold_ns = shared_idle_hold_ms * 1000000u;
   const bool few_pages = peak <= now_pages + floor;
-  if (few_pages && c.opts.shared_idle_peak == 0) return floor;
-  const std::uint64_t now = c.os->now();
   const std::uint64_t orphaned = c.orphaned_ns.load(std::memory_order_relaxed);  // may be later than `now`
+  if (few_pages && (c.opts.shared_idle_peak == 0 || orphaned == 0)) return floor;
+  const std::uint64_t now = c.os->now();
   const bool turnover = orphaned != 0 && (now <= orphaned || now - orphaned <= hold_ns);
   const auto over_peak = [&c, turnover](std::uint64_t p) {
     return turnover ? p * c.opts.shared_idle_peak / 100 : 0;

@@ -61,8 +61,8 @@ void run_unuse(Heap& h, Run& r);
 void shared_idle_return(Heap& h, unsigned keep);
 // Lowers h's share to what its retained pages need beyond its own allowance.
 void shared_idle_fit(Heap& h);
-// Takes back at least `need` pages of the orphans' shares of the shared idle
-// allowance where they hold as many, decommitting as many of their idle
+// Takes back `need` pages of the orphans' shares of the shared idle
+// allowance (all they hold when fewer), decommitting as many of their idle
 // pages (a heap found no room on it); returns the pages given back.
 std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept;
 // Keeps the retained pages within the allowance, sparing the kept empty run `exempt`.

@@ -208,9 +208,9 @@ void purge_runs(Heap& h, bool all) {
       if (const PageMask aged = seg->idle_pages & seg->idle_old) decommit_pages(h, *seg, aged);
       seg->idle_old = seg->idle_pages;
     }
-  // The allowance halves; idle pages beyond it are decommitted (the oldest
-  // segments, last in the lists, first: the newest take new runs). Over the
-  // shared allowance (its peak aged), the heap's share goes back first.
+  // The allowance halves; idle pages beyond it are decommitted (in
+  // trim_idle's order). Over the shared allowance (its peak aged), the
+  // heap's share goes back first.
   h.idle_cap /= 2;
   if (h.idle_borrowed != 0 && shared_idle_over(*h.ctx)) shared_idle_return(h, 0);
   trim_idle(h, all ? 0 : idle_allowance(h) + h.idle_borrowed);

@@ -1,6 +1,7 @@
 // Local heaps: their intrusive lists, runs and segments, and the empty runs
 // and idle pages they retain (heap_internal.hpp); the purge is in
 // heap_purge.cpp, the entry points in heap.cpp.
+#include <algorithm>
 #include <bit>
 
 #include "heap_internal.hpp"
@@ -115,8 +116,10 @@ void decommit_idle(Heap& h, SmallSegment& seg) {
 }  // namespace
 
 // Decommits idle pages until at most `target` remain: first the pages idle
-// since the last purge, then the others; segment by segment, the oldest
-// (last in the lists) first, the newest taking the next runs. In a segment
+// since the last purge, then the others; segment by segment from the head
+// of the full list, then of the available list (the segment pushed there
+// last first; not by age: numa/DESIGN.md, "Idle pages traded through the
+// source", open points). In a segment
 // whose old idle pages are not enough, all its idle pages go in one pass,
 // so that neighbouring old and new ones make one range (one madvise).
 // Returns the bytes decommitted.
@@ -374,42 +377,47 @@ void shared_idle_fit(Heap& h) {
 
 // The orphans keep their idle pages and shares for the threads that adopt
 // them (heap.cpp, heap_abandon), until a live heap finds no room on the
-// allowance: then orphans decommit idle pages, oldest first (trim_idle),
-// and give their shares back until `need` pages went back; the others keep
-// theirs. Only what is needed: the rest is written again without faults
-// by the next threads (mstress, whose threads of one round end at
-// different times: numa/DESIGN.md, "Idle pages traded through the source").
-// Under heaps_lock no thread adopts them meanwhile (heap_acquire), and the
-// idle-owner merge of lowmem is kept out by their merge locks (taken in
-// fork_prepare's order: heaps_lock, then the orphans' merge locks; one
-// that is busy is skipped).
+// allowance: then orphans decommit idle pages in trim_idle's order and give
+// their shares back until `need` pages went back, or all they hold; the
+// others keep theirs. Only what is needed: the rest is written again
+// without faults by the next threads (mstress, whose threads of one round
+// end at different times: numa/DESIGN.md, "Idle pages traded through the
+// source"). Under heaps_lock no thread adopts them meanwhile
+// (heap_acquire), and the idle-owner merge of lowmem is kept out by their
+// merge locks (taken in fork_prepare's order: heaps_lock, then the
+// orphans' merge locks; one that is busy is skipped, and no other orphan's
+// fields are read).
 std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept {
   if (need == 0 || c.orphan_shares.load(std::memory_order_relaxed) == 0) return 0;
-  std::uint64_t given = 0, kept = 0;
+  std::uint64_t given = 0;
   SpinGuard g(c.heaps_lock);
-  for (Heap* h = c.orphans; h != nullptr; h = h->orphan_next) {
-    if (h->idle_borrowed == 0) continue;
-    if (given >= need || (h->merge_for_owner && !h->merge_lock.try_lock())) {
-      kept += h->idle_borrowed;
-      continue;
-    }
+  for (Heap* h = c.orphans; h != nullptr && given < need; h = h->orphan_next) {
+    if (h->merge_for_owner && !h->merge_lock.try_lock()) continue;
     // An orphan retains only idle pages (heap_abandon released its kept
     // empty runs), and its share covers those beyond its own allowance
     // (at most all of them): decommitting `take` of them keeps the rest of
     // the share covered.
     const unsigned share = h->idle_borrowed;
     const unsigned take = need - given < share ? static_cast<unsigned>(need - given) : share;
-    trim_idle_exact(*h, take);
-    shared_idle_return(*h, share - take);
-    given += take;
-    kept += h->idle_borrowed;
+    if (take != 0) {
+      trim_idle_exact(*h, take);
+      shared_idle_return(*h, share - take);
+      given += take;
+    }
     if (h->merge_for_owner) h->merge_lock.unlock();
   }
-  c.orphan_shares.store(kept, std::memory_order_relaxed);
+  // orphan_shares stays at least the orphans' shares: exactly `given` of
+  // them went back.
+  c.orphan_shares.fetch_sub(given, std::memory_order_relaxed);
   return given;
 }
 
 namespace {
+
+// Fewest pages a heap short of room takes back from orphans: it asks at
+// every run release that passes its allowance, a page or two more each
+// time, and each time takes heaps_lock and makes an madvise call.
+constexpr std::uint64_t reclaim_batch = 16;
 
 // Sets h's share of the shared allowance to `want` pages: a lower share at
 // once, a higher one only if the sum of the shares stays within the
@@ -417,12 +425,13 @@ namespace {
 // Over the allowance (its peak aged since the shares were taken), a heap
 // keeps no share: it gives it back and trims to its own allowance. Without
 // room, pages no live heap holds are taken back first, as many as the room
-// lacks: the resident idle pages of the heap's source, then the orphans'
-// shares (source_reclaim_resident, reclaim_orphan_shares). They must not
-// starve the heaps that hold pages (rptest at 2 threads, whose two heaps
-// trade runs: 0.64x-0.82x the rate at twice the peak before); taking them
-// all back made mstress, whose heaps find no room often, decommit and fault
-// them again (numa/DESIGN.md, "Idle pages traded through the source").
+// lacks (at least reclaim_batch from orphans): whole cached segments of the
+// heap's source, then the orphans' idle pages (source_reclaim_resident,
+// reclaim_orphan_shares). They must not starve the heaps that hold pages
+// (rptest at 2 threads, whose two heaps trade runs), nor all go back at
+// once (mstress, whose heaps find no room often, faulted them in again:
+// numa/DESIGN.md, "Idle pages traded through the source"). None goes back
+// when even all of them would not make the room.
 bool shared_idle_hold(Heap& h, unsigned want) {
   if (want <= h.idle_borrowed && (want == 0 || !shared_idle_over(*h.ctx))) {
     shared_idle_return(h, want);
@@ -434,10 +443,15 @@ bool shared_idle_hold(Heap& h, unsigned want) {
   const std::uint64_t more = want - h.idle_borrowed;
   if (!shared_idle_take(c, more)) {
     const std::uint64_t cap = shared_idle_cap(c), used = c.shared_idle_used.load(std::memory_order_relaxed);
-    const std::uint64_t need = used + more > cap ? used + more - cap : 1;  // 1: a racing take filled it
-    std::uint64_t given = source_reclaim_resident(c, *h.source, need);
-    if (given < need) given += reclaim_orphan_shares(c, need - given);
-    if (given == 0 || !shared_idle_take(c, more)) return false;
+    if (used + more > cap) {  // else a racing give made room: take it below
+      const std::uint64_t need = used + more - cap;
+      const std::uint64_t resident = h.source->idle_resident.load(std::memory_order_relaxed);
+      const std::uint64_t orphaned = c.orphan_shares.load(std::memory_order_relaxed);
+      if (more > cap || resident + orphaned < need) return false;
+      const std::uint64_t given = source_reclaim_resident(c, *h.source, need);
+      if (given < need) reclaim_orphan_shares(c, std::max<std::uint64_t>(need - given, reclaim_batch));
+    }
+    if (!shared_idle_take(c, more)) return false;
   }
   h.idle_borrowed = want;
   return true;

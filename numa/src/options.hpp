@@ -40,12 +40,12 @@ inline constexpr std::uint64_t shared_idle_hold_ms = 1000;
 // pages a process whose run pages stay near their peak may keep on top of
 // it. Threads that end at different times leave pages that the others, and
 // the next threads, need; with the allowance bounded by the peak alone, a
-// heap short of room made pages that others held be decommitted and faulted
-// in again (mstress on 16 cores). A process whose threads all live on
-// (rptest) gains nothing from it and kept a higher peak (numa/DESIGN.md,
-// "Idle pages traded through the source"). The process's resident run and
-// idle pages then stay within this much above that peak, plus the floor
-// and the heaps' own allowances.
+// heap short of room makes pages that others hold be decommitted and
+// faulted in again. A process whose threads all live on does not trade
+// pages that way and keeps the allowance bounded by its peak
+// (numa/DESIGN.md, "Idle pages traded through the source"). The process's
+// resident run and idle pages stay within this much above that peak, plus
+// the floor and the heaps' own allowances.
 inline constexpr std::uint32_t default_shared_idle_peak_percent = 25;
 
 struct Options {

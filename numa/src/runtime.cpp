@@ -37,9 +37,14 @@ void on_thread_exit(void* arg) {
 // copied, so fork_prepare takes them all. Lock order: the forking thread's
 // own merge lock, heaps_lock, the orphans' merge locks, the pools, the
 // sources. It cannot deadlock: a merge lock's holder may take pool and
-// source locks but waits for no merge lock (other threads' merges only try)
-// and never for heaps_lock, and holders of heaps_lock, pool or source locks
-// wait for no merge lock. The merge locks (invariants.hpp, lowmem) taken are
+// source locks and, for a live heap short of room on the shared idle
+// allowance, heaps_lock (heap_runs.cpp, reclaim_orphan_shares), but waits
+// for no merge lock (other threads' merges and that reclaim only try); the
+// merge locks waited for under heaps_lock (here) are the orphans', whose
+// holders never wait for heaps_lock (an orphan takes no share: heap_runs.cpp,
+// shared_idle_hold; a heap becomes an orphan only after its owner's last
+// operation, heap_release); holders of pool or source locks wait for no
+// merge lock. The merge locks (invariants.hpp, lowmem) taken are
 // those of the heaps that live on in the child: the forking thread's and
 // the orphans' (the child's next new thread adopts one), so that neither is
 // copied in the middle of a merge for its owner.
@@ -157,11 +162,11 @@ Heap* heap_acquire(Context& c, Source& s) noexcept {
 
 void heap_release(Context& c, Heap& h) noexcept {
   h.orphan.store(true, std::memory_order_relaxed);
+  c.orphaned_ns.store(c.os->now(), std::memory_order_relaxed);
   SpinGuard g(c.heaps_lock);
   h.orphan_next = c.orphans;
   c.orphans = &h;
   c.orphan_shares.fetch_add(h.idle_borrowed, std::memory_order_relaxed);
-  c.orphaned_ns.store(c.os->now(), std::memory_order_relaxed);
 }
 
 Heap* thread_heap_slow() noexcept {

@@ -395,6 +395,7 @@ TEST(Giveback, AHeapWithoutRoomTakesTheOrphansSharesBack) {
   const unsigned orphan_idle = f.h->idle_pages;
   fill_and_free(f, *second, 96);
   EXPECT_LT(f.h->idle_borrowed, orphan_share) << "the orphan's share was taken back in part";
+  EXPECT_GT(f.h->idle_borrowed, 0u) << "in part only";
   EXPECT_EQ(f.h->idle_pages, orphan_idle - (orphan_share - f.h->idle_borrowed)) << "as many pages decommitted";
   EXPECT_LE(f.h->idle_pages, idle_allowance(*f.h) + f.h->idle_borrowed);
   EXPECT_EQ(f.c->orphan_shares.load(), f.h->idle_borrowed);
@@ -417,15 +418,20 @@ TEST(Giveback, AHeapWithoutRoomTakesItsSourcesResidentIdlePagesBack) {
   Source& s = f.c->common();
   Heap* second = heap_acquire(*f.c, s);
   ASSERT_NE(second, nullptr);
+  // The second heap's segment, taken now: its burst below then needs no
+  // segment of the source's (taking one would bring its pages as room).
+  void* anchor = heap_alloc(*second, size_to_class(2048));
+  ASSERT_NE(anchor, nullptr);
   fill_and_free(f, *f.h, 3 * pages_per_segment);
   ASSERT_EQ(s.idle_resident.load(), pages_per_segment) << "an emptied segment went to the source resident";
   const std::uint64_t room = shared_idle_cap(*f.c) - f.c->shared_idle_used.load();
   const int before = Faults::decommits.load();
-  fill_and_free(f, *second, 96);
+  fill_and_free(f, *second, 48);  // 48 pages: more than the room, fewer than the source's 64
   EXPECT_EQ(s.idle_resident.load(), 0u) << "decommitted for the heap that needed the room";
   EXPECT_GT(Faults::decommits.load(), before);
   EXPECT_GT(second->idle_borrowed, room) << "more than the room the source left";
   EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
+  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(anchor)), anchor);
   heap_trim(*second);
   heap_trim(*f.h);
   source_release_cache(*f.c, s);
@@ -455,13 +461,19 @@ TEST(Giveback, AHeapWithoutRoomTakesBackOnlyWhatItLacks) {
   heap_release(*f.c, *orphan);
   const unsigned orphan_share = orphan->idle_borrowed;
   ASSERT_GT(orphan_share, 0u);
+  // The second heap's segment, taken now: its burst below then needs no
+  // segment of the source's (taking one would bring its pages as room).
+  void* anchor = heap_alloc(*second, size_to_class(2048));
+  ASSERT_NE(anchor, nullptr);
   fill_and_free(f, *f.h, 4 * pages_per_segment);
   const std::uint64_t resident_before = s.idle_resident.load();
   ASSERT_EQ(resident_before, 2u * pages_per_segment) << "two emptied segments went to the source resident";
   const std::uint64_t room = shared_idle_cap(*f.c) - f.c->shared_idle_used.load();
-  ASSERT_LT(room, 30u) << "less than the second heap's burst will need";
-  fill_and_free(f, *second, 40);  // needs about 36 pages beyond its own allowance
+  const int maps = Faults::maps.load(), decommits = Faults::decommits.load();
+  fill_and_free(f, *second, 40);  // 40 pages, far beyond its own allowance
+  EXPECT_EQ(Faults::maps.load(), maps);
   EXPECT_GT(second->idle_borrowed, room) << "more than the room there was";
+  EXPECT_EQ(Faults::decommits.load(), decommits + 1) << "one cached segment's pages, one call";
   EXPECT_EQ(s.idle_resident.load(), std::uint64_t{pages_per_segment}) << "one segment's pages were enough";
   EXPECT_EQ(orphan->idle_borrowed, orphan_share) << "the orphan keeps its share";
   EXPECT_EQ(f.c->orphan_shares.load(), orphan_share);
@@ -477,6 +489,7 @@ TEST(Giveback, AHeapWithoutRoomTakesBackOnlyWhatItLacks) {
   EXPECT_EQ(Faults::decommits.load(), calls + 1) << "three adjacent pages, one call";
   EXPECT_EQ(f.c->orphan_shares.load(), orphan_share - 3);
   small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(live)), live);
+  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(anchor)), anchor);
   heap_trim(*second);
   heap_trim(*f.h);
   Heap* adopter = heap_acquire(*f.c, s);

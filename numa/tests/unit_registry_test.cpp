@@ -172,8 +172,14 @@ TEST(EnvOptions, ReadsTheOptionsTableFromTheEnvironment) {
   EXPECT_EQ(o.shared_idle_peak, default_shared_idle_peak_percent);
   ::setenv("MANYALLOC_NUMA_SHARED_IDLE_PEAK", "250", 1);
   EXPECT_EQ(load_options(1).shared_idle_peak, 100u) << "at most 100 percent";
+  ::setenv("MANYALLOC_NUMA_SHARED_IDLE_PEAK", "50", 1);
+  EXPECT_EQ(load_options(1).shared_idle_peak, 50u);
   ::setenv("MANYALLOC_NUMA_SHARED_IDLE_PEAK", "0", 1);
   EXPECT_EQ(load_options(1).shared_idle_peak, 0u);
+  ::setenv("MANYALLOC_NUMA_SHARED_IDLE_PEAK", "30", 1);
+  ::setenv("MANYALLOC_NUMA_PROFILE", "lowmem", 1);
+  EXPECT_EQ(load_options(1).shared_idle_peak, 30u) << "lowmem: honoured when set";
+  ::unsetenv("MANYALLOC_NUMA_PROFILE");
   ::unsetenv("MANYALLOC_NUMA_SHARED_IDLE_PEAK");
   for (const char* n : {"MANYALLOC_NUMA_PROFILE", "MANYALLOC_NUMA_CACHE_MAX",
                         "MANYALLOC_NUMA_HUGE_PAGES", "MANYALLOC_NUMA_COLOUR"})
