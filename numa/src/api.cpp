@@ -315,6 +315,7 @@ MA_EXPORT void manyalloc_numa_print_stats(int fd) noexcept { stats_print(global(
 MA_EXPORT void manyalloc_numa_trim(void) noexcept {
   Context& c = global();
   if (Heap* h = t_heap) heap_trim(*h);
+  heap_trim_orphans(c);
   for (Source& s : c.sources) source_release_cache(c, s);
 }
 

@@ -79,6 +79,12 @@ void heap_abandon(Heap& h);
 
 // Gives back every empty segment the heap keeps (malloc_trim).
 void heap_trim(Heap& h);
+// Decommits the idle pages of the heaps of exited threads (orphans) and
+// gives their shares of the shared idle allowance back (malloc_trim: they
+// stay resident for the threads that adopt the heaps otherwise). Under
+// heaps_lock, as reclaim_orphan_shares (heap_runs.cpp); an orphan whose
+// merge lock is busy (lowmem) is skipped.
+void heap_trim_orphans(Context& c) noexcept;
 
 // Purge: decommits (madvise(MADV_DONTNEED)) the OS pages of the heap's runs
 // that hold only free chunks, so that the resident memory follows the bytes

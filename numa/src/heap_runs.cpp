@@ -412,6 +412,19 @@ std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept {
   return given;
 }
 
+void heap_trim_orphans(Context& c) noexcept {
+  std::uint64_t given = 0;
+  SpinGuard g(c.heaps_lock);
+  for (Heap* h = c.orphans; h != nullptr; h = h->orphan_next) {
+    if (h->merge_for_owner && !h->merge_lock.try_lock()) continue;
+    if (h->idle_pages != 0) trim_idle(*h, 0);
+    given += h->idle_borrowed;
+    shared_idle_return(*h, 0);
+    if (h->merge_for_owner) h->merge_lock.unlock();
+  }
+  c.orphan_shares.fetch_sub(given, std::memory_order_relaxed);  // as in reclaim_orphan_shares
+}
+
 namespace {
 
 // Fewest pages a heap short of room takes back from orphans: it asks at

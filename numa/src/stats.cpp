@@ -60,6 +60,8 @@ void stats_gather(Context& c, manyalloc_numa_stats& out) noexcept {
   out.unmapped_bytes = oc.unmap_bytes.load(rl);
   out.decayed_segments = oc.decayed.load(rl);
   out.decayed_bytes = oc.decayed_bytes.load(rl);
+  out.shared_idle_bytes = c.shared_idle_used.load(rl) * page_bytes;
+  out.shared_idle_cap_bytes = shared_idle_cap(c) * page_bytes;
 }
 
 void stats_print(Context& c, int fd) noexcept {
@@ -99,6 +101,8 @@ void stats_print(Context& c, int fd) noexcept {
   }
   add("  unmaps      %llu (%.1f MiB), of which decayed cached segments %llu (%.1f MiB)\n",
       u(st.os_unmaps), st.unmapped_bytes / MiB, u(st.decayed_segments), st.decayed_bytes / MiB);
+  add("  idle pages kept beyond the heaps' budgets %.1f MiB, allowed now %.1f MiB\n",
+      st.shared_idle_bytes / MiB, st.shared_idle_cap_bytes / MiB);
   for (std::uint32_t i = 0; i < st.nsources; ++i) {
     const manyalloc_numa_source_stats& s = st.sources[i];
     if (i > 0 && s.os_maps == 0) continue;

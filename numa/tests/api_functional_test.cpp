@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -224,6 +226,73 @@ TEST(Api, ForkedChildAllocatesWhileParentThreadsRun) {
   }
   stop = true;
   for (auto& t : busy) t.join();
+}
+
+// Fills 8 MiB of 2 KiB chunks and frees them all but the first chunk of
+// each 2 MiB segment, which keeps its segment with the heap: the heap then
+// holds far more idle pages than its own budget, on the shared allowance
+// (numa/README.md, "Giving memory back"). Returns the chunks kept.
+std::vector<void*> burst_keeping_one_per_segment() {
+  constexpr std::size_t chunk = 2048, per_segment = (2u << 20) / chunk;
+  std::vector<void*> all, kept;
+  for (std::size_t i = 0; i < 4 * per_segment; ++i) {
+    void* p = manyalloc_numa_malloc(chunk);
+    if (p == nullptr) break;
+    std::memset(p, 9, chunk);
+    all.push_back(p);
+  }
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (i % per_segment == 0) kept.push_back(all[i]);
+    else manyalloc_numa_free(all[i]);
+  return kept;
+}
+
+bool keeps_idle_pages_for_other_threads() { return std::strcmp(stats().profile, "lowmem") != 0; }
+
+// malloc_trim gives back every idle page, those that exited threads left to
+// the threads that will adopt their heaps too (they stayed resident before).
+TEST(Api, TrimGivesBackTheIdlePagesThatExitedThreadsLeft) {
+  if (!keeps_idle_pages_for_other_threads()) GTEST_SKIP() << "lowmem keeps none for other threads";
+  std::vector<void*> kept;
+  std::thread([&] { kept = burst_keeping_one_per_segment(); }).join();
+  ASSERT_FALSE(kept.empty());
+  const auto before = stats();
+  ASSERT_GT(before.orphan_heaps, 0u);
+  ASSERT_GT(before.shared_idle_bytes, 0u) << "the exited thread's idle pages are kept for the next";
+  EXPECT_LE(before.shared_idle_bytes, before.shared_idle_cap_bytes);
+  manyalloc_numa_trim();
+  EXPECT_EQ(stats().shared_idle_bytes, 0u) << "malloc_trim gives them back, the orphans' too";
+  for (void* p : kept) manyalloc_numa_free(p);
+}
+
+// A forked child has only the forking thread: the idle pages the other
+// live threads kept on the shared allowance are not the child's (their
+// heaps are never adopted there), and their shares must not stay counted,
+// or the child's heaps would find the allowance taken.
+TEST(Api, AForkedChildDropsTheIdleSharesOfTheThreadsItDoesNotHave) {
+  if (!keeps_idle_pages_for_other_threads()) GTEST_SKIP() << "lowmem keeps none for other threads";
+  std::atomic<int> phase{0};
+  std::vector<void*> kept;
+  std::thread holder([&] {
+    kept = burst_keeping_one_per_segment();
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (phase.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  manyalloc_numa_trim();  // what is left on the allowance is the live thread's share
+  ASSERT_GT(stats().shared_idle_bytes, 0u) << "the live thread's idle pages";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    manyalloc_numa_trim();
+    _exit(stats().shared_idle_bytes == 0 ? 0 : 5);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  phase.store(2);
+  holder.join();
+  for (void* p : kept) manyalloc_numa_free(p);
 }
 
 TEST(Api, NumaCallsOnThisMachine) {

@@ -114,6 +114,13 @@ struct manyalloc_numa_stats {
   uint64_t unmapped_bytes;   /* of those calls, alignment trims (never touched) excepted */
   uint64_t decayed_segments; /* cached segments unmapped by the decay (MANYALLOC_NUMA_DECAY_MS) */
   uint64_t decayed_bytes;
+  /* Idle run pages kept resident beyond the heaps' own budgets for reuse
+   * (numa/README.md, "Giving memory back"): the heaps' and orphaned heaps'
+   * shares and the cached segments' resident pages, and the allowance that
+   * bounds them now (MANYALLOC_NUMA_SHARED_IDLE, the recent peak of run
+   * pages, MANYALLOC_NUMA_SHARED_IDLE_PEAK). */
+  uint64_t shared_idle_bytes;
+  uint64_t shared_idle_cap_bytes;
   uint32_t heaps, orphan_heaps;
   uint32_t nsources;         /* valid entries of sources[] */
   struct manyalloc_numa_source_stats sources[MANYALLOC_NUMA_MAX_SOURCES];
