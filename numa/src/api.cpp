@@ -307,10 +307,14 @@ MA_EXPORT int manyalloc_numa_thread_rebind(void) noexcept {
 // ---- statistics -------------------------------------------------------------
 
 MA_EXPORT void manyalloc_numa_get_stats(manyalloc_numa_stats* out) noexcept {
+  ensure_init();  // the options (profile, ...) are read at the first call of any kind
   if (out != nullptr) stats_gather(global(), *out);
 }
 
-MA_EXPORT void manyalloc_numa_print_stats(int fd) noexcept { stats_print(global(), fd); }
+MA_EXPORT void manyalloc_numa_print_stats(int fd) noexcept {
+  ensure_init();
+  stats_print(global(), fd);
+}
 
 MA_EXPORT void manyalloc_numa_trim(void) noexcept {
   Context& c = global();

@@ -130,8 +130,9 @@ inline void note_run_pages(Context& c, std::uint64_t pages) noexcept {
 // at its next release or purge (heap_runs.cpp, shared_idle_hold; heap_purge.cpp),
 // a source the resident idle pages of its cached segments at its next decay
 // (source.cpp), so what an active process no longer needs goes back within
-// a few holds.
-inline std::uint64_t shared_idle_cap(Context& c) noexcept {
+// a few holds. Without `age` (the statistics: reading them must not change
+// the policy they report), an old peak is left as it is.
+inline std::uint64_t shared_idle_cap(Context& c, bool age = true) noexcept {
   if (c.opts.shared_idle == 0) return 0;
   const std::uint64_t floor = c.opts.shared_idle / page_bytes;
   const std::uint64_t now_pages = c.run_pages.load(std::memory_order_relaxed);
@@ -147,7 +148,7 @@ inline std::uint64_t shared_idle_cap(Context& c) noexcept {
   };
   if (few_pages) return floor + over_peak(peak);
   const std::uint64_t reached = c.run_peak_ns.load(std::memory_order_relaxed);  // may be later than `now`
-  if (now > reached && now - reached > hold_ns) {
+  if (age && now > reached && now - reached > hold_ns) {
     const std::uint64_t lower = peak / 2 > now_pages ? peak / 2 : now_pages;
     // Racing lowerings agree closely enough; a new peak meanwhile wins.
     if (c.run_pages_peak.compare_exchange_strong(peak, lower, std::memory_order_relaxed)) {

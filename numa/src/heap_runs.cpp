@@ -412,6 +412,8 @@ std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept {
   return given;
 }
 
+// heaps_lock stays held across the orphans' madvise calls: malloc_trim is
+// rare, and threads that start or exit meanwhile wait for it.
 void heap_trim_orphans(Context& c) noexcept {
   std::uint64_t given = 0;
   SpinGuard g(c.heaps_lock);

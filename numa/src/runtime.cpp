@@ -48,14 +48,20 @@ void on_thread_exit(void* arg) {
 // those of the heaps that live on in the child: the forking thread's and
 // the orphans' (the child's next new thread adopts one), so that neither is
 // copied in the middle of a merge for its owner.
-void for_each_lock(void (*fn)(SpinLock&)) {
-  fn(g_ctx.heaps_lock);
+// The locks after heaps_lock, in that order; heaps_lock must be held, so
+// that the orphan list walked is the one whose merge locks fork_prepare
+// took (a heap_release or heap_acquire would change it).
+void for_each_lock_under_heaps(void (*fn)(SpinLock&)) {
   for (Heap* h = g_ctx.orphans; h != nullptr; h = h->orphan_next)
     if (h->merge_for_owner) fn(h->merge_lock);
   fn(g_ctx.small_pool.lock());
   fn(g_ctx.large_pool.lock());
   fn(g_ctx.heap_pool.lock());
   for (Source& s : g_ctx.sources) fn(s.lock);
+}
+void for_each_lock(void (*fn)(SpinLock&)) {
+  fn(g_ctx.heaps_lock);
+  for_each_lock_under_heaps(fn);
 }
 SpinLock* own_merge_lock() {
   Heap* h = t_heap;
@@ -66,7 +72,11 @@ void fork_prepare() {
   for_each_lock([](SpinLock& l) { l.lock(); });
 }
 void fork_parent() {
-  for_each_lock([](SpinLock& l) { l.unlock(); });
+  // heaps_lock last: released first, a thread exiting or starting could
+  // change the orphan list before its merge locks were released (one taken
+  // never released, one released that was never taken).
+  for_each_lock_under_heaps([](SpinLock& l) { l.unlock(); });
+  g_ctx.heaps_lock.unlock();
   if (SpinLock* l = own_merge_lock()) l->unlock();
 }
 void fork_child() {

@@ -61,7 +61,7 @@ void stats_gather(Context& c, manyalloc_numa_stats& out) noexcept {
   out.decayed_segments = oc.decayed.load(rl);
   out.decayed_bytes = oc.decayed_bytes.load(rl);
   out.shared_idle_bytes = c.shared_idle_used.load(rl) * page_bytes;
-  out.shared_idle_cap_bytes = shared_idle_cap(c) * page_bytes;
+  out.shared_idle_cap_bytes = shared_idle_cap(c, false) * page_bytes;
 }
 
 void stats_print(Context& c, int fd) noexcept {

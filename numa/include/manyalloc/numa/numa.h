@@ -116,9 +116,10 @@ struct manyalloc_numa_stats {
   uint64_t decayed_bytes;
   /* Idle run pages kept resident beyond the heaps' own budgets for reuse
    * (numa/README.md, "Giving memory back"): the heaps' and orphaned heaps'
-   * shares and the cached segments' resident pages, and the allowance that
-   * bounds them now (MANYALLOC_NUMA_SHARED_IDLE, the recent peak of run
-   * pages, MANYALLOC_NUMA_SHARED_IDLE_PEAK). */
+   * shares and the cached segments' resident pages; and the allowance that
+   * bounds new shares (MANYALLOC_NUMA_SHARED_IDLE, the recent peak of run
+   * pages, MANYALLOC_NUMA_SHARED_IDLE_PEAK), which may have aged below
+   * what is held until the holders give back the excess. */
   uint64_t shared_idle_bytes;
   uint64_t shared_idle_cap_bytes;
   uint32_t heaps, orphan_heaps;
