@@ -375,6 +375,31 @@ void shared_idle_fit(Heap& h) {
   shared_idle_return(h, retained > own ? retained - own : 0);
 }
 
+namespace {
+
+// Walks the orphans under heaps_lock, each with its merge lock held where
+// it has one (lowmem; a busy one is skipped, and its fields are not read),
+// until `take_back(orphan, pages still wanted)` has returned `want` pages
+// of shares in all; lowers Context::orphan_shares by them, so that it stays
+// at least the orphans' shares. Under heaps_lock no thread adopts an orphan
+// meanwhile (heap_acquire), and its merge lock keeps lowmem's idle-owner
+// merge out (taken in fork_prepare's order: heaps_lock, then the orphans'
+// merge locks). Returns the pages given back.
+template <class TakeBack>
+std::uint64_t take_back_from_orphans(Context& c, std::uint64_t want, TakeBack take_back) noexcept {
+  std::uint64_t given = 0;
+  SpinGuard g(c.heaps_lock);
+  for (Heap* h = c.orphans; h != nullptr && given < want; h = h->orphan_next) {
+    if (h->merge_for_owner && !h->merge_lock.try_lock()) continue;
+    given += take_back(*h, want - given);
+    if (h->merge_for_owner) h->merge_lock.unlock();
+  }
+  c.orphan_shares.fetch_sub(given, std::memory_order_relaxed);
+  return given;
+}
+
+}  // namespace
+
 // The orphans keep their idle pages and shares for the threads that adopt
 // them (heap.cpp, heap_abandon), until a live heap finds no room on the
 // allowance: then orphans decommit idle pages in trim_idle's order and give
@@ -382,49 +407,32 @@ void shared_idle_fit(Heap& h) {
 // others keep theirs. Only what is needed: the rest is written again
 // without faults by the next threads (mstress, whose threads of one round
 // end at different times: numa/DESIGN.md, "Idle pages traded through the
-// source"). Under heaps_lock no thread adopts them meanwhile
-// (heap_acquire), and the idle-owner merge of lowmem is kept out by their
-// merge locks (taken in fork_prepare's order: heaps_lock, then the
-// orphans' merge locks; one that is busy is skipped, and no other orphan's
-// fields are read).
+// source").
 std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept {
   if (need == 0 || c.orphan_shares.load(std::memory_order_relaxed) == 0) return 0;
-  std::uint64_t given = 0;
-  SpinGuard g(c.heaps_lock);
-  for (Heap* h = c.orphans; h != nullptr && given < need; h = h->orphan_next) {
-    if (h->merge_for_owner && !h->merge_lock.try_lock()) continue;
+  return take_back_from_orphans(c, need, [](Heap& h, std::uint64_t rest) -> std::uint64_t {
     // An orphan retains only idle pages (heap_abandon released its kept
     // empty runs), and its share covers those beyond its own allowance
     // (at most all of them): decommitting `take` of them keeps the rest of
     // the share covered.
-    const unsigned share = h->idle_borrowed;
-    const unsigned take = need - given < share ? static_cast<unsigned>(need - given) : share;
-    if (take != 0) {
-      trim_idle_exact(*h, take);
-      shared_idle_return(*h, share - take);
-      given += take;
-    }
-    if (h->merge_for_owner) h->merge_lock.unlock();
-  }
-  // orphan_shares stays at least the orphans' shares: exactly `given` of
-  // them went back.
-  c.orphan_shares.fetch_sub(given, std::memory_order_relaxed);
-  return given;
+    const unsigned share = h.idle_borrowed;
+    const unsigned take = rest < share ? static_cast<unsigned>(rest) : share;
+    if (take == 0) return 0;
+    trim_idle_exact(h, take);
+    shared_idle_return(h, share - take);
+    return take;
+  });
 }
 
 // heaps_lock stays held across the orphans' madvise calls: malloc_trim is
 // rare, and threads that start or exit meanwhile wait for it.
 void heap_trim_orphans(Context& c) noexcept {
-  std::uint64_t given = 0;
-  SpinGuard g(c.heaps_lock);
-  for (Heap* h = c.orphans; h != nullptr; h = h->orphan_next) {
-    if (h->merge_for_owner && !h->merge_lock.try_lock()) continue;
-    if (h->idle_pages != 0) trim_idle(*h, 0);
-    given += h->idle_borrowed;
-    shared_idle_return(*h, 0);
-    if (h->merge_for_owner) h->merge_lock.unlock();
-  }
-  c.orphan_shares.fetch_sub(given, std::memory_order_relaxed);  // as in reclaim_orphan_shares
+  take_back_from_orphans(c, UINT64_MAX, [](Heap& h, std::uint64_t) -> std::uint64_t {
+    if (h.idle_pages != 0) trim_idle(h, 0);
+    const std::uint64_t share = h.idle_borrowed;
+    shared_idle_return(h, 0);
+    return share;
+  });
 }
 
 namespace {

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "heap.hpp"
@@ -36,6 +37,17 @@ struct Fixture {
     ASSERT_NE(s, nullptr);
     if (s->kind == SegKind::small) small_free(*c, h, *static_cast<SmallSegment*>(s), p);
     else large_free(*c, *static_cast<LargeSegment*>(s), p);
+  }
+  // Frees the small chunk p from the thread of heap h.
+  void free_by(Heap& h, void* p) {
+    small_free(*c, &h, *static_cast<SmallSegment*>(c->registry.lookup(p)), p);
+  }
+  // malloc_trim in the threads of `heaps`, then of the sources' caches:
+  // nothing may stay on the shared idle allowance.
+  void trim_all(std::initializer_list<Heap*> heaps) {
+    for (Heap* h : heaps) heap_trim(*h);
+    source_release_cache(*c, c->common());
+    EXPECT_EQ(c->shared_idle_used.load(), 0u) << "every share went back with the trims";
   }
   // Calls that gave memory back to the OS so far.
   static int givebacks() { return Faults::decommits.load() + Faults::unmaps.load(); }
@@ -266,7 +278,7 @@ void fill_and_free(Fixture& f, Heap& h, unsigned runs) {
     std::memset(p, 5, 2048);
     v.push_back(p);
   }
-  for (void* p : v) small_free(*f.c, &h, *static_cast<SmallSegment*>(f.c->registry.lookup(p)), p);
+  for (void* p : v) f.free_by(h, p);
   heap_cache_flush_all(h);
 }
 
@@ -297,11 +309,8 @@ TEST(Giveback, AReleasedSegmentsIdlePagesStayResidentOnTheSharedAllowanceForTheN
   EXPECT_EQ(second->idle_pages, pages_per_segment - 1) << "the rest of its idle pages, now the second heap's";
   EXPECT_EQ(s.idle_resident.load(), 0u);
   EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{f.h->idle_borrowed} + second->idle_borrowed);
-  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(p)), p);
-  heap_trim(*f.h);
-  heap_trim(*second);
-  source_release_cache(*f.c, s);
-  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+  f.free_by(*second, p);
+  f.trim_all({f.h, second});
   EXPECT_EQ(s.idle_resident.load(), 0u);
   EXPECT_EQ(f.h->idle_pages + second->idle_pages, 0u);
   EXPECT_EQ(f.c->misuses.load(), 0u);
@@ -370,9 +379,7 @@ TEST(Giveback, SharesAboveAnAgedAllowanceGoBackAtTheNextPurgeAndDecay) {
   EXPECT_LE(f.h->idle_pages, idle_allowance(*f.h));
   EXPECT_GT(Faults::decommits.load(), before);
   EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
-  heap_trim(*f.h);
-  source_release_cache(*f.c, s);
-  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+  f.trim_all({f.h});
 }
 
 // A heap that finds no room on the shared allowance takes back what it
@@ -401,11 +408,8 @@ TEST(Giveback, AHeapWithoutRoomTakesTheOrphansSharesBack) {
   EXPECT_EQ(f.c->orphan_shares.load(), f.h->idle_borrowed);
   EXPECT_GT(second->idle_borrowed, 128u - orphan_share) << "more than the room the orphan left";
   EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
-  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(live)), live);
-  heap_trim(*second);
-  heap_trim(*f.h);
-  source_release_cache(*f.c, f.c->common());
-  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+  f.free_by(*second, live);
+  f.trim_all({second, f.h});
 }
 
 // A heap that finds no room on the shared allowance also takes back the
@@ -431,11 +435,8 @@ TEST(Giveback, AHeapWithoutRoomTakesItsSourcesResidentIdlePagesBack) {
   EXPECT_GT(Faults::decommits.load(), before);
   EXPECT_GT(second->idle_borrowed, room) << "more than the room the source left";
   EXPECT_LE(f.c->shared_idle_used.load(), shared_idle_cap(*f.c));
-  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(anchor)), anchor);
-  heap_trim(*second);
-  heap_trim(*f.h);
-  source_release_cache(*f.c, s);
-  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+  f.free_by(*second, anchor);
+  f.trim_all({second, f.h});
 }
 
 // A heap short of room takes back only what it lacks: the oldest of the
@@ -488,15 +489,11 @@ TEST(Giveback, AHeapWithoutRoomTakesBackOnlyWhatItLacks) {
   EXPECT_EQ(orphan->idle_pages, orphan_idle - 3) << "three idle pages decommitted";
   EXPECT_EQ(Faults::decommits.load(), calls + 1) << "three adjacent pages, one call";
   EXPECT_EQ(f.c->orphan_shares.load(), orphan_share - 3);
-  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(live)), live);
-  small_free(*f.c, second, *static_cast<SmallSegment*>(f.c->registry.lookup(anchor)), anchor);
-  heap_trim(*second);
-  heap_trim(*f.h);
+  f.free_by(*second, live);
+  f.free_by(*second, anchor);
   Heap* adopter = heap_acquire(*f.c, s);
   ASSERT_EQ(adopter, orphan);
-  heap_trim(*adopter);
-  source_release_cache(*f.c, s);
-  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+  f.trim_all({second, f.h, adopter});
   EXPECT_EQ(f.c->misuses.load(), 0u);
 }
 
@@ -550,10 +547,8 @@ TEST(Giveback, AnOrphanKeepsItsIdlePagesAndItsShareForTheThreadThatAdoptsIt) {
   ASSERT_EQ(next, f.h) << "the orphan is adopted";
   EXPECT_EQ(next->idle_pages, idle + 1) << "and the run its bin kept empty, released at the exit";
   EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{share} + f.c->common().idle_resident.load());
-  small_free(*f.c, next, *static_cast<SmallSegment*>(f.c->registry.lookup(live)), live);
-  heap_trim(*next);
-  source_release_cache(*f.c, f.c->common());
-  EXPECT_EQ(f.c->shared_idle_used.load(), 0u);
+  f.free_by(*next, live);
+  f.trim_all({next});
 }
 
 // Large blocks freed go to their source's cache, in lowmem too (up to
