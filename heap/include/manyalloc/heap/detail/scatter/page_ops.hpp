@@ -614,4 +614,26 @@ struct MarkPagesClean {
   }
 };
 
+// init_heap's last pass: reads the metadata that a launch on the fresh heap
+// reads first (the shared word, and the page entries and region words of
+// block 0, the active block after init) over pages [begin, end) of block 0,
+// so that it sits in the GPU's L2 rather than in DRAM when the user's first
+// kernel runs: its first read of a page entry then costs an L2 hit, not a
+// DRAM round trip, as on every later launch. The heap's creation pays for
+// it, not the user's first launch (as acc::Cuda::fill_zero does for the
+// pool's first touch). The sum returned keeps the loads.
+struct ReadActiveBlockMetadata {
+  HeapLayout layout;
+  std::uint32_t regionsize;
+  MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
+    std::uint64_t sum = begin == 0 ? layout.shared->active_block : 0u;
+    for (std::uint64_t p = begin; p < end; ++p) {
+      const PageEntry& e = layout.pages[p];
+      sum += e.chunk_size + e.fill + e.mask;
+      if (p % regionsize == 0) sum += layout.regions[p / regionsize];
+    }
+    return sum;
+  }
+};
+
 }  // namespace manyalloc::heap::detail
