@@ -359,7 +359,18 @@ void run_unuse(Heap& h, Run& r) {
 // of workloads whose many heaps each keep a little (larson:
 // docs/results/numa/idle-floor-2core-2026-11-29). The shared part bounds the
 // sum instead.
+// An orphan's share is counted in Context::orphan_shares, and changes only
+// where that count changes with it, under heaps_lock (orphan_share_return):
+// not here, where a thread merging for the orphan (lowmem,
+// heap_merge_for_owner) would lower it under the orphan's merge lock alone.
+// heap_release sets `orphan` under the merge lock, so a merger that holds it
+// afterwards sees the flag.
 void shared_idle_return(Heap& h, unsigned keep) {
+  if (h.orphan.load(std::memory_order_relaxed)) return;
+  orphan_share_return(h, keep);
+}
+
+void orphan_share_return(Heap& h, unsigned keep) {
   if (h.idle_borrowed <= keep) return;
   shared_idle_give(*h.ctx, h.idle_borrowed - keep);
   h.idle_borrowed = keep;
@@ -419,7 +430,7 @@ std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept {
     const unsigned take = rest < share ? static_cast<unsigned>(rest) : share;
     if (take == 0) return 0;
     trim_idle_exact(h, take);
-    shared_idle_return(h, share - take);
+    orphan_share_return(h, share - take);
     return take;
   });
 }
@@ -430,7 +441,7 @@ void heap_trim_orphans(Context& c) noexcept {
   take_back_from_orphans(c, UINT64_MAX, [](Heap& h, std::uint64_t) -> std::uint64_t {
     if (h.idle_pages != 0) trim_idle(h, 0);
     const std::uint64_t share = h.idle_borrowed;
-    shared_idle_return(h, 0);
+    orphan_share_return(h, 0);
     return share;
   });
 }

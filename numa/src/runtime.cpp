@@ -150,12 +150,14 @@ Heap* heap_acquire(Context& c, Source& s) noexcept {
     }
   }
   if (h != nullptr) {
-    h->orphan.store(false, std::memory_order_relaxed);
     {
       // A freer may be merging the orphan's queue for it (idle-owner merge,
       // heap_merge_for_owner), which reads the heap's source while it holds
-      // merge_lock: the new owner sets it under that lock.
+      // merge_lock: the new owner sets it under that lock, and the end of
+      // `orphan` with it, so that a merger that may change the share from
+      // then on (heap_runs.cpp, shared_idle_return) comes after the read above.
       SpinGuard g(h->merge_lock);
+      h->orphan.store(false, std::memory_order_relaxed);
       h->source = &s;
     }
     heap_set_cache(*h, !c.abort_on_misuse.load(std::memory_order_relaxed));
@@ -171,12 +173,23 @@ Heap* heap_acquire(Context& c, Source& s) noexcept {
 }
 
 void heap_release(Context& c, Heap& h) noexcept {
-  h.orphan.store(true, std::memory_order_relaxed);
+  unsigned share;
+  {
+    // A thread merging for the heap (lowmem, heap_merge_for_owner) may
+    // change its share under the merge lock until it sees `orphan`, and
+    // never after (heap_runs.cpp, shared_idle_return): the share read here
+    // is the one counted until heaps_lock's holders change both. Not under
+    // heaps_lock: a merger for a live heap may take heaps_lock while it
+    // holds the merge lock (reclaim_orphan_shares).
+    SpinGuard m(h.merge_lock);
+    h.orphan.store(true, std::memory_order_relaxed);
+    share = h.idle_borrowed;
+  }
   c.orphaned_ns.store(c.os->now(), std::memory_order_relaxed);
   SpinGuard g(c.heaps_lock);
   h.orphan_next = c.orphans;
   c.orphans = &h;
-  c.orphan_shares.fetch_add(h.idle_borrowed, std::memory_order_relaxed);
+  c.orphan_shares.fetch_add(share, std::memory_order_relaxed);
 }
 
 Heap* thread_heap_slow() noexcept {

@@ -42,10 +42,13 @@ struct Fixture {
   void free_by(Heap& h, void* p) {
     small_free(*c, &h, *static_cast<SmallSegment*>(c->registry.lookup(p)), p);
   }
-  // malloc_trim in the threads of `heaps`, then of the sources' caches:
+  // malloc_trim in the threads of `heaps` (the orphans among them through
+  // heap_trim_orphans, as malloc_trim does), then of the sources' caches:
   // nothing may stay on the shared idle allowance.
   void trim_all(std::initializer_list<Heap*> heaps) {
-    for (Heap* h : heaps) heap_trim(*h);
+    for (Heap* h : heaps)
+      if (!h->orphan.load()) heap_trim(*h);
+    heap_trim_orphans(*c);
     source_release_cache(*c, c->common());
     EXPECT_EQ(c->shared_idle_used.load(), 0u) << "every share went back with the trims";
   }
@@ -547,6 +550,42 @@ TEST(Giveback, AnOrphanKeepsItsIdlePagesAndItsShareForTheThreadThatAdoptsIt) {
   ASSERT_EQ(next, f.h) << "the orphan is adopted";
   EXPECT_EQ(next->idle_pages, idle + 1) << "and the run its bin kept empty, released at the exit";
   EXPECT_EQ(f.c->shared_idle_used.load(), std::uint64_t{share} + f.c->common().idle_resident.load());
+  f.free_by(*next, live);
+  f.trim_all({next});
+}
+
+// lowmem: a thread that frees into an exited thread's heap merges its
+// queue for it (heap_merge_for_owner) and may purge it. An orphan's share
+// is counted in Context::orphan_shares and changes only where that count
+// changes with it (under heaps_lock: the reclaim, the trim): the merge
+// leaves it as it is, even when the allowance has aged below what is held,
+// so that the count matches the orphans' shares and the thread that adopts
+// the heap takes exactly its share out of it. Before, the merge gave the
+// share back and the count kept it (and heap_release and heap_acquire read
+// the share while a merger could write it: TSan reported the race).
+TEST(Giveback, AMergeForAnOrphanLeavesItsShareAsCounted) {
+  Fixture f(Profile::lowmem);
+  ASSERT_TRUE(f.h->merge_for_owner);
+  Faults::clock_ns = 1'000'000'000;
+  f.c->opts.shared_idle = std::size_t{4} << 20;  // 128 pages
+  void* live = heap_alloc(*f.h, size_to_class(2048));  // keeps the segment in use
+  ASSERT_NE(live, nullptr);
+  fill_and_free(f, *f.h, 64);
+  const unsigned share = f.h->idle_borrowed;
+  ASSERT_GT(share, 0u);
+  heap_release(*f.c, *f.h);  // its thread exited (heap_abandon's purge would give the share back)
+  EXPECT_EQ(f.c->orphan_shares.load(), share);
+  for (int i = 0; i < 8; ++i) {  // the peak ages down to the floor: the shares are over the allowance
+    Faults::clock_ns += shared_idle_hold_ms * 1'000'000 + 1;
+    (void)shared_idle_cap(*f.c);
+  }
+  f.h->purge_credit = f.h->purge_at;  // a purge is due at the next merge
+  heap_merge_for_owner(*f.h);
+  EXPECT_EQ(f.h->idle_borrowed, share) << "the merge for the orphan keeps its share";
+  EXPECT_EQ(f.c->orphan_shares.load(), f.h->idle_borrowed) << "the count matches the orphan's share";
+  Heap* next = heap_acquire(*f.c, f.c->common());
+  ASSERT_EQ(next, f.h) << "the orphan is adopted";
+  EXPECT_EQ(f.c->orphan_shares.load(), 0u) << "no orphan left, no share counted";
   f.free_by(*next, live);
   f.trim_all({next});
 }
