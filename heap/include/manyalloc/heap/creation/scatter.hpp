@@ -53,18 +53,19 @@ class Scatter {
   // the pool's memory is resident (acc::Backend::pool_memory_resident) and
   // splits are kept (no resetfreedpages), it also zeroes every page's
   // bit-field words and marks the pages clean, so that a page's first split
-  // is one CAS (I1c). Its last pass reads the active block's metadata, so
-  // that the first launch finds it in L2 (ReadActiveBlockMetadata).
+  // is one CAS (I1c), and then reads the active block's metadata back, which
+  // the marking's writes pushed out of the GPU's L2 (ReadActiveBlockMetadata).
   // Throws std::invalid_argument when the pool cannot hold one region.
   template <class Backend>
   static Scatter init_heap(void* pool, std::size_t bytes) {
     Scatter s;
     s.layout_ = plan(pool, bytes);
     Backend::fill_zero(pool, s.layout_.metadata_bytes);
-    if constexpr (Backend::pool_memory_resident && !HeapConfig::resetfreedpages)
+    if constexpr (Backend::pool_memory_resident && !HeapConfig::resetfreedpages) {
       (void)Backend::map_ranges(heap::detail::MarkPagesClean<HeapConfig>{s.layout_}, s.layout_.page_count);
-    (void)Backend::map_ranges(heap::detail::ReadActiveBlockMetadata{s.layout_, HeapConfig::regionsize},
-                              s.layout_.pages_per_block);
+      (void)Backend::map_ranges(heap::detail::ReadActiveBlockMetadata{s.layout_, HeapConfig::regionsize},
+                                s.layout_.pages_per_block);
+    }
     return s;
   }
 

@@ -614,14 +614,16 @@ struct MarkPagesClean {
   }
 };
 
-// init_heap's last pass: reads the metadata that a launch on the fresh heap
-// reads first (the shared word, and the page entries and region words of
-// block 0, the active block after init) over pages [begin, end) of block 0,
-// so that it sits in the GPU's L2 rather than in DRAM when the user's first
-// kernel runs: its first read of a page entry then costs an L2 hit, not a
-// DRAM round trip, as on every later launch. The heap's creation pays for
-// it, not the user's first launch (as acc::Cuda::fill_zero does for the
-// pool's first touch). The sum returned keeps the loads.
+// init_heap's pass after MarkPagesClean (whose writes of every page's last
+// bytes push the metadata out of the GPU's L2): reads the metadata that a
+// launch on the fresh heap reads first (the shared word, and the page
+// entries and region words of block 0, the active block after init) over
+// pages [begin, end) of block 0, so that as much of it as the L2 holds is
+// there rather than in DRAM when the user's first kernel runs: its first
+// read of a page entry then costs an L2 hit, as on every later launch. The
+// heap's creation pays for it, not the user's first launch (as
+// acc::Cuda::fill_zero does for the pool's first touch). The sum returned
+// keeps the loads.
 struct ReadActiveBlockMetadata {
   HeapLayout layout;
   std::uint32_t regionsize;
