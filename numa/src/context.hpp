@@ -82,11 +82,12 @@ struct Context {
   std::atomic<std::uint64_t> run_pages{0};
   std::atomic<std::uint64_t> run_pages_peak{0};
   std::atomic<std::uint64_t> run_peak_ns{0};
-  // Pages of the shared allowance that orphans hold (their idle_borrowed,
-  // added at heap_release), which a heap that finds no room takes back
-  // (reclaim_orphan_shares, heap_runs.cpp). Written under heaps_lock; at
-  // least the sum of the orphans' shares, which only shrink while they are
-  // orphans (it may lag behind a lowmem merge's decrease).
+  // Pages of the shared allowance that orphans hold (their idle_borrowed),
+  // which a heap that finds no room takes back (reclaim_orphan_shares,
+  // heap_runs.cpp): the sum of the shares of the heaps whose `orphan` is
+  // set. A heap's flag, and its share while the flag is set, change under
+  // its merge lock, the count with them (heap_release, heap_acquire,
+  // shared_idle_return).
   std::atomic<std::uint64_t> orphan_shares{0};
   // When a thread's heap was last orphaned (OsOps::now, heap_release; 0:
   // never): shared_idle_cap widens while threads come and go.

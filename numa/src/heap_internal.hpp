@@ -57,13 +57,9 @@ void release_empty_segments(Heap& h, unsigned keep, bool resident = true);
 bool releasable(const Run& r);
 // Returns the pages of the empty run r to its segment as idle pages.
 void run_unuse(Heap& h, Run& r);
-// Gives back the pages of the shared idle allowance h holds beyond `keep`;
-// nothing for an orphan, whose share changes only with Context::orphan_shares.
+// Gives back the pages of the shared idle allowance h holds beyond `keep`
+// (an orphan's also from Context::orphan_shares: under its merge lock).
 void shared_idle_return(Heap& h, unsigned keep);
-// The same for any heap, an orphan included: under heaps_lock for an orphan,
-// by whoever lowers Context::orphan_shares by as much (heap_runs.cpp,
-// take_back_from_orphans).
-void orphan_share_return(Heap& h, unsigned keep);
 // Lowers h's share to what its retained pages need beyond its own allowance.
 void shared_idle_fit(Heap& h);
 // Takes back `need` pages of the orphans' shares of the shared idle

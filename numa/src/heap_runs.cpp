@@ -359,21 +359,18 @@ void run_unuse(Heap& h, Run& r) {
 // of workloads whose many heaps each keep a little (larson:
 // docs/results/numa/idle-floor-2core-2026-11-29). The shared part bounds the
 // sum instead.
-// An orphan's share is counted in Context::orphan_shares, and changes only
-// where that count changes with it, under heaps_lock (orphan_share_return):
-// not here, where a thread merging for the orphan (lowmem,
-// heap_merge_for_owner) would lower it under the orphan's merge lock alone.
-// heap_release sets `orphan` under the merge lock, so a merger that holds it
-// afterwards sees the flag.
+// An orphan's share is counted in Context::orphan_shares, which goes down
+// with it. The caller holds the orphan's merge lock where it has one (a
+// thread merging for it, lowmem's heap_merge_for_owner; the walk over the
+// orphans, take_back_from_orphans), under which `orphan` changes too
+// (heap_release, heap_acquire), so that the flag read here is the one the
+// count followed.
 void shared_idle_return(Heap& h, unsigned keep) {
-  if (h.orphan.load(std::memory_order_relaxed)) return;
-  orphan_share_return(h, keep);
-}
-
-void orphan_share_return(Heap& h, unsigned keep) {
   if (h.idle_borrowed <= keep) return;
-  shared_idle_give(*h.ctx, h.idle_borrowed - keep);
+  const unsigned given = h.idle_borrowed - keep;
+  shared_idle_give(*h.ctx, given);
   h.idle_borrowed = keep;
+  if (h.orphan.load(std::memory_order_relaxed)) h.ctx->orphan_shares.fetch_sub(given, std::memory_order_relaxed);
 }
 
 // Lowers h's share to what its retained pages still need beyond its own
@@ -391,8 +388,8 @@ namespace {
 // Walks the orphans under heaps_lock, each with its merge lock held where
 // it has one (lowmem; a busy one is skipped, and its fields are not read),
 // until `take_back(orphan, pages still wanted)` has returned `want` pages
-// of shares in all; lowers Context::orphan_shares by them, so that it stays
-// at least the orphans' shares. Under heaps_lock no thread adopts an orphan
+// of shares in all (shared_idle_return lowers Context::orphan_shares by
+// as much). Under heaps_lock no thread adopts an orphan
 // meanwhile (heap_acquire), and its merge lock keeps lowmem's idle-owner
 // merge out (taken in fork_prepare's order: heaps_lock, then the orphans'
 // merge locks). Returns the pages given back.
@@ -405,7 +402,6 @@ std::uint64_t take_back_from_orphans(Context& c, std::uint64_t want, TakeBack ta
     given += take_back(*h, want - given);
     if (h->merge_for_owner) h->merge_lock.unlock();
   }
-  c.orphan_shares.fetch_sub(given, std::memory_order_relaxed);
   return given;
 }
 
@@ -430,7 +426,7 @@ std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept {
     const unsigned take = rest < share ? static_cast<unsigned>(rest) : share;
     if (take == 0) return 0;
     trim_idle_exact(h, take);
-    orphan_share_return(h, share - take);
+    shared_idle_return(h, share - take);
     return take;
   });
 }
@@ -441,7 +437,7 @@ void heap_trim_orphans(Context& c) noexcept {
   take_back_from_orphans(c, UINT64_MAX, [](Heap& h, std::uint64_t) -> std::uint64_t {
     if (h.idle_pages != 0) trim_idle(h, 0);
     const std::uint64_t share = h.idle_borrowed;
-    orphan_share_return(h, 0);
+    shared_idle_return(h, 0);
     return share;
   });
 }

@@ -44,7 +44,8 @@ void on_thread_exit(void* arg) {
 // holders never wait for heaps_lock (an orphan takes no share: heap_runs.cpp,
 // shared_idle_hold; a heap becomes an orphan only after its owner's last
 // operation, heap_release); holders of pool or source locks wait for no
-// merge lock. The merge locks (invariants.hpp, lowmem) taken are
+// merge lock; heap_release and heap_acquire take a heap's merge lock while
+// they hold no other lock. The merge locks (invariants.hpp, lowmem) taken are
 // those of the heaps that live on in the child: the forking thread's and
 // the orphans' (the child's next new thread adopts one), so that neither is
 // copied in the middle of a merge for its owner.
@@ -146,18 +147,18 @@ Heap* heap_acquire(Context& c, Source& s) noexcept {
       h = c.orphans;
       c.orphans = h->orphan_next;
       h->orphan_next = nullptr;
-      c.orphan_shares.fetch_sub(h->idle_borrowed, std::memory_order_relaxed);  // at least the orphans' shares
     }
   }
   if (h != nullptr) {
     {
       // A freer may be merging the orphan's queue for it (idle-owner merge,
-      // heap_merge_for_owner), which reads the heap's source while it holds
-      // merge_lock: the new owner sets it under that lock, and the end of
-      // `orphan` with it, so that a merger that may change the share from
-      // then on (heap_runs.cpp, shared_idle_return) comes after the read above.
+      // heap_merge_for_owner), which reads the heap's source and may lower
+      // its share while it holds merge_lock: the new owner sets the source,
+      // and ends `orphan` and takes the share out of the count, under that
+      // lock (Context::orphan_shares).
       SpinGuard g(h->merge_lock);
       h->orphan.store(false, std::memory_order_relaxed);
+      c.orphan_shares.fetch_sub(h->idle_borrowed, std::memory_order_relaxed);
       h->source = &s;
     }
     heap_set_cache(*h, !c.abort_on_misuse.load(std::memory_order_relaxed));
@@ -173,23 +174,20 @@ Heap* heap_acquire(Context& c, Source& s) noexcept {
 }
 
 void heap_release(Context& c, Heap& h) noexcept {
-  unsigned share;
   {
-    // A thread merging for the heap (lowmem, heap_merge_for_owner) may
-    // change its share under the merge lock until it sees `orphan`, and
-    // never after (heap_runs.cpp, shared_idle_return): the share read here
-    // is the one counted until heaps_lock's holders change both. Not under
-    // heaps_lock: a merger for a live heap may take heaps_lock while it
-    // holds the merge lock (reclaim_orphan_shares).
+    // The flag and the count change together under the merge lock, under
+    // which a thread merging for the heap (lowmem, heap_merge_for_owner)
+    // changes its share (Context::orphan_shares). Not under heaps_lock: a
+    // merger for a live heap may take heaps_lock while it holds the merge
+    // lock (reclaim_orphan_shares).
     SpinGuard m(h.merge_lock);
     h.orphan.store(true, std::memory_order_relaxed);
-    share = h.idle_borrowed;
+    c.orphan_shares.fetch_add(h.idle_borrowed, std::memory_order_relaxed);
   }
   c.orphaned_ns.store(c.os->now(), std::memory_order_relaxed);
   SpinGuard g(c.heaps_lock);
   h.orphan_next = c.orphans;
   c.orphans = &h;
-  c.orphan_shares.fetch_add(share, std::memory_order_relaxed);
 }
 
 Heap* thread_heap_slow() noexcept {

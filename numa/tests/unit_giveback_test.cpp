@@ -42,9 +42,10 @@ struct Fixture {
   void free_by(Heap& h, void* p) {
     small_free(*c, &h, *static_cast<SmallSegment*>(c->registry.lookup(p)), p);
   }
-  // malloc_trim in the threads of `heaps` (the orphans among them through
-  // heap_trim_orphans, as malloc_trim does), then of the sources' caches:
-  // nothing may stay on the shared idle allowance.
+  // malloc_trim in the threads of `heaps`; the orphans among them through
+  // heap_trim_orphans, which is how malloc_trim reaches them (their idle
+  // pages and shares go back, their empty segments stay with them); then
+  // the sources' caches: nothing may stay on the shared idle allowance.
   void trim_all(std::initializer_list<Heap*> heaps) {
     for (Heap* h : heaps)
       if (!h->orphan.load()) heap_trim(*h);
@@ -555,15 +556,15 @@ TEST(Giveback, AnOrphanKeepsItsIdlePagesAndItsShareForTheThreadThatAdoptsIt) {
 }
 
 // lowmem: a thread that frees into an exited thread's heap merges its
-// queue for it (heap_merge_for_owner) and may purge it. An orphan's share
-// is counted in Context::orphan_shares and changes only where that count
-// changes with it (under heaps_lock: the reclaim, the trim): the merge
-// leaves it as it is, even when the allowance has aged below what is held,
-// so that the count matches the orphans' shares and the thread that adopts
-// the heap takes exactly its share out of it. Before, the merge gave the
-// share back and the count kept it (and heap_release and heap_acquire read
-// the share while a merger could write it: TSan reported the race).
-TEST(Giveback, AMergeForAnOrphanLeavesItsShareAsCounted) {
+// queue for it (heap_merge_for_owner) and may purge it, which lowers the
+// orphan's share of the shared allowance to what its idle pages still need
+// (shared_idle_fit). Context::orphan_shares goes down with it, so that it
+// matches the orphans' shares and the thread that adopts the heap takes
+// exactly its share out of it. Before, the count kept what the merge gave
+// back (29 pages counted, 12 held, 17 left counted with no orphan), and
+// heap_release and heap_acquire read the share while a merger could write
+// it (TSan: numa.stress_lowmem_shared).
+TEST(Giveback, AMergeForAnOrphanLowersItsShareAndTheCountTogether) {
   Fixture f(Profile::lowmem);
   ASSERT_TRUE(f.h->merge_for_owner);
   Faults::clock_ns = 1'000'000'000;
@@ -575,14 +576,10 @@ TEST(Giveback, AMergeForAnOrphanLeavesItsShareAsCounted) {
   ASSERT_GT(share, 0u);
   heap_release(*f.c, *f.h);  // its thread exited (heap_abandon's purge would give the share back)
   EXPECT_EQ(f.c->orphan_shares.load(), share);
-  for (int i = 0; i < 8; ++i) {  // the peak ages down to the floor: the shares are over the allowance
-    Faults::clock_ns += shared_idle_hold_ms * 1'000'000 + 1;
-    (void)shared_idle_cap(*f.c);
-  }
   f.h->purge_credit = f.h->purge_at;  // a purge is due at the next merge
   heap_merge_for_owner(*f.h);
-  EXPECT_EQ(f.h->idle_borrowed, share) << "the merge for the orphan keeps its share";
-  EXPECT_EQ(f.c->orphan_shares.load(), f.h->idle_borrowed) << "the count matches the orphan's share";
+  EXPECT_LT(f.h->idle_borrowed, share) << "the merge for the orphan gave part of its share back";
+  EXPECT_EQ(f.c->orphan_shares.load(), f.h->idle_borrowed) << "the count follows the orphan's share";
   Heap* next = heap_acquire(*f.c, f.c->common());
   ASSERT_EQ(next, f.h) << "the orphan is adopted";
   EXPECT_EQ(f.c->orphan_shares.load(), 0u) << "no orphan left, no share counted";
