@@ -85,9 +85,10 @@ struct Context {
   // Pages of the shared allowance that orphans hold (their idle_borrowed),
   // which a heap that finds no room takes back (reclaim_orphan_shares,
   // heap_runs.cpp): the sum of the shares of the heaps whose `orphan` is
-  // set. A heap's flag, and its share while the flag is set, change under
-  // its merge lock, the count with them (heap_release, heap_acquire,
-  // shared_idle_return).
+  // set. The flag changes under the heap's merge lock while the heap is off
+  // the orphan list (heap_release, heap_acquire), an orphan's share under
+  // its merge lock in lowmem and under heaps_lock otherwise
+  // (shared_idle_return), the count with them.
   std::atomic<std::uint64_t> orphan_shares{0};
   // When a thread's heap was last orphaned (OsOps::now, heap_release; 0:
   // never): shared_idle_cap widens while threads come and go.

@@ -58,7 +58,8 @@ bool releasable(const Run& r);
 // Returns the pages of the empty run r to its segment as idle pages.
 void run_unuse(Heap& h, Run& r);
 // Gives back the pages of the shared idle allowance h holds beyond `keep`
-// (an orphan's also from Context::orphan_shares: under its merge lock).
+// (an orphan's also from Context::orphan_shares: under its merge lock in
+// lowmem, under heaps_lock otherwise).
 void shared_idle_return(Heap& h, unsigned keep);
 // Lowers h's share to what its retained pages need beyond its own allowance.
 void shared_idle_fit(Heap& h);

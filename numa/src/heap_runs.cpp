@@ -360,11 +360,12 @@ void run_unuse(Heap& h, Run& r) {
 // docs/results/numa/idle-floor-2core-2026-11-29). The shared part bounds the
 // sum instead.
 // An orphan's share is counted in Context::orphan_shares, which goes down
-// with it. The caller holds the orphan's merge lock where it has one (a
-// thread merging for it, lowmem's heap_merge_for_owner; the walk over the
-// orphans, take_back_from_orphans), under which `orphan` changes too
-// (heap_release, heap_acquire), so that the flag read here is the one the
-// count followed.
+// with it. For an orphan the caller holds its merge lock in lowmem (a
+// thread merging for it, heap_merge_for_owner; the walk over the orphans,
+// take_back_from_orphans), and heaps_lock otherwise (that walk, the only
+// one that touches an orphan there); `orphan` changes under the merge lock
+// while the heap is off the orphan list (heap_release, heap_acquire), so
+// that the flag read here is the one the count followed.
 void shared_idle_return(Heap& h, unsigned keep) {
   if (h.idle_borrowed <= keep) return;
   const unsigned given = h.idle_borrowed - keep;

@@ -338,8 +338,8 @@ struct Source {
 // cap may age below the sum until the holders look again: heap_runs.cpp,
 // shared_idle_hold); an orphan keeps its share with its idle pages for the
 // thread that adopts it, takes no more, and gives back what a live heap
-// that finds no room lacks (reclaim_orphan_shares; Context::orphan_shares
-// counts it).
+// that finds no room lacks (reclaim_orphan_shares) and, in lowmem, what a
+// merge for it finds unneeded (Context::orphan_shares counts it).
 // Layout: the owner's fields first (fast paths: cache, bins), then the RFQ
 // and the cache stacks (see there).
 struct alignas(64) Heap {
