@@ -113,46 +113,55 @@ void decommit_idle(Heap& h, SmallSegment& seg) {
   if (seg.idle_pages != 0) decommit_pages(h, seg, seg.idle_pages);
 }
 
+// The order in which idle pages are decommitted: first the pages idle
+// since the last purge (pass 0), then the others (pass 1); segment by
+// segment from the head of the full list, then of the available list (the
+// segment pushed there last first; not by age: numa/DESIGN.md, "Idle pages
+// traded through the source", open points). `take(seg, pass)` decommits
+// what it chooses of seg and returns whether to go on.
+template <class Take>
+void walk_idle(Heap& h, Take take) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (SmallSegment* list : {h.full, h.avail})
+      for (SmallSegment* seg = list; seg != nullptr; seg = static_cast<SmallSegment*>(seg->next))
+        if (!take(*seg, pass)) return;
+}
+
 }  // namespace
 
-// Decommits idle pages until at most `target` remain: first the pages idle
-// since the last purge, then the others; segment by segment from the head
-// of the full list, then of the available list (the segment pushed there
-// last first; not by age: numa/DESIGN.md, "Idle pages traded through the
-// source", open points). In a segment
-// whose old idle pages are not enough, all its idle pages go in one pass,
-// so that neighbouring old and new ones make one range (one madvise).
-// Returns the bytes decommitted.
+// Decommits idle pages until at most `target` remain, in walk_idle's order.
+// In a segment whose old idle pages are not enough, all its idle pages go
+// in one pass, so that neighbouring old and new ones make one range (one
+// madvise). Returns the bytes decommitted.
 std::size_t trim_idle(Heap& h, unsigned target) {
   std::size_t bytes = 0;
-  for (int pass = 0; pass < 2 && h.idle_pages > target; ++pass)
-    for (SmallSegment* list : {h.full, h.avail})
-      for (SmallSegment* seg = list; seg != nullptr && h.idle_pages > target;
-           seg = static_cast<SmallSegment*>(seg->next)) {
-        PageMask m = seg->idle_pages & seg->idle_old;
-        if (pass == 1 || h.idle_pages - static_cast<unsigned>(std::popcount(m)) > target)
-          m = seg->idle_pages;
-        if (m == 0) continue;
-        bytes += static_cast<std::size_t>(std::popcount(m)) * page_bytes;
-        decommit_pages(h, *seg, m);
-      }
+  walk_idle(h, [&](SmallSegment& seg, int pass) {
+    if (h.idle_pages <= target) return false;
+    PageMask m = seg.idle_pages & seg.idle_old;
+    if (pass == 1 || h.idle_pages - static_cast<unsigned>(std::popcount(m)) > target) m = seg.idle_pages;
+    if (m != 0) {
+      bytes += static_cast<std::size_t>(std::popcount(m)) * page_bytes;
+      decommit_pages(h, seg, m);
+    }
+    return true;
+  });
   return bytes;
 }
 
-// Decommits `n` idle pages of h (all of them when it has fewer), in the
-// order of trim_idle but no more than `n`: a heap that lacks a few pages of
+// Decommits `n` idle pages of h (all of them when it has fewer), in
+// walk_idle's order but no more than `n`: a heap that lacks a few pages of
 // the shared allowance takes only those from an orphan
 // (reclaim_orphan_shares). Returns the pages decommitted.
 unsigned trim_idle_exact(Heap& h, unsigned n) {
   unsigned done = 0;
-  for (int pass = 0; pass < 2 && done < n; ++pass)
-    for (SmallSegment* list : {h.full, h.avail})
-      for (SmallSegment* seg = list; seg != nullptr && done < n; seg = static_cast<SmallSegment*>(seg->next)) {
-        const PageMask m = pass == 0 ? seg->idle_pages & seg->idle_old : seg->idle_pages;
-        PageMask pick = 0;
-        for (PageMask rest = m; rest != 0 && done < n; rest &= rest - 1, ++done) pick |= rest & (~rest + 1);
-        if (pick != 0) decommit_pages(h, *seg, pick);
-      }
+  walk_idle(h, [&](SmallSegment& seg, int pass) {
+    if (done == n) return false;
+    const PageMask m = pass == 0 ? seg.idle_pages & seg.idle_old : seg.idle_pages;
+    PageMask pick = 0;  // the lowest set bits of m, at most n - done of them
+    for (PageMask rest = m; rest != 0 && done < n; rest &= rest - 1, ++done) pick |= rest & (~rest + 1);
+    if (pick != 0) decommit_pages(h, seg, pick);
+    return true;
+  });
   return done;
 }
 
@@ -436,7 +445,7 @@ std::uint64_t reclaim_orphan_shares(Context& c, std::uint64_t need) noexcept {
 // rare, and threads that start or exit meanwhile wait for it.
 void heap_trim_orphans(Context& c) noexcept {
   take_back_from_orphans(c, UINT64_MAX, [](Heap& h, std::uint64_t) -> std::uint64_t {
-    if (h.idle_pages != 0) trim_idle(h, 0);
+    trim_idle(h, 0);
     const std::uint64_t share = h.idle_borrowed;
     shared_idle_return(h, 0);
     return share;

@@ -63,7 +63,7 @@ class Scatter {
     Backend::fill_zero(pool, s.layout_.metadata_bytes);
     if constexpr (Backend::pool_memory_resident && !HeapConfig::resetfreedpages) {
       (void)Backend::map_ranges(heap::detail::MarkPagesClean<HeapConfig>{s.layout_}, s.layout_.page_count);
-      (void)Backend::map_ranges(heap::detail::ReadActiveBlockMetadata{s.layout_, HeapConfig::regionsize},
+      (void)Backend::map_ranges(heap::detail::ReadActiveBlockMetadata<HeapConfig>{s.layout_},
                                 s.layout_.pages_per_block);
     }
     return s;

@@ -624,15 +624,15 @@ struct MarkPagesClean {
 // heap's creation pays for it, not the user's first launch (as
 // acc::Cuda::fill_zero does for the pool's first touch). The sum returned
 // keeps the loads.
+template <class Config>
 struct ReadActiveBlockMetadata {
   HeapLayout layout;
-  std::uint32_t regionsize;
   MANYALLOC_FN std::uint64_t operator()(std::uint64_t begin, std::uint64_t end) const {
     std::uint64_t sum = begin == 0 ? layout.shared->active_block : 0u;
     for (std::uint64_t p = begin; p < end; ++p) {
       const PageEntry& e = layout.pages[p];
       sum += e.chunk_size + e.fill + e.mask;
-      if (p % regionsize == 0) sum += layout.regions[p / regionsize];
+      if (p % Config::regionsize == 0) sum += layout.regions[p / Config::regionsize];
     }
     return sum;
   }
