@@ -383,6 +383,61 @@ TEST(CudaGrowingPool, GrowsBetweenLaunchesWithoutMovingChunks) {
   EXPECT_GE(heap.getAvailableSlots(std::size_t{1} << 30), heap.creation().layout().page_count / 16384 - 1);
 }
 
+// Issue 15: a pool that grows while a kernel runs (Allocator::serve_growth):
+// the workers' requests that find no room ask the growth service, which maps
+// more of the reservation while they wait. Every request succeeds in one
+// launch, the chunks are intact, and a request too large for the
+// reservation fails without waiting.
+TEST(CudaGrowingPool, GrowsWhileAKernelRuns) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  using Heap = Allocator<CreationPolicies::SizeClassSlabs<>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                         ReservePoolPolicies::CudaVirtualMemory, AlignmentPolicies::Shrink<16>>;
+  static_assert(Heap::grows_while_running);
+  const std::size_t mib = std::size_t{1} << 20;
+  Heap heap(std::size_t{16} << 30, 0);  // the metadata mapped, hardly any page
+  const std::size_t first = heap.mapped_bytes();
+  heap.serve_growth({.step_bytes = 64 * mib, .wait = std::chrono::seconds(10)});
+  const std::uint32_t workers = std::min(CudaRunner::many_workers(), 1u << 17);
+  const std::size_t bytes = 4096;  // 2^17 x 4 KiB = 512 MiB: eight steps
+  CudaRunner::Buffer<void*> ptrs(workers);
+  CudaRunner::Buffer<std::uint32_t> counters(2);
+  using H = Heap::Handle;
+  CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, ptrs.data(), counters.data(), 0});
+  EXPECT_EQ(counters.to_host()[0], 0u) << "requests failed though the reservation had room";
+  EXPECT_GE(heap.mapped_bytes() + 2 * mib, first + workers * bytes) << "the pool did not grow during the launch";
+  const auto st = heap.growth_statistics();
+  ASSERT_TRUE(st.has_value());
+  EXPECT_GE(st->growths, 1u);
+  EXPECT_EQ(st->refusals, 0u);
+  std::printf("[growth] mapped %zu MiB -> %zu MiB in one launch of %u workers: %llu answers, %llu growths\n",
+              first / mib, heap.mapped_bytes() / mib, workers, static_cast<unsigned long long>(st->answered),
+              static_cast<unsigned long long>(st->growths));
+  CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, ptrs.data(), counters.data(), 1});
+  EXPECT_EQ(counters.to_host()[1], 0u) << "chunks changed";
+  CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, ptrs.data(), counters.data(), 2});
+  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().misuse_reports, 0u);
+
+  // One worker asks for 4 GiB: the pool grows by that much in the launch.
+  CudaRunner::Buffer<void*> one(1);
+  counters.zero();
+  const std::size_t big = std::size_t{4} << 30;
+  CudaRunner::run(1, GrowProbe<H>{heap.handle(), big, one.data(), counters.data(), 0});
+  EXPECT_EQ(counters.to_host()[0], 0u) << "a 4 GiB request in a pool with 15 GiB of unmapped reservation";
+  EXPECT_GE(heap.mapped_bytes(), big);
+  CudaRunner::run(1, GrowProbe<H>{heap.handle(), big, one.data(), counters.data(), 1});
+  EXPECT_EQ(counters.to_host()[1], 0u);
+  CudaRunner::run(1, GrowProbe<H>{heap.handle(), big, one.data(), counters.data(), 2});
+  // More than the reservation: fails without waiting for the service (M4;
+  // a wait would take the 10 s above).
+  counters.zero();
+  const auto t0 = std::chrono::steady_clock::now();
+  CudaRunner::run(1, GrowProbe<H>{heap.handle(), std::size_t{17} << 30, one.data(), counters.data(), 0});
+  EXPECT_EQ(counters.to_host()[0], 1u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  heap.creation().release_open_segments<acc::Cuda>();
+  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u) << "pages were lost";
+}
+
 // Issue 15: churn at full occupancy for MANYALLOC_SOAK_SECONDS (default 10;
 // scripts/gpu_run.sh's soak stage runs 600): every worker keeps up to 8
 // chunks of 1 B-16 KiB live, checks each before freeing it; afterwards the

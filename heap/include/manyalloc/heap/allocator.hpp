@@ -8,12 +8,21 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "manyalloc/common/platform.hpp"
+#include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/heap/concepts.hpp"
+#include "manyalloc/heap/detail/growth_mailbox.hpp"
+#include "manyalloc/heap/growth_service.hpp"
 #include "manyalloc/heap/policy_checks.hpp"
 
 namespace manyalloc::heap {
@@ -31,12 +40,33 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   using backend = typename RP::backend;
   using acc_type = typename backend::acc_type;
   static constexpr bool providesAvailableSlots = CP::providesAvailableSlots;
+  // Whether serve_growth() exists: a pool that grows, a creation policy
+  // whose workers can take pages mapped while they run, and a back end with
+  // memory that host and workers share.
+  static constexpr bool grows_while_running = [] {
+    if constexpr (GrowablePool<RP> && GrowingCreationPolicy<CP, backend>) {
+      return acc::SharedHostMemory<backend> && acc::SystemScopeWorker<acc_type> && GrowsWhileRunning<CP, acc_type>;
+    } else {
+      return false;
+    }
+  }();
 
+ private:
+  // What a handle needs to ask for a growth; an empty base (no bytes in the
+  // handle) where none can happen.
+  struct GrowthChannel {
+    detail::GrowthMailbox* growth_box = nullptr;  // nullptr: no service ran when the handle was made
+    std::byte* growth_pool = nullptr;             // the start the mailbox's byte counts are measured from
+  };
+  struct NoGrowthChannel {};
+  using HandleGrowth = std::conditional_t<grows_while_running, GrowthChannel, NoGrowthChannel>;
+
+ public:
   // What workers get: copy it into kernels / threads by value.
-  class Handle {
+  class Handle : private HandleGrowth {
    public:
     Handle() = default;
-    explicit Handle(const CP& creation) : creation_(creation) {}
+    explicit Handle(const CP& creation, HandleGrowth growth = {}) : HandleGrowth(growth), creation_(creation) {}
 
     // At least `bytes` usable bytes, or what the OOM policy returns when the
     // heap cannot serve the request. alloc(acc, 0) returns nullptr and
@@ -46,6 +76,9 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
       DP distribution(acc);
       const std::size_t request = distribution.collect(acc, AP::apply_padding(bytes));
       void* mem = creation_.create(acc, request);
+      if constexpr (grows_while_running && GrowsWhileRunning<CP, Acc> && acc::SystemScopeWorker<Acc>) {
+        if (this->growth_box != nullptr && CP::is_oom(mem, request)) mem = create_after_growth(acc, request);
+      }
       if (CP::is_oom(mem, request)) mem = OP::handle_oom(mem, request);
       return distribution.distribute(acc, mem);
     }
@@ -77,6 +110,38 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     MANYALLOC_FN const CP& creation() const { return creation_; }
 
    private:
+    // Slow path: the lanes whose request failed ask the growth service for
+    // room (one request per warp, sized for the largest of them,
+    // detail/growth_mailbox.hpp), let the heap use what it mapped, and try
+    // again, until the pool cannot grow (then the OOM policy decides). Every
+    // round asks for more than was mapped when it began and goes on only
+    // with at least that much mapped, so the rounds end by the reservation's
+    // end, also when other workers take the new pages first.
+    template <class Acc>
+    MANYALLOC_FN void* create_after_growth(const Acc& acc, std::size_t request) const {
+      void* mem = nullptr;
+      while (mem == nullptr) {
+        const std::uint32_t mask = acc.active_mask();
+        const unsigned leader = acc::lowest_lane(mask);
+        std::uint64_t most = 0;
+        for (unsigned lane = 0; lane < Acc::warp_size; ++lane) {
+          if (((mask >> lane) & 1u) == 0u) continue;
+          const std::uint64_t r = acc::shfl64(acc, mask, request, lane);
+          most = r > most ? r : most;
+        }
+        std::uint64_t mapped = 0;
+        if (acc.lane_id() == leader) {
+          const std::uint64_t now = acc.load_system64(&this->growth_box->mapped);
+          mapped = detail::request_growth(acc, this->growth_box, creation_.growth_lock(), now + CP::growth_bytes_for(most));
+          if (mapped != 0u) creation_.extend_mapped_end(acc, this->growth_pool + mapped);
+        }
+        mapped = acc::shfl64(acc, mask, mapped, leader);
+        if (mapped == 0u) break;
+        mem = creation_.create(acc, request);
+      }
+      return mem;
+    }
+
     CP creation_{};
   };
 
@@ -86,7 +151,10 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   explicit Allocator(std::size_t heap_bytes) : pool_bytes_(heap_bytes) {
     pool_ = RP::set_mem_pool(heap_bytes);
     try {
-      if constexpr (GrowablePool<RP>) map_to(heap_bytes);
+      if constexpr (GrowablePool<RP>) {
+        mapping_ = std::make_unique<Mapping>();
+        map_to(heap_bytes);
+      }
       const auto [aligned, usable] = AP::align_pool(pool_, heap_bytes);
       creation_ = CP::template init_heap<backend>(aligned, usable);
     } catch (...) {
@@ -97,18 +165,20 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
 
   // A heap that grows (issue 15): reserves `heap_bytes` of address space,
   // lays the heap out over all of it, and maps the metadata plus
-  // `initial_bytes` of the pool; grow() maps more later. Chunks never move.
+  // `initial_bytes` of the pool; grow() maps more between launches, and a
+  // growth service (serve_growth) while workers run. Chunks never move.
   Allocator(std::size_t heap_bytes, std::size_t initial_bytes)
     requires GrowablePool<RP> && GrowingCreationPolicy<CP, backend>
       : pool_bytes_(heap_bytes) {
     pool_ = RP::set_mem_pool(heap_bytes);
     try {
+      mapping_ = std::make_unique<Mapping>();
       const auto [aligned, usable] = AP::align_pool(pool_, heap_bytes);
       const std::size_t front = static_cast<std::size_t>(static_cast<std::byte*>(aligned) - static_cast<std::byte*>(pool_));
       map_to(front + CP::metadata_bytes_for(aligned, usable));
       creation_ = CP::template init_heap<backend>(aligned, usable);
-      map_to(std::max(mapped_, initial_bytes));
-      creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped_);
+      map_to(std::max(mapping_->mapped, initial_bytes));
+      creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapping_->mapped);
     } catch (...) {
       RP::reset_mem_pool(pool_, pool_bytes_);
       throw;
@@ -116,19 +186,70 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   }
 
   // Maps the pool up to `bytes` (rounded up to the pool's granularity, at
-  // most the reserved size) and lets the heap use it, also while kernels
-  // run. Returns the bytes now mapped. Throws what the pool throws (e.g. no
-  // device memory left); the heap then stays as it was.
+  // most the reserved size) and lets the heap use it. Between launches: the
+  // heap's words are written from the host (while workers run, a growth
+  // service maps for them, serve_growth). Returns the bytes now mapped.
+  // Throws what the pool throws (e.g. no device memory left); the heap then
+  // stays as it was.
   std::size_t grow(std::size_t bytes)
     requires GrowablePool<RP> && GrowingCreationPolicy<CP, backend>
   {
     map_to(bytes);
-    creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped_);
-    return mapped_;
+    const std::size_t mapped = mapped_bytes();
+    creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped);
+    return mapped;
+  }
+
+  // Starts a growth service (issue 15, growth_service.hpp): a host thread
+  // that maps more of the pool when workers run out of mapped pages while
+  // they run. A request that finds no room then waits for the growth (at
+  // most options.wait) and is tried again; it fails as in a full heap (the
+  // OOM policy decides) once the reservation is mapped or the device has
+  // no memory for more. Handles made after this call ask for growth,
+  // earlier ones do not. Throws std::logic_error when a service runs
+  // already, and what the back end throws when it cannot start one.
+  void serve_growth(const GrowthOptions& options = {})
+    requires grows_while_running
+  {
+    Mapping& m = *mapping_;
+    const std::lock_guard<std::mutex> guard(m.lock);
+    if (m.service) throw std::logic_error("Allocator::serve_growth: a growth service runs already (stop_growth_service() first)");
+    const std::size_t g = RP::granularity();
+    m.service = std::make_unique<GrowthService<backend>>(
+        [mapping = &m, pool = pool_, bytes = pool_bytes_](std::size_t n) { map_locked(*mapping, pool, bytes, n); },
+        m.mapped, (pool_bytes_ + g - 1) / g * g, options);
+  }
+
+  // Stops the growth service: only while no worker runs with a handle made
+  // since serve_growth (their mailbox is freed). Does nothing without one.
+  void stop_growth_service()
+    requires grows_while_running
+  {
+    std::unique_ptr<GrowthService<backend>> stopped;
+    {
+      const std::lock_guard<std::mutex> guard(mapping_->lock);
+      stopped = std::move(mapping_->service);
+    }
+  }
+
+  // What the growth service did; nothing when none runs.
+  std::optional<GrowthStatistics> growth_statistics() const
+    requires grows_while_running
+  {
+    const std::lock_guard<std::mutex> guard(mapping_->lock);
+    if (!mapping_->service) return std::nullopt;
+    return mapping_->service->statistics();
   }
 
   // Bytes of the pool backed by memory (all of it unless the pool grows).
-  std::size_t mapped_bytes() const { return GrowablePool<RP> ? mapped_ : pool_bytes_; }
+  std::size_t mapped_bytes() const {
+    if constexpr (GrowablePool<RP>) {
+      const std::lock_guard<std::mutex> guard(mapping_->lock);
+      return mapping_->mapped;
+    } else {
+      return pool_bytes_;
+    }
+  }
 
   ~Allocator() { release(); }
 
@@ -136,20 +257,29 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   Allocator& operator=(const Allocator&) = delete;
   Allocator(Allocator&& other) noexcept
       : creation_(other.creation_), pool_(std::exchange(other.pool_, nullptr)),
-        pool_bytes_(other.pool_bytes_), mapped_(other.mapped_), owns_(std::exchange(other.owns_, false)) {}
+        pool_bytes_(other.pool_bytes_), mapping_(std::move(other.mapping_)), owns_(std::exchange(other.owns_, false)) {}
   Allocator& operator=(Allocator&& other) noexcept {
     if (this != &other) {
       release();
       creation_ = other.creation_;
       pool_ = std::exchange(other.pool_, nullptr);
       pool_bytes_ = other.pool_bytes_;
-      mapped_ = other.mapped_;
+      mapping_ = std::move(other.mapping_);
       owns_ = std::exchange(other.owns_, false);
     }
     return *this;
   }
 
-  Handle handle() const { return Handle(creation_); }
+  Handle handle() const {
+    if constexpr (grows_while_running) {
+      GrowthChannel channel;
+      const std::lock_guard<std::mutex> guard(mapping_->lock);
+      if (mapping_->service) channel = {mapping_->service->mailbox(), static_cast<std::byte*>(pool_)};
+      return Handle(creation_, channel);
+    } else {
+      return Handle(creation_);
+    }
+  }
 
   // Host-side count of free `slot`-byte chunks, parallel over pages.
   std::size_t getAvailableSlots(std::size_t slot) const
@@ -164,8 +294,9 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     CP::template finalize_heap<backend>(creation_);
     const auto [aligned, usable] = AP::align_pool(pool_, pool_bytes_);
     creation_ = CP::template init_heap<backend>(aligned, usable);
-    if constexpr (GrowingCreationPolicy<CP, backend>) {
-      if (mapped_ < pool_bytes_) creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped_);
+    if constexpr (GrowablePool<RP> && GrowingCreationPolicy<CP, backend>) {
+      const std::size_t mapped = mapped_bytes();
+      if (mapped < pool_bytes_) creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped);
     }
   }
 
@@ -188,26 +319,54 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   }
 
  private:
+  struct NoGrowthService {};
+  template <bool, class B>
+  struct GrowthServiceOf {
+    using type = NoGrowthService;
+  };
+  template <class B>
+  struct GrowthServiceOf<true, B> {
+    using type = GrowthService<B>;
+  };
+  // A growable pool's mapped part, and the growth service that extends it
+  // (on the heap, so that the service's thread keeps its address when the
+  // Allocator moves).
+  struct Mapping {
+    mutable std::mutex lock;  // RP::map calls, `mapped`, `service`
+    std::size_t mapped = 0;   // bytes from pool_ backed by memory
+    std::unique_ptr<typename GrowthServiceOf<grows_while_running, backend>::type> service;
+  };
+
   void release() {
     if (!owns_) return;
     owns_ = false;
+    if constexpr (grows_while_running) stop_growth_service();
     CP::template finalize_heap<backend>(creation_);
     RP::reset_mem_pool(pool_, pool_bytes_);
   }
 
-  void map_to(std::size_t bytes) {
+  void map_to(std::size_t bytes) { map_locked(*mapping_, pool_, pool_bytes_, bytes); }
+
+  // Maps [mapped, bytes rounded up to the granularity) of the pool (at most
+  // the reservation) and tells the growth service what is mapped.
+  static void map_locked(Mapping& m, void* pool, std::size_t pool_bytes, std::size_t bytes) {
+    const std::lock_guard<std::mutex> guard(m.lock);
     const std::size_t g = RP::granularity();
-    const std::size_t want = std::min(pool_bytes_, bytes);
-    const std::size_t target = std::min((want + g - 1) / g * g, (pool_bytes_ + g - 1) / g * g);
-    if (target <= mapped_) return;
-    RP::map(pool_, mapped_, target);
-    mapped_ = target;
+    const std::size_t want = std::min(pool_bytes, bytes);
+    const std::size_t target = std::min((want + g - 1) / g * g, (pool_bytes + g - 1) / g * g);
+    if (target > m.mapped) {
+      RP::map(pool, m.mapped, target);
+      m.mapped = target;
+    }
+    if constexpr (grows_while_running) {
+      if (m.service) m.service->publish_mapped(m.mapped);
+    }
   }
 
   CP creation_{};
   void* pool_ = nullptr;
   std::size_t pool_bytes_ = 0;
-  std::size_t mapped_ = 0;  // growable pools: bytes from pool_ backed by memory
+  std::unique_ptr<Mapping> mapping_;  // growable pools only
   bool owns_ = true;
 };
 

@@ -4,6 +4,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -101,6 +102,18 @@ concept GrowingCreationPolicy =
       { P::metadata_bytes_for(p, n) } -> std::same_as<std::size_t>;
       cp.template set_mapped_end<Backend>(end);
     };
+
+// A growing creation policy whose workers can also take pages mapped while
+// they run (Allocator::serve_growth, growth_service.hpp): extend_mapped_end
+// only ever raises the usable end, growth_lock is a zeroed word of its
+// metadata that the workers' requests take turns by, and growth_bytes_for
+// says how much beyond the mapped end a failed request of n bytes needs.
+template <class P, class Acc>
+concept GrowsWhileRunning = requires(const P cp, const Acc acc, const void* end, std::uint64_t n) {
+  cp.extend_mapped_end(acc, end);
+  { cp.growth_lock() } -> std::same_as<std::uint32_t*>;
+  { P::growth_bytes_for(n) } -> std::same_as<std::uint64_t>;
+};
 
 // Creation policies that count available slots (3.6, providesAvailableSlots).
 template <class P, class Backend>

@@ -77,6 +77,18 @@ concept MixedWidthAtomics =
       { a.atomic_and64_release(d, dv) } -> std::same_as<std::uint64_t>;  // a release, as atomic_and_release
     };
 
+// Optional for a worker: 64-bit words that the host reads and writes while
+// workers run (a request to grow the pool, detail/growth_mailbox.hpp), and a
+// clock for bounded waits. The loads acquire and the stores release at the
+// scope of the whole system, host included, not only of the heap's workers.
+template <class A>
+concept SystemScopeWorker =
+    Accelerator<A> && requires(const A a, std::uint64_t* d, const std::uint64_t* cd, std::uint64_t dv) {
+      { a.load_system64(cd) } -> std::same_as<std::uint64_t>;
+      a.store_system64(d, dv);
+      { a.now_ns() } -> std::same_as<std::uint64_t>;  // monotonic nanoseconds
+    };
+
 // Where a worker stands in its block, among the block's workers that have not
 // exited: `rank` counts those with a smaller thread index, `count` all of them.
 struct BlockRank {
@@ -112,6 +124,19 @@ concept Backend = requires(void* dst, const void* src, std::size_t n) {
   B::copy_to_host(dst, src, n);
   B::fill_zero(dst, n);
   { B::name() } -> std::convertible_to<std::string>;
+};
+
+// Optional for a back end: memory that the host and the workers both reach
+// while workers run (alloc_shared: zeroed, 64-byte aligned, the same address
+// on both sides; throws on failure), and what a host thread of the library
+// must take over from the thread that made the heap before it calls the back
+// end's platform (ThreadContext: the CUDA device).
+template <class B>
+concept SharedHostMemory = Backend<B> && requires(void* p, std::size_t n, typename B::ThreadContext ctx) {
+  { B::alloc_shared(n) } -> std::same_as<void*>;
+  B::free_shared(p);
+  { B::capture_context() } -> std::same_as<typename B::ThreadContext>;
+  B::enter_context(ctx);
 };
 
 }  // namespace manyalloc::heap::acc

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -159,6 +160,22 @@ class CudaThread {
     return old;
   }
 
+  // SystemScopeWorker: words in mapped host memory, ordered with the host's
+  // accesses (PTX acquire/release at system scope), and the global timer.
+  __device__ std::uint64_t load_system64(const std::uint64_t* p) const {
+    std::uint64_t v;
+    asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+  }
+  __device__ void store_system64(std::uint64_t* p, std::uint64_t v) const {
+    asm volatile("st.release.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+  }
+  __device__ std::uint64_t now_ns() const {
+    std::uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  }
+
   // BlockAccelerator: __syncthreads_* and block-shared words. Threads that
   // exited the kernel do not take part (sm_70+ barriers skip them).
   __device__ BlockRank block_rank() const {
@@ -198,6 +215,7 @@ class CudaThread {
 static_assert(Accelerator<CudaThread>);
 static_assert(MixedWidthAtomics<CudaThread>);
 static_assert(BlockAccelerator<CudaThread>);
+static_assert(SystemScopeWorker<CudaThread>);
 
 namespace detail {
 // Zeroes [p, p + n): 16-byte stores over the aligned middle, bytes at the ends.
@@ -249,6 +267,31 @@ struct Cuda {
   }
   static std::string name() { return "Cuda"; }
 
+  // SharedHostMemory: page-locked host memory mapped into the device's
+  // address space (unified addressing: one address on both sides).
+  using ThreadContext = int;  // the device
+  static void* alloc_shared(std::size_t n) {
+    void* p = nullptr;
+    cuda_check(cudaHostAlloc(&p, n, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc (shared words)");
+    void* device = nullptr;
+    const cudaError_t err = cudaHostGetDevicePointer(&device, p, 0);
+    if (err != cudaSuccess || device != p) {
+      cudaFreeHost(p);
+      cuda_check(err == cudaSuccess ? cudaErrorNotSupported : err, "cudaHostGetDevicePointer (unified addressing)");
+    }
+    std::memset(p, 0, n);
+    return p;
+  }
+  static void free_shared(void* p) {
+    if (p != nullptr) cudaFreeHost(p);
+  }
+  static ThreadContext capture_context() {
+    int device = 0;
+    cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+    return device;
+  }
+  static void enter_context(ThreadContext device) { cuda_check(cudaSetDevice(device), "cudaSetDevice"); }
+
   // Runs f(begin, end) over contiguous ranges of [0, n) on the GPU, one range
   // per thread, and returns the results in range order.
   template <class F>
@@ -271,5 +314,6 @@ struct Cuda {
   }
 };
 static_assert(Backend<Cuda>);
+static_assert(SharedHostMemory<Cuda>);
 
 }  // namespace manyalloc::heap::acc

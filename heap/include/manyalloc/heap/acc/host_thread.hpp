@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,6 +95,15 @@ class HostThread {
   }
   std::uint64_t atomic_and64_release(std::uint64_t* p, std::uint64_t v) const { return atomic_and64(p, v); }
 
+  // SystemScopeWorker: the host's words are ordinary memory here.
+  std::uint64_t load_system64(const std::uint64_t* p) const { return load64(p); }
+  void store_system64(std::uint64_t* p, std::uint64_t v) const { store64(p, v); }
+  std::uint64_t now_ns() const {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+  }
+
   // BlockAccelerator: a host thread is a block of one.
   BlockRank block_rank() const { return {0, 1}; }
   bool block_sync_or(bool pred) const { return pred; }
@@ -105,6 +117,7 @@ class HostThread {
 static_assert(Accelerator<HostThread>);
 static_assert(MixedWidthAtomics<HostThread>);
 static_assert(BlockAccelerator<HostThread>);
+static_assert(SystemScopeWorker<HostThread>);
 
 // Host-side operations of the host back end. "Device" memory is host memory.
 struct HostThreads {
@@ -116,6 +129,19 @@ struct HostThreads {
   static void copy_to_host(void* dst, const void* src, std::size_t n) { std::memcpy(dst, src, n); }
   static void fill_zero(void* dst, std::size_t n) { std::memset(dst, 0, n); }
   static std::string name() { return "HostThreads"; }
+
+  // SharedHostMemory: ordinary memory; no context to take over.
+  struct ThreadContext {};
+  static void* alloc_shared(std::size_t n) {
+    void* p = ::operator new(n, std::align_val_t{64});
+    std::memset(p, 0, n);
+    return p;
+  }
+  static void free_shared(void* p) {
+    if (p != nullptr) ::operator delete(p, std::align_val_t{64});
+  }
+  static ThreadContext capture_context() { return {}; }
+  static void enter_context(ThreadContext) {}
 
   // Splits [0, n) into contiguous ranges, calls f(begin, end) for each on its
   // own thread and returns the results in range order (so callers may combine
@@ -137,5 +163,6 @@ struct HostThreads {
   }
 };
 static_assert(Backend<HostThreads>);
+static_assert(SharedHostMemory<HostThreads>);
 
 }  // namespace manyalloc::heap::acc

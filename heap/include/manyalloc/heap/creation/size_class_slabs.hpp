@@ -124,6 +124,47 @@ class SizeClassSlabs {
     Backend::copy_to_device(&h.shared->unmapped_pages, &unmapped, sizeof unmapped);
   }
 
+  // Worker side of the same, for a pool that grows while workers run
+  // (detail/growth_mailbox.hpp): lets the heap use the pages wholly below
+  // `end`, which the caller knows to be mapped. Only raises the usable
+  // count (P3), so concurrent callers with different ends agree on the
+  // largest; then clears the `full` hints of the words that gained pages.
+  template <class Acc>
+  MANYALLOC_FN void extend_mapped_end(const Acc& acc, const void* end) const {
+    const Layout& h = layout_;
+    const auto* e = static_cast<const std::byte*>(end);
+    if (e <= h.data) return;
+    std::uint64_t usable = static_cast<std::uint64_t>(e - h.data) >> h.slab_shift;
+    if (usable > h.page_count) usable = h.page_count;
+    const auto unmapped = static_cast<std::uint32_t>(h.page_count - usable);
+    std::uint32_t seen = acc.load(&h.shared->unmapped_pages);
+    while (seen > unmapped) {
+      const std::uint32_t old = acc.atomic_cas(&h.shared->unmapped_pages, seen, unmapped);
+      if (old == seen) break;
+      seen = old;
+    }
+    if (seen <= unmapped) return;  // another worker raised it as far
+    const std::uint32_t first = (h.page_count - seen) / 32u, last = static_cast<std::uint32_t>((usable - 1u) / 32u);
+    for (std::uint32_t hint = first / 32u; hint <= last / 32u; ++hint) {
+      const std::uint32_t lo = first > hint * 32u ? first - hint * 32u : 0u;
+      const std::uint32_t hi = last < hint * 32u + 31u ? last - hint * 32u : 31u;
+      const std::uint32_t gained = bits::low_mask(hi + 1u) & ~bits::low_mask(lo);
+      acc.atomic_and(&h.full[hint], ~gained);
+    }
+  }
+
+  // Bytes to map beyond the mapped end so that a request of `bytes` that
+  // found no room finds it there: its pages in whole words of the page
+  // bitmap (a run of up to 32 pages lies inside one word, a longer one takes
+  // whole words, P1), plus one word for where the mapped end cuts a word.
+  MANYALLOC_FN static std::uint64_t growth_bytes_for(std::uint64_t bytes) {
+    const std::uint64_t pages = bytes <= largest_class ? 1u : (bytes + slab_bytes - 1u) / slab_bytes;
+    return ((pages + 31u) / 32u + 1u) * 32u * slab_bytes;
+  }
+
+  // The word detail/growth_mailbox.hpp's requests take turns by (M1).
+  MANYALLOC_FN std::uint32_t* growth_lock() const { return &layout_.shared->growth_lock; }
+
   template <class Backend>
   static void finalize_heap(const SizeClassSlabs& s) {
     if (s.layout_.data != nullptr) Backend::fill_zero(s.layout_.shared, s.layout_.metadata_bytes);

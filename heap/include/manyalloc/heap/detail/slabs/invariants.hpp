@@ -218,8 +218,11 @@
 // SlabShared: `misuse` and `last_misuse` count reported misuse of the
 // public API; `taken` holds P2's counters; `open_pages` C4's;
 // `dry_refills` counts refills that found the pool without a free page;
-// `unmapped_pages` shrinks the usable page count (P3) for pools that grow;
-// `reused_chunks` counts C6's reuses.
+// `unmapped_pages` shrinks the usable page count (P3) for pools that grow:
+// the host sets it before workers run, and workers only lower it, after the
+// pages it gives them were mapped (a growth while they run);
+// `reused_chunks` counts C6's reuses; `growth_lock` is the lock of
+// detail/growth_mailbox.hpp (M1).
 #pragma once
 
 #include <cstddef>
@@ -270,7 +273,8 @@ struct SlabShared {
   std::uint32_t unmapped_pages;
   std::uint32_t dry_refills;  // refills that found no free page (C5)
   std::uint32_t reused_chunks;  // freed chunks handed out again (C6)
-  std::uint32_t line0[27];
+  std::uint32_t growth_lock;    // a request to grow the pool while workers run (detail/growth_mailbox.hpp)
+  std::uint32_t line0[26];
   Counter taken[taken_shards];  // P2
   Counter open_pages;           // pages of open segments (C4)
 };

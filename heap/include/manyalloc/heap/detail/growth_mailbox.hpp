@@ -1,0 +1,106 @@
+// Growing a pool while workers run (issue 15, a reserve pool that grows
+// "during a launch through a host-serviced request"): the words a host
+// thread of the library (growth_service.hpp) and the workers share, and the
+// workers' side of the exchange.
+//
+// A worker cannot map memory; the host can, also while a kernel runs (CUDA's
+// virtual memory management maps into a reserved range without waiting for
+// the device). So a worker whose request failed posts how much of the pool
+// it needs mapped and waits; the service maps at least that much and
+// answers; the worker lets the heap use the new pages and asks again.
+//
+// Invariants (M1-M4):
+//  M1 Only the worker holding `lock` (a word in device memory, the
+//     creation policy's, which every worker of the heap reaches) writes
+//     `need_bytes` and `requested`, and it writes `need_bytes` first (both
+//     stores release at system scope), so the service, which loads
+//     `requested` with acquire, reads a need at least as recent. Each
+//     holder posts a larger `requested` than the holder before; the service
+//     serves a `requested` above the last it served.
+//  M2 The service writes `mapped` before `answered` (release), and `mapped`
+//     only grows: the pool is mapped up to `mapped` from the moment a worker
+//     reads that value, so a worker that reads `mapped` >= what it needs
+//     need not wait for anything.
+//  M3 `answered` >= a worker's sequence number with `mapped` below its need
+//     means the service could not map that far (reservation or device
+//     memory exhausted): the worker fails instead of asking again. The
+//     service then sets `refused_from` to the least need it could not map
+//     (written before `answered`), and back to all ones once it maps more,
+//     so the other waiting workers that need as much fail without posting.
+//  M4 Every wait is bounded by `wait_ns` from the worker's first look, and
+//     ends at once when `serving` is 0 (no service, or it stopped): a worker
+//     never hangs on a host that does not answer; its request then fails as
+//     any request of a full heap does (the OOM policy decides).
+#pragma once
+
+#include <cstdint>
+
+#include "manyalloc/common/platform.hpp"
+#include "manyalloc/heap/acc/concepts.hpp"
+
+namespace manyalloc::heap::detail {
+
+struct alignas(64) GrowthMailbox {
+  std::uint64_t requested;   // sequence number of the latest request (M1)
+  std::uint64_t need_bytes;  // bytes from the pool's start that request needs mapped (M1)
+  std::uint64_t answered;    // sequence number of the latest request served (M2, M3)
+  std::uint64_t mapped;      // bytes from the pool's start that are mapped (M2)
+  std::uint64_t reserved;    // bytes reserved: the most `mapped` can reach
+  std::uint64_t wait_ns;     // longest wait of a worker (M4)
+  std::uint64_t serving;     // 1 while a service answers (M4)
+  std::uint64_t refused_from;  // the least need the service could not map (M3)
+};
+
+// Asks for the pool to be mapped up to at least `need` bytes from its start
+// and waits for it (M1-M4). Returns the bytes mapped then (>= need), or 0
+// when the pool cannot grow that far or no answer came in time. Called by
+// one lane per warp. `lock` holds twice the last sequence number posted,
+// plus 1 while a worker holds it: the sequence numbers grow without a read
+// of the host's words, and stay above `answered` after the heap is reset
+// (which zeroes the lock).
+template <class Acc>
+  requires acc::SystemScopeWorker<Acc>
+MANYALLOC_FN std::uint64_t request_growth(const Acc& acc, GrowthMailbox* box, std::uint32_t* lock,
+                                          std::uint64_t need) {
+  if (need > acc.load_system64(&box->reserved)) return 0;
+  const std::uint64_t start = acc.now_ns();
+  const std::uint64_t wait = acc.load_system64(&box->wait_ns);
+  for (;;) {
+    if (acc.load_system64(&box->serving) == 0u) return 0;
+    std::uint64_t mapped = acc.load_system64(&box->mapped);
+    if (mapped >= need) return mapped;
+    if (need >= acc.load_system64(&box->refused_from)) return 0;  // M3
+    const std::uint32_t word = acc.load(lock);
+    if ((word & 1u) == 0u && acc.atomic_cas(lock, word, word | 1u) == word) {
+      // This worker posts (M1). The fences order its words after the last
+      // holder's and before the next one's; `mapped` is read again: the
+      // last holder may have been answered since.
+      acc.fence();
+      std::uint32_t released = word;
+      mapped = acc.load_system64(&box->mapped);
+      if (mapped < need) {
+        const std::uint64_t last = acc.load_system64(&box->answered);
+        const std::uint64_t seq = (word / 2u > last ? word / 2u : last) + 1u;
+        acc.store_system64(&box->need_bytes, need);
+        acc.store_system64(&box->requested, seq);
+        while (acc.load_system64(&box->answered) < seq) {
+          if (acc.load_system64(&box->serving) == 0u || acc.now_ns() - start > wait) break;
+          acc.relax();
+        }
+        mapped = acc.load_system64(&box->mapped);  // below `need` after an answer: refused (M3)
+        released = static_cast<std::uint32_t>(seq * 2u);
+      }
+      acc.fence();
+      acc.atomic_exch(lock, released);
+      return mapped >= need ? mapped : 0u;
+    }
+    // Another worker's request is in flight: wait on the lock in device
+    // memory, not on the host's words, then look at `mapped` again.
+    while ((acc.load(lock) & 1u) != 0u) {
+      if (acc.now_ns() - start > wait) return 0;
+      acc.relax();
+    }
+  }
+}
+
+}  // namespace manyalloc::heap::detail

@@ -1,0 +1,168 @@
+// Issue 15: a pool that grows while workers run, through the growth service
+// (Allocator::serve_growth, growth_service.hpp, detail/growth_mailbox.hpp),
+// on host threads. HostVirtualMemory leaves the unmapped part of the
+// reservation inaccessible, so a worker that touched a page before it was
+// mapped would crash the test.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "manyalloc/heap/heap.hpp"
+
+namespace manyalloc::heap::testing {
+namespace {
+
+using GrowingHeap = Allocator<CreationPolicies::SizeClassSlabs<>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                              ReservePoolPolicies::HostVirtualMemory, AlignmentPolicies::Shrink<16>>;
+static_assert(GrowingHeap::grows_while_running);
+using FixedHeap = Allocator<CreationPolicies::SizeClassSlabs<>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                            ReservePoolPolicies::HostPool, AlignmentPolicies::Shrink<16>>;
+static_assert(!FixedHeap::grows_while_running);
+static_assert(sizeof(FixedHeap::Handle) == sizeof(CreationPolicies::SizeClassSlabs<>),
+              "a handle of a heap that cannot grow while workers run carries nothing for it");
+
+constexpr std::size_t mib = std::size_t{1} << 20;
+
+// Each thread allocates `bytes` until it holds `count` chunks or a request
+// fails, writing its tag into every chunk; returns the failures.
+struct Worker {
+  GrowingHeap::Handle handle;
+  std::size_t bytes;
+  std::size_t count;
+  unsigned char tag;
+  std::vector<void*> got;
+  std::uint64_t failed = 0;
+  void operator()() {
+    const acc::HostThread acc;
+    for (std::size_t i = 0; i < count; ++i) {
+      void* p = handle.alloc(acc, bytes);
+      if (p == nullptr) {
+        ++failed;
+        break;
+      }
+      std::memset(p, tag, bytes);
+      got.push_back(p);
+    }
+  }
+};
+
+std::vector<Worker> run_workers(const GrowingHeap& heap, unsigned threads, std::size_t bytes, std::size_t count) {
+  std::vector<Worker> workers;
+  for (unsigned t = 0; t < threads; ++t) workers.push_back({heap.handle(), bytes, count, static_cast<unsigned char>(t + 1), {}, 0});
+  std::vector<std::thread> pool;
+  for (auto& w : workers) pool.emplace_back(std::ref(w));
+  for (auto& t : pool) t.join();
+  return workers;
+}
+
+// Every chunk still holds its worker's tag (no two chunks overlap), then all are freed.
+void check_and_free(const GrowingHeap& heap, std::vector<Worker>& workers, std::size_t bytes) {
+  const acc::HostThread acc;
+  const auto handle = heap.handle();
+  for (auto& w : workers) {
+    for (void* p : w.got) {
+      const auto* b = static_cast<const unsigned char*>(p);
+      ASSERT_EQ(b[0], w.tag) << "a chunk was overwritten: two chunks overlap";
+      ASSERT_EQ(b[bytes - 1], w.tag) << "a chunk was overwritten: two chunks overlap";
+      handle.dealloc(acc, p);
+    }
+  }
+}
+
+TEST(SlabGrowthService, WorkersGrowThePoolWhileTheyRun) {
+  GrowingHeap heap(512 * mib, 4 * mib);
+  const std::size_t before = heap.mapped_bytes();
+  heap.serve_growth({.step_bytes = 8 * mib});
+  const unsigned threads = 4;
+  const std::size_t bytes = 4096, count = 8192;  // 4 x 32 MiB: eight times the first mapping
+  auto workers = run_workers(heap, threads, bytes, count);
+  for (const auto& w : workers) EXPECT_EQ(w.failed, 0u) << "a request failed though the reservation had room";
+  EXPECT_GE(heap.mapped_bytes(), threads * count * bytes) << "the pool did not grow";
+  EXPECT_LT(heap.mapped_bytes(), 512 * mib) << "the pool grew far beyond what the workers asked for";
+  EXPECT_GT(heap.mapped_bytes(), before);
+  const auto st = heap.growth_statistics();
+  ASSERT_TRUE(st.has_value());
+  EXPECT_GE(st->growths, 2u);
+  EXPECT_EQ(st->refusals, 0u);
+  check_and_free(heap, workers, bytes);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  heap.creation().release_open_segments<acc::HostThreads>();
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u) << "pages were lost";
+}
+
+TEST(SlabGrowthService, ALargeRequestGrowsThePoolByWhatItNeeds) {
+  GrowingHeap heap(1024 * mib, 4 * mib);
+  heap.serve_growth({.step_bytes = 2 * mib});
+  const acc::HostThread acc;
+  const auto handle = heap.handle();
+  void* big = handle.alloc(acc, 300 * mib);
+  ASSERT_NE(big, nullptr) << "a request larger than the step must grow the pool by as much";
+  std::memset(big, 0x77, 300 * mib);
+  EXPECT_GE(heap.mapped_bytes(), 300 * mib);
+  EXPECT_LT(heap.mapped_bytes(), 320 * mib);
+  handle.dealloc(acc, big);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().pages_in_use, 0u);
+}
+
+TEST(SlabGrowthService, AFullReservationFailsWithoutWaiting) {
+  GrowingHeap heap(64 * mib, 4 * mib);
+  heap.serve_growth({.wait = std::chrono::seconds(30)});
+  const acc::HostThread acc;
+  const auto handle = heap.handle();
+  std::vector<void*> held;
+  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  EXPECT_EQ(heap.mapped_bytes(), 64 * mib) << "the whole reservation is mapped before a request fails";
+  EXPECT_GT(held.size(), 900u);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(handle.alloc(acc, 64 * 1024), nullptr);
+  EXPECT_EQ(handle.alloc(acc, 128 * mib), nullptr) << "more than the reservation";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10))
+      << "a request the reservation cannot serve waited for the service";
+  for (void* p : held) handle.dealloc(acc, p);
+}
+
+TEST(SlabGrowthService, HandlesWithoutAServiceDoNotGrow) {
+  GrowingHeap heap(64 * mib, 4 * mib);
+  const auto before = heap.handle();  // made before the service: never asks
+  heap.serve_growth();
+  const acc::HostThread acc;
+  std::vector<void*> held;
+  while (void* p = before.alloc(acc, 64 * 1024)) held.push_back(p);
+  EXPECT_LE(heap.mapped_bytes(), 8 * mib);
+  const auto st = heap.growth_statistics();
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->answered, 0u);
+  heap.stop_growth_service();
+  EXPECT_FALSE(heap.growth_statistics().has_value());
+  const auto after = heap.handle();  // no service now
+  EXPECT_EQ(after.alloc(acc, 64 * 1024), nullptr);
+  heap.serve_growth();
+  EXPECT_THROW(heap.serve_growth(), std::logic_error) << "a second service while one runs";
+  for (void* p : held) before.dealloc(acc, p);
+}
+
+// A stopped service (or one that never answers within the wait) makes the
+// workers fail, not hang (M4).
+TEST(SlabGrowthService, AWorkerWaitsAtMostTheWait) {
+  GrowingHeap heap(64 * mib, 4 * mib);
+  heap.serve_growth({.wait = std::chrono::milliseconds(50), .poll = std::chrono::seconds(5)});
+  const acc::HostThread acc;
+  const auto handle = heap.handle();
+  std::vector<void*> held;
+  // The service sleeps 5 s between looks, so the first request that needs
+  // a growth waits 50 ms and fails.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4)) << "a worker waited past its limit";
+  EXPECT_LE(heap.mapped_bytes(), 8 * mib);
+  for (void* p : held) handle.dealloc(acc, p);
+}
+
+}  // namespace
+}  // namespace manyalloc::heap::testing
