@@ -86,6 +86,31 @@ struct MixedAlloc {
     alloc_tagged(heap, acc, 16u + x % 4081u, w, ptrs, failures);
   }
 };
+// Sizes of 16 B-4 KiB by a hash of the worker's index, and 1 MiB for one
+// worker in 64 (the large path in the same warps). step 0: allocate and tag,
+// 1: check the tags, 2: free.
+template <class Handle>
+struct MixedGrowProbe {
+  Handle heap;
+  void** ptrs;
+  std::uint32_t* counters;  // [0] failed allocations, [1] corrupt chunks
+  int step;
+  __device__ static std::size_t bytes_of(std::uint32_t w) {
+    std::uint32_t x = w * 2654435761u;
+    x ^= x >> 15;
+    return w % 64u == 7u ? std::size_t{1} << 20 : 16u + x % 4081u;
+  }
+  template <class Acc>
+  __device__ void operator()(const Acc& acc, std::uint32_t w) const {
+    const std::size_t bytes = bytes_of(w);
+    if (step == 0) {
+      alloc_tagged(heap, acc, bytes, w, ptrs, counters);
+    } else if (auto* p = static_cast<std::uint32_t*>(ptrs[w])) {
+      if (step == 1 && (p[0] != w || p[bytes / 4 - 1] != ~w)) atomicAdd(counters + 1, 1u);
+      if (step == 2) heap.dealloc(acc, p);
+    }
+  }
+};
 // Fill, free every other chunk, allocate again (slabs/invariants.hpp C6).
 // step 0: every worker allocates and tags its chunk; 1: odd workers free
 // theirs; 2: odd workers allocate again; 3: every tag is checked; 4: all free.
@@ -411,9 +436,24 @@ TEST(CudaGrowingPool, GrowsWhileAKernelRuns) {
   ASSERT_TRUE(st.has_value());
   EXPECT_GE(st->growths, 1u);
   EXPECT_EQ(st->refusals, 0u);
-  std::printf("[growth] mapped %zu MiB -> %zu MiB in one launch of %u workers: %llu answers, %llu growths\n",
+  std::printf("[growth] mapped %zu MiB -> %zu MiB in one launch of %u workers: %llu answers, %llu growths; "
+              "pages in use %u (open segments %u)\n",
               first / mib, heap.mapped_bytes() / mib, workers, static_cast<unsigned long long>(st->answered),
-              static_cast<unsigned long long>(st->growths));
+              static_cast<unsigned long long>(st->growths), heap.creation().statistics<acc::Cuda>().pages_in_use,
+              heap.creation().statistics<acc::Cuda>().open_pages);
+  {
+    // The same launch on a pool mapped whole, for the log: the pages the
+    // heap takes for these requests when it has room.
+    SlabsHeap<CudaRunner> fixed(std::size_t{16} << 30);
+    CudaRunner::Buffer<void*> fixed_ptrs(workers);
+    CudaRunner::Buffer<std::uint32_t> fixed_counters(2);
+    using F = SlabsHeap<CudaRunner>::Handle;
+    CudaRunner::run(workers, GrowProbe<F>{fixed.handle(), bytes, fixed_ptrs.data(), fixed_counters.data(), 0});
+    std::printf("[growth] the same launch in a pool mapped whole: pages in use %u (open segments %u)\n",
+                fixed.creation().statistics<acc::Cuda>().pages_in_use,
+                fixed.creation().statistics<acc::Cuda>().open_pages);
+    CudaRunner::run(workers, GrowProbe<F>{fixed.handle(), bytes, fixed_ptrs.data(), fixed_counters.data(), 2});
+  }
   CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, ptrs.data(), counters.data(), 1});
   EXPECT_EQ(counters.to_host()[1], 0u) << "chunks changed";
   CudaRunner::run(workers, GrowProbe<H>{heap.handle(), bytes, ptrs.data(), counters.data(), 2});
@@ -446,6 +486,37 @@ TEST(CudaGrowingPool, GrowsWhileAKernelRuns) {
   CudaRunner::run(1, GrowProbe<H>{heap.handle(), std::size_t{17} << 30, one.data(), counters.data(), 0});
   EXPECT_EQ(counters.to_host()[0], 1u);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  heap.creation().release_open_segments<acc::Cuda>();
+  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u) << "pages were lost";
+}
+
+// The same with mixed sizes, large requests among them in the same warps,
+// and the default step (the mapped part doubles).
+TEST(CudaGrowingPool, MixedAndLargeRequestsGrowInOneLaunch) {
+  if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
+  using Heap = Allocator<CreationPolicies::SizeClassSlabs<>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                         ReservePoolPolicies::CudaVirtualMemory, AlignmentPolicies::Shrink<16>>;
+  const std::size_t mib = std::size_t{1} << 20;
+  Heap heap(std::size_t{16} << 30, 0);
+  const std::size_t first = heap.mapped_bytes();
+  heap.serve_growth();
+  const std::uint32_t workers = std::min(CudaRunner::many_workers(), 1u << 17);
+  CudaRunner::Buffer<void*> ptrs(workers);
+  CudaRunner::Buffer<std::uint32_t> counters(2);
+  using H = Heap::Handle;
+  CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 0});
+  EXPECT_EQ(counters.to_host()[0], 0u) << "requests failed though the reservation had room";
+  EXPECT_GE(heap.mapped_bytes(), first + (workers / 64) * mib) << "the large requests alone need this much";
+  const auto st = heap.growth_statistics();
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->refusals, 0u);
+  std::printf("[growth] mixed and 1 MiB requests, %u workers: mapped %zu MiB -> %zu MiB, %llu answers, %llu growths\n",
+              workers, first / mib, heap.mapped_bytes() / mib, static_cast<unsigned long long>(st->answered),
+              static_cast<unsigned long long>(st->growths));
+  CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 1});
+  EXPECT_EQ(counters.to_host()[1], 0u) << "chunks changed";
+  CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 2});
+  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().misuse_reports, 0u);
   heap.creation().release_open_segments<acc::Cuda>();
   EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u) << "pages were lost";
 }

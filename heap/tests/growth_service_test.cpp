@@ -8,7 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstddef>
 #include <cstring>
+#include <new>
+#include <string>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -162,6 +165,110 @@ TEST(SlabGrowthService, AWorkerWaitsAtMostTheWait) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4)) << "a worker waited past its limit";
   EXPECT_LE(heap.mapped_bytes(), 8 * mib);
   for (void* p : held) handle.dealloc(acc, p);
+}
+
+// A step that does not divide the reservation still reaches its end: the
+// last request asks for what is left.
+TEST(SlabGrowthService, StepsReachTheEndOfTheReservation) {
+  GrowingHeap heap(64 * mib, 5 * mib);
+  heap.serve_growth({.step_bytes = mib});
+  const acc::HostThread acc;
+  const auto handle = heap.handle();
+  std::vector<void*> held;
+  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  EXPECT_EQ(heap.mapped_bytes(), 64 * mib);
+  const std::size_t pages = heap.creation().layout().page_count;
+  EXPECT_EQ(held.size(), pages) << "every page of the reservation is handed out";
+  for (void* p : held) handle.dealloc(acc, p);
+}
+
+// A worker that gave up before the answer came (M4): the pages mapped for
+// it are used by the next request instead of being skipped for good.
+TEST(SlabGrowthService, PagesMappedAfterAWorkerGaveUpAreUsed) {
+  GrowingHeap heap(64 * mib, 4 * mib);
+  heap.serve_growth({.step_bytes = 8 * mib, .wait = std::chrono::milliseconds(20), .poll = std::chrono::milliseconds(300)});
+  const acc::HostThread acc;
+  const auto handle = heap.handle();
+  std::vector<void*> held;
+  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);  // the first growth times out
+  const std::size_t before = held.size();
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the service answers late
+  EXPECT_GT(heap.mapped_bytes(), 8 * mib) << "the late answer mapped more";
+  void* p = handle.alloc(acc, 64 * 1024);
+  ASSERT_NE(p, nullptr) << "pages mapped after the worker gave up stay unused";
+  held.push_back(p);
+  EXPECT_GT(held.size(), before);
+  for (void* q : held) handle.dealloc(acc, q);
+}
+
+TEST(SlabGrowthService, ARequestNoGrowthCanServeMapsNothing) {
+  GrowingHeap heap(256 * mib, 4 * mib);
+  heap.serve_growth();
+  const acc::HostThread acc;
+  const auto handle = heap.handle();
+  const std::size_t before = heap.mapped_bytes();
+  for (std::size_t bytes : {SIZE_MAX - 16, SIZE_MAX / 2, std::size_t{257} * mib}) {
+    EXPECT_EQ(handle.alloc(acc, bytes), nullptr) << bytes;
+  }
+  EXPECT_EQ(heap.mapped_bytes(), before) << "a request larger than the reservation mapped memory";
+  EXPECT_EQ(heap.growth_statistics()->answered, 0u);
+}
+
+TEST(SlabGrowthService, AMovedHeapKeepsItsService) {
+  GrowingHeap heap(64 * mib, 4 * mib);
+  heap.serve_growth({.step_bytes = 4 * mib});
+  GrowingHeap moved(std::move(heap));
+  EXPECT_EQ(heap.mapped_bytes(), 0u);  // NOLINT(bugprone-use-after-move): the moved-from state is defined
+  EXPECT_FALSE(heap.growth_statistics().has_value());
+  heap.stop_growth_service();
+  const acc::HostThread acc;
+  const auto handle = moved.handle();
+  std::vector<void*> held;
+  for (int i = 0; i < 256; ++i) {
+    void* p = handle.alloc(acc, 64 * 1024);
+    ASSERT_NE(p, nullptr) << "16 MiB in a 64 MiB reservation";
+    held.push_back(p);
+  }
+  EXPECT_GE(moved.mapped_bytes(), 16 * mib);
+  EXPECT_GE(moved.growth_statistics()->growths, 1u);
+  for (void* p : held) handle.dealloc(acc, p);
+}
+
+// A pool whose memory runs out before its reservation does (the device's
+// memory, on the GPU): map() fails above `limit` bytes.
+struct LimitedVirtualMemory : ReservePoolPolicies::HostVirtualMemory {
+  static inline std::atomic<std::size_t> limit{0};
+  static void map(void* pool, std::size_t from, std::size_t to) {
+    if (to > limit.load()) throw std::bad_alloc();
+    HostVirtualMemory::map(pool, from, to);
+  }
+  static std::string classname() { return "LimitedVirtualMemory"; }
+};
+
+// M3: a refused growth fails the request, and the refusal holds for one
+// wait only: once memory is back, the pool grows again.
+TEST(SlabGrowthService, ARefusalFailsTheRequestAndExpires) {
+  using Heap = Allocator<CreationPolicies::SizeClassSlabs<>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
+                         LimitedVirtualMemory, AlignmentPolicies::Shrink<16>>;
+  LimitedVirtualMemory::limit = 16 * mib;
+  Heap heap(64 * mib, 4 * mib);
+  heap.serve_growth({.step_bytes = 4 * mib, .wait = std::chrono::milliseconds(100)});
+  const acc::HostThread acc;
+  const auto handle = heap.handle();
+  std::vector<void*> held;
+  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  EXPECT_LE(heap.mapped_bytes(), 16 * mib);
+  EXPECT_GE(heap.growth_statistics()->refusals, 1u);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(handle.alloc(acc, 64 * 1024), nullptr) << "while the refusal holds";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(90)) << "a refused need waited";
+  LimitedVirtualMemory::limit = 64 * mib;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the refusal expires
+  void* p = handle.alloc(acc, 64 * 1024);
+  ASSERT_NE(p, nullptr) << "the pool did not grow once memory was back";
+  held.push_back(p);
+  EXPECT_GT(heap.mapped_bytes(), 16 * mib);
+  for (void* q : held) handle.dealloc(acc, q);
 }
 
 }  // namespace

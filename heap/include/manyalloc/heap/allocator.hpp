@@ -113,10 +113,11 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     // Slow path: the lanes whose request failed ask the growth service for
     // room (one request per warp, sized for the largest of them,
     // detail/growth_mailbox.hpp), let the heap use what it mapped, and try
-    // again, until the pool cannot grow (then the OOM policy decides). Every
-    // round asks for more than was mapped when it began and goes on only
-    // with at least that much mapped, so the rounds end by the reservation's
-    // end, also when other workers take the new pages first.
+    // again, until the pool cannot grow (then the OOM policy decides). Each
+    // round either lets the heap use pages mapped earlier that it did not
+    // use yet, or gets more of the pool mapped than when it began, so the
+    // rounds end by the reservation's end, also when other workers take the
+    // new pages first.
     template <class Acc>
     MANYALLOC_FN void* create_after_growth(const Acc& acc, std::size_t request) const {
       void* mem = nullptr;
@@ -129,17 +130,30 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
           const std::uint64_t r = acc::shfl64(acc, mask, request, lane);
           most = r > most ? r : most;
         }
-        std::uint64_t mapped = 0;
-        if (acc.lane_id() == leader) {
-          const std::uint64_t now = acc.load_system64(&this->growth_box->mapped);
-          mapped = detail::request_growth(acc, this->growth_box, creation_.growth_lock(), now + CP::growth_bytes_for(most));
-          if (mapped != 0u) creation_.extend_mapped_end(acc, this->growth_pool + mapped);
-        }
-        mapped = acc::shfl64(acc, mask, mapped, leader);
-        if (mapped == 0u) break;
+        const bool room = acc::shfl64(acc, mask, acc.lane_id() == leader ? make_room(acc, most) : 0u, leader) != 0u;
+        if (!room) break;
         mem = creation_.create(acc, request);
       }
       return mem;
+    }
+
+    // The leader's part of a round: true once the heap may use more pages.
+    template <class Acc>
+    MANYALLOC_FN bool make_room(const Acc& acc, std::uint64_t most) const {
+      detail::GrowthMailbox* box = this->growth_box;
+      const std::uint64_t reserved = acc.load_system64(&box->reserved);
+      if (most > reserved) return false;  // no growth can serve it
+      const std::uint64_t now = acc.load_system64(&box->mapped);
+      // Pages mapped for a worker that gave up before the answer came (M4),
+      // or by the host's grow(): those first.
+      if (creation_.extend_mapped_end(acc, this->growth_pool + now)) return true;
+      if (now >= reserved) return false;
+      const std::uint64_t more = CP::growth_bytes_for(most);
+      const std::uint64_t need = more < reserved - now ? now + more : reserved;  // the last part of the reservation too
+      const std::uint64_t mapped = detail::request_growth(acc, box, creation_.growth_lock(), need);
+      if (mapped == 0u) return false;
+      creation_.extend_mapped_end(acc, this->growth_pool + mapped);
+      return true;
     }
 
     CP creation_{};
@@ -211,20 +225,24 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   void serve_growth(const GrowthOptions& options = {})
     requires grows_while_running
   {
+    if (!mapping_) throw std::logic_error("Allocator::serve_growth: the allocator was moved from");
     Mapping& m = *mapping_;
     const std::lock_guard<std::mutex> guard(m.lock);
     if (m.service) throw std::logic_error("Allocator::serve_growth: a growth service runs already (stop_growth_service() first)");
+    if (m.box == nullptr) m.box = static_cast<detail::GrowthMailbox*>(backend::alloc_shared(sizeof(detail::GrowthMailbox)));
     const std::size_t g = RP::granularity();
     m.service = std::make_unique<GrowthService<backend>>(
-        [mapping = &m, pool = pool_, bytes = pool_bytes_](std::size_t n) { map_locked(*mapping, pool, bytes, n); },
+        m.box, [mapping = &m, pool = pool_, bytes = pool_bytes_](std::size_t n) { map_locked(*mapping, pool, bytes, n); },
         m.mapped, (pool_bytes_ + g - 1) / g * g, options);
   }
 
-  // Stops the growth service: only while no worker runs with a handle made
-  // since serve_growth (their mailbox is freed). Does nothing without one.
+  // Stops the growth service; does nothing without one. Workers with
+  // handles made while it ran then fail as in a full heap when they find no
+  // room (their mailbox stays until the Allocator is destroyed).
   void stop_growth_service()
     requires grows_while_running
   {
+    if (!mapping_) return;
     std::unique_ptr<GrowthService<backend>> stopped;
     {
       const std::lock_guard<std::mutex> guard(mapping_->lock);
@@ -236,14 +254,17 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   std::optional<GrowthStatistics> growth_statistics() const
     requires grows_while_running
   {
+    if (!mapping_) return std::nullopt;
     const std::lock_guard<std::mutex> guard(mapping_->lock);
     if (!mapping_->service) return std::nullopt;
     return mapping_->service->statistics();
   }
 
-  // Bytes of the pool backed by memory (all of it unless the pool grows).
+  // Bytes of the pool backed by memory (all of it unless the pool grows; 0
+  // once the allocator was moved from).
   std::size_t mapped_bytes() const {
     if constexpr (GrowablePool<RP>) {
+      if (!mapping_) return 0;
       const std::lock_guard<std::mutex> guard(mapping_->lock);
       return mapping_->mapped;
     } else {
@@ -273,8 +294,10 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   Handle handle() const {
     if constexpr (grows_while_running) {
       GrowthChannel channel;
-      const std::lock_guard<std::mutex> guard(mapping_->lock);
-      if (mapping_->service) channel = {mapping_->service->mailbox(), static_cast<std::byte*>(pool_)};
+      if (mapping_) {
+        const std::lock_guard<std::mutex> guard(mapping_->lock);
+        if (mapping_->service) channel = {mapping_->box, static_cast<std::byte*>(pool_)};
+      }
       return Handle(creation_, channel);
     } else {
       return Handle(creation_);
@@ -332,15 +355,19 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   // (on the heap, so that the service's thread keeps its address when the
   // Allocator moves).
   struct Mapping {
-    mutable std::mutex lock;  // RP::map calls, `mapped`, `service`
+    mutable std::mutex lock;  // RP::map calls, `mapped`, `box`, `service`
     std::size_t mapped = 0;   // bytes from pool_ backed by memory
+    detail::GrowthMailbox* box = nullptr;  // from the first serve_growth on, until release()
     std::unique_ptr<typename GrowthServiceOf<grows_while_running, backend>::type> service;
   };
 
   void release() {
     if (!owns_) return;
     owns_ = false;
-    if constexpr (grows_while_running) stop_growth_service();
+    if constexpr (grows_while_running) {
+      stop_growth_service();
+      backend::free_shared(std::exchange(mapping_->box, nullptr));
+    }
     CP::template finalize_heap<backend>(creation_);
     RP::reset_mem_pool(pool_, pool_bytes_);
   }

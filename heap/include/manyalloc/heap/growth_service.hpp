@@ -50,12 +50,14 @@ class GrowthService {
   // the reservation) and calls publish_mapped; it throws when it cannot.
   using MapTo = std::function<void(std::size_t)>;
 
-  // Starts the thread; returns once it serves. Throws what the back end
-  // throws (shared words, the device context).
-  GrowthService(MapTo map_to, std::size_t mapped, std::size_t reserved, const GrowthOptions& options)
-      : map_to_(std::move(map_to)), options_(options) {
-    box_ = static_cast<detail::GrowthMailbox*>(Backend::alloc_shared(sizeof(detail::GrowthMailbox)));
-    word(box_->mapped).store(mapped);
+  // Serves the workers' requests posted in `box` (shared words from
+  // Backend::alloc_shared, which outlive the service: handles keep pointing
+  // at them). Starts the thread and returns once it serves. Throws what the
+  // back end throws (the device context) or std::system_error (no thread).
+  GrowthService(detail::GrowthMailbox* box, MapTo map_to, std::size_t mapped, std::size_t reserved,
+                const GrowthOptions& options)
+      : map_to_(std::move(map_to)), options_(options), box_(box) {
+    word(box_->mapped).store(std::max<std::uint64_t>(word(box_->mapped).load(), mapped));
     word(box_->reserved).store(reserved);
     word(box_->wait_ns).store(static_cast<std::uint64_t>(std::max<std::int64_t>(0, options.wait.count())));
     word(box_->refused_from).store(nobody_refused);
@@ -76,13 +78,12 @@ class GrowthService {
       ready.get();
     } catch (...) {
       thread_.join();
-      Backend::free_shared(box_);
       throw;
     }
   }
 
-  // Stops answering (waiting workers fail at once, M4) and frees the shared
-  // words: only once no worker holding a handle of this service runs.
+  // Stops answering: waiting workers fail at once (M4), and so do later
+  // requests of handles made while it ran.
   ~GrowthService() {
     word(box_->serving).store(0u, std::memory_order_release);
     {
@@ -91,12 +92,9 @@ class GrowthService {
     }
     wake_.notify_all();
     thread_.join();
-    Backend::free_shared(box_);
   }
   GrowthService(const GrowthService&) = delete;
   GrowthService& operator=(const GrowthService&) = delete;
-
-  detail::GrowthMailbox* mailbox() const { return box_; }
 
   // Tells workers that `mapped` bytes are mapped now (M2); a growth clears
   // the refusals (M3). Called with the pool's mapping lock held.
@@ -120,6 +118,7 @@ class GrowthService {
     for (;;) {
       const std::uint64_t request = word(box_->requested).load(std::memory_order_acquire);
       if (request <= served) {
+        forget_old_refusal();
         std::unique_lock<std::mutex> guard(sleep_);
         if (wake_.wait_for(guard, options_.poll, [this] { return stop_; })) return;
         continue;
@@ -155,13 +154,25 @@ class GrowthService {
     }
     refusals_.fetch_add(1);
     const std::lock_guard<std::mutex> guard(words_);
+    if (word(box_->mapped).load() >= need) return;  // the host grew the pool meanwhile
     if (need < word(box_->refused_from).load()) word(box_->refused_from).store(need, std::memory_order_release);
+    refused_at_ = std::chrono::steady_clock::now();
+  }
+
+  // A refusal (M3) holds for one wait: the device may have memory again.
+  void forget_old_refusal() {
+    const std::lock_guard<std::mutex> guard(words_);
+    if (word(box_->refused_from).load() != nobody_refused &&
+        std::chrono::steady_clock::now() - refused_at_ > options_.wait) {
+      word(box_->refused_from).store(nobody_refused, std::memory_order_release);
+    }
   }
 
   MapTo map_to_;
   GrowthOptions options_;
-  detail::GrowthMailbox* box_ = nullptr;
-  std::mutex words_;  // writers of mapped and refused_from
+  detail::GrowthMailbox* box_;
+  std::mutex words_;  // writers of mapped, refused_from, refused_at_
+  std::chrono::steady_clock::time_point refused_at_{};
   std::mutex sleep_;  // stop_ and the service's sleep between looks
   std::condition_variable wake_;
   bool stop_ = false;

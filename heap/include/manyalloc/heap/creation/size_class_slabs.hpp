@@ -129,11 +129,12 @@ class SizeClassSlabs {
   // `end`, which the caller knows to be mapped. Only raises the usable
   // count (P3), so concurrent callers with different ends agree on the
   // largest; then clears the `full` hints of the words that gained pages.
+  // Returns whether this call raised the count.
   template <class Acc>
-  MANYALLOC_FN void extend_mapped_end(const Acc& acc, const void* end) const {
+  MANYALLOC_FN bool extend_mapped_end(const Acc& acc, const void* end) const {
     const Layout& h = layout_;
     const auto* e = static_cast<const std::byte*>(end);
-    if (e <= h.data) return;
+    if (e <= h.data) return false;
     std::uint64_t usable = static_cast<std::uint64_t>(e - h.data) >> h.slab_shift;
     if (usable > h.page_count) usable = h.page_count;
     const auto unmapped = static_cast<std::uint32_t>(h.page_count - usable);
@@ -143,7 +144,7 @@ class SizeClassSlabs {
       if (old == seen) break;
       seen = old;
     }
-    if (seen <= unmapped) return;  // another worker raised it as far
+    if (seen <= unmapped) return false;  // raised as far already
     const std::uint32_t first = (h.page_count - seen) / 32u, last = static_cast<std::uint32_t>((usable - 1u) / 32u);
     for (std::uint32_t hint = first / 32u; hint <= last / 32u; ++hint) {
       const std::uint32_t lo = first > hint * 32u ? first - hint * 32u : 0u;
@@ -151,6 +152,7 @@ class SizeClassSlabs {
       const std::uint32_t gained = bits::low_mask(hi + 1u) & ~bits::low_mask(lo);
       acc.atomic_and(&h.full[hint], ~gained);
     }
+    return true;
   }
 
   // Bytes to map beyond the mapped end so that a request of `bytes` that

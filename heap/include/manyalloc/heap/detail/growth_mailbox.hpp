@@ -22,15 +22,24 @@
 //     reads that value, so a worker that reads `mapped` >= what it needs
 //     need not wait for anything.
 //  M3 `answered` >= a worker's sequence number with `mapped` below its need
-//     means the service could not map that far (reservation or device
-//     memory exhausted): the worker fails instead of asking again. The
-//     service then sets `refused_from` to the least need it could not map
-//     (written before `answered`), and back to all ones once it maps more,
-//     so the other waiting workers that need as much fail without posting.
+//     means the service could not map that far (the device had no memory
+//     for it): the worker fails instead of asking again. The service then
+//     sets `refused_from` to the least need it could not map (written before
+//     `answered`), and back to all ones once it maps more or `wait_ns` after
+//     the refusal, so the other waiting workers that need as much fail
+//     without posting, for a while.
 //  M4 Every wait is bounded by `wait_ns` from the worker's first look, and
 //     ends at once when `serving` is 0 (no service, or it stopped): a worker
 //     never hangs on a host that does not answer; its request then fails as
-//     any request of a full heap does (the OOM policy decides).
+//     any request of a full heap does (the OOM policy decides). A request
+//     that grows the pool in several rounds (others took the new pages
+//     first, allocator.hpp) waits at most `wait_ns` per round.
+//
+// The mailbox lives as long as the Allocator (a handle made while a service
+// ran keeps pointing at it after the service stops: `serving` 0), and an
+// answer that comes after its worker gave up still counts: the next worker
+// that fails finds `mapped` beyond what the heap uses and takes those pages
+// first.
 #pragma once
 
 #include <cstdint>
@@ -79,8 +88,13 @@ MANYALLOC_FN std::uint64_t request_growth(const Acc& acc, GrowthMailbox* box, st
       std::uint32_t released = word;
       mapped = acc.load_system64(&box->mapped);
       if (mapped < need) {
-        const std::uint64_t last = acc.load_system64(&box->answered);
-        const std::uint64_t seq = (word / 2u > last ? word / 2u : last) + 1u;
+        // Above every number posted or answered: after a reset zeroed the
+        // lock, a holder that gave up may have left one unanswered.
+        const std::uint64_t posted = acc.load_system64(&box->requested);
+        const std::uint64_t answered = acc.load_system64(&box->answered);
+        std::uint64_t seq = word / 2u;
+        seq = (posted > seq ? posted : seq);
+        seq = (answered > seq ? answered : seq) + 1u;
         acc.store_system64(&box->need_bytes, need);
         acc.store_system64(&box->requested, seq);
         while (acc.load_system64(&box->answered) < seq) {
