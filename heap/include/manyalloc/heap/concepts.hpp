@@ -106,13 +106,16 @@ concept GrowingCreationPolicy =
 // A growing creation policy whose workers can also take pages mapped while
 // they run (Allocator::serve_growth, growth_service.hpp): extend_mapped_end
 // only ever raises the usable end (true when the call raised it), growth_lock is a zeroed word of its
-// metadata that the workers' requests take turns by, and growth_bytes_for
-// says how much beyond the mapped end a failed request of n bytes needs.
+// metadata that the workers' requests take turns by, growth_bytes_for says
+// how much beyond the mapped end a failed request of n bytes needs, and
+// room_for whether the heap's free pages could hold it (then a failure may
+// have been contention, and the request is tried again before a growth).
 template <class P, class Acc>
 concept GrowsWhileRunning = requires(const P cp, const Acc acc, const void* end, std::uint64_t n) {
   { cp.extend_mapped_end(acc, end) } -> std::same_as<bool>;
   { cp.growth_lock() } -> std::same_as<std::uint32_t*>;
   { P::growth_bytes_for(n) } -> std::same_as<std::uint64_t>;
+  { cp.room_for(acc, n) } -> std::same_as<bool>;
 };
 
 // Creation policies that count available slots (3.6, providesAvailableSlots).

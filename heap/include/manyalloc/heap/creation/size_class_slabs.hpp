@@ -164,6 +164,17 @@ class SizeClassSlabs {
     return ((pages + 31u) / 32u + 1u) * 32u * slab_bytes;
   }
 
+  // Whether the usable pages not taken (P2's count, P3) could hold a
+  // request of `bytes`: when they could, a failed request may have met a
+  // busy slot or scattered pages rather than a pool without room, and a
+  // growth service lets it try again before it maps more.
+  template <class Acc>
+  MANYALLOC_FN bool room_for(const Acc& acc, std::uint64_t bytes) const {
+    const std::uint64_t pages = bytes <= largest_class ? 1u : (bytes + slab_bytes - 1u) / slab_bytes;
+    const std::uint32_t usable = Pool::usable(acc, layout_), taken = Pool::taken_pages(acc, layout_);
+    return taken < usable && usable - taken >= pages;
+  }
+
   // The word detail/growth_mailbox.hpp's requests take turns by (M1).
   MANYALLOC_FN std::uint32_t* growth_lock() const { return &layout_.shared->growth_lock; }
 
