@@ -87,24 +87,33 @@ struct MixedAlloc {
   }
 };
 // Sizes of 16 B-4 KiB by a hash of the worker's index, and 1 MiB for one
-// worker in 64 (the large path in the same warps). step 0: allocate and tag,
-// 1: check the tags, 2: free.
+// worker in 64 (the large path in the same warps); `mode` 1 leaves out the
+// 1 MiB requests, 2 makes only them. step 0: allocate and tag, 1: check the
+// tags, 2: free.
 template <class Handle>
 struct MixedGrowProbe {
   Handle heap;
   void** ptrs;
-  std::uint32_t* counters;  // [0] failed allocations, [1] corrupt chunks
+  std::uint32_t* counters;  // [0] failed allocations, [1] corrupt chunks, [2] failed 1 MiB requests
   int step;
-  __device__ static std::size_t bytes_of(std::uint32_t w) {
+  int mode = 0;
+  __device__ std::size_t bytes_of(std::uint32_t w) const {
     std::uint32_t x = w * 2654435761u;
     x ^= x >> 15;
-    return w % 64u == 7u ? std::size_t{1} << 20 : 16u + x % 4081u;
+    const bool large = w % 64u == 7u;
+    if (mode == 2) return large ? std::size_t{1} << 20 : 0u;
+    return large && mode == 0 ? std::size_t{1} << 20 : 16u + x % 4081u;
   }
   template <class Acc>
   __device__ void operator()(const Acc& acc, std::uint32_t w) const {
     const std::size_t bytes = bytes_of(w);
+    if (bytes == 0u) {
+      if (step == 0) ptrs[w] = nullptr;
+      return;
+    }
     if (step == 0) {
       alloc_tagged(heap, acc, bytes, w, ptrs, counters);
+      if (ptrs[w] == nullptr && bytes > 4096u) atomicAdd(counters + 2, 1u);
     } else if (auto* p = static_cast<std::uint32_t*>(ptrs[w])) {
       if (step == 1 && (p[0] != w || p[bytes / 4 - 1] != ~w)) atomicAdd(counters + 1, 1u);
       if (step == 2) heap.dealloc(acc, p);
@@ -491,34 +500,53 @@ TEST(CudaGrowingPool, GrowsWhileAKernelRuns) {
 }
 
 // The same with mixed sizes, large requests among them in the same warps,
-// and the default step (the mapped part doubles).
+// and the default step (the mapped part doubles). The same launches in a
+// pool mapped whole are the reference.
 TEST(CudaGrowingPool, MixedAndLargeRequestsGrowInOneLaunch) {
   if (!CudaRunner::available()) GTEST_SKIP() << "no CUDA device present: test skipped";
   using Heap = Allocator<CreationPolicies::SizeClassSlabs<>, DistributionPolicies::NoOp, OOMPolicies::ReturnNull,
                          ReservePoolPolicies::CudaVirtualMemory, AlignmentPolicies::Shrink<16>>;
   const std::size_t mib = std::size_t{1} << 20;
-  Heap heap(std::size_t{16} << 30, 0);
-  const std::size_t first = heap.mapped_bytes();
-  heap.serve_growth();
   const std::uint32_t workers = std::min(CudaRunner::many_workers(), 1u << 17);
   CudaRunner::Buffer<void*> ptrs(workers);
-  CudaRunner::Buffer<std::uint32_t> counters(2);
-  using H = Heap::Handle;
-  CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 0});
-  EXPECT_EQ(counters.to_host()[0], 0u) << "requests failed though the reservation had room";
-  EXPECT_GE(heap.mapped_bytes(), first + (workers / 64) * mib) << "the large requests alone need this much";
-  const auto st = heap.growth_statistics();
-  ASSERT_TRUE(st.has_value());
-  EXPECT_EQ(st->refusals, 0u);
-  std::printf("[growth] mixed and 1 MiB requests, %u workers: mapped %zu MiB -> %zu MiB, %llu answers, %llu growths\n",
-              workers, first / mib, heap.mapped_bytes() / mib, static_cast<unsigned long long>(st->answered),
-              static_cast<unsigned long long>(st->growths));
-  CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 1});
-  EXPECT_EQ(counters.to_host()[1], 0u) << "chunks changed";
-  CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 2});
-  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().misuse_reports, 0u);
-  heap.creation().release_open_segments<acc::Cuda>();
-  EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u) << "pages were lost";
+  CudaRunner::Buffer<std::uint32_t> counters(3);
+  const char* names[] = {"mixed and 1 MiB", "mixed", "1 MiB"};
+  for (int mode = 0; mode < 3; ++mode) {
+    std::uint32_t fixed_failed = 0, fixed_large = 0;
+    {
+      SlabsHeap<CudaRunner> fixed(std::size_t{16} << 30);
+      using F = SlabsHeap<CudaRunner>::Handle;
+      counters.zero();
+      CudaRunner::run(workers, MixedGrowProbe<F>{fixed.handle(), ptrs.data(), counters.data(), 0, mode});
+      const auto c = counters.to_host();
+      fixed_failed = c[0];
+      fixed_large = c[2];
+      CudaRunner::run(workers, MixedGrowProbe<F>{fixed.handle(), ptrs.data(), counters.data(), 2, mode});
+    }
+    Heap heap(std::size_t{16} << 30, 0);
+    const std::size_t first = heap.mapped_bytes();
+    heap.serve_growth();
+    using H = Heap::Handle;
+    counters.zero();
+    CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 0, mode});
+    const auto c = counters.to_host();
+    const auto st = heap.growth_statistics();
+    ASSERT_TRUE(st.has_value());
+    const auto hs = heap.creation().statistics<acc::Cuda>();
+    std::printf("[growth] %s, %u workers: failed %u (1 MiB: %u), in a pool mapped whole %u (1 MiB: %u); mapped %zu MiB "
+                "-> %zu MiB, %llu answers, %llu growths, %llu refusals; pages in use %u, dry refills %u\n",
+                names[mode], workers, c[0], c[2], fixed_failed, fixed_large, first / mib, heap.mapped_bytes() / mib,
+                static_cast<unsigned long long>(st->answered), static_cast<unsigned long long>(st->growths),
+                static_cast<unsigned long long>(st->refusals), hs.pages_in_use, hs.dry_refills);
+    EXPECT_EQ(c[0], 0u) << names[mode] << ": requests failed though the reservation had room";
+    EXPECT_EQ(st->refusals, 0u);
+    CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 1, mode});
+    EXPECT_EQ(counters.to_host()[1], 0u) << "chunks changed";
+    CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 2, mode});
+    EXPECT_EQ(heap.creation().statistics<acc::Cuda>().misuse_reports, 0u);
+    heap.creation().release_open_segments<acc::Cuda>();
+    EXPECT_EQ(heap.creation().statistics<acc::Cuda>().pages_in_use, 0u) << "pages were lost";
+  }
 }
 
 // Issue 15: churn at full occupancy for MANYALLOC_SOAK_SECONDS (default 10;
