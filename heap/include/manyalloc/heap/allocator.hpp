@@ -110,53 +110,48 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     MANYALLOC_FN const CP& creation() const { return creation_; }
 
    private:
-    // Slow path: the lanes whose request failed ask the growth service for
-    // room (one request per warp, sized for the largest of them,
-    // detail/growth_mailbox.hpp), let the heap use what it mapped, and try
-    // again, until the pool cannot grow (then the OOM policy decides). A
-    // request can also fail beside free pages (its slot was busy, its pages
-    // are scattered): while the heap has free pages for it, the lanes try
-    // again up to retries_before_growth times before they ask. Each other
-    // round either lets the heap use pages mapped earlier that it did not
-    // use yet, or gets more of the pool mapped than when it began, so the
+    // Slow path: a request that failed asks the growth service for room
+    // (detail/growth_mailbox.hpp: one request posted at a time, the others
+    // wait on the lock in device memory), lets the heap use what was mapped,
+    // and tries again, until the pool cannot grow (then the OOM policy
+    // decides). A request can also fail beside free pages (its slot was
+    // busy, its pages are scattered): while the heap has free pages for it,
+    // it tries again up to retries_before_growth times before it asks. Each
+    // other round either lets the heap use pages mapped earlier that it did
+    // not use yet, or gets more of the pool mapped than when it began, so the
     // rounds end by the reservation's end.
+    //
+    // Every lane decides for itself: the lanes of a warp come back from
+    // create() at different times, and a collective over a mask read here
+    // would name lanes that are not together (acc/concepts.hpp; on the GPU
+    // such a shuffle handed some lanes a value no lane had sent).
     static constexpr std::uint32_t retries_before_growth = 4;
     enum : std::uint32_t { give_up = 0, try_again = 1, more_pages = 2 };
 
     template <class Acc>
     MANYALLOC_FN void* create_after_growth(const Acc& acc, std::size_t request) const {
-      void* mem = nullptr;
       std::uint32_t retries = 0;  // rounds since the last growth that found free pages
-      while (mem == nullptr) {
-        const std::uint32_t mask = acc.active_mask();
-        const unsigned leader = acc::lowest_lane(mask);
-        std::uint64_t most = 0;
-        for (unsigned lane = 0; lane < Acc::warp_size; ++lane) {
-          if (((mask >> lane) & 1u) == 0u) continue;
-          const std::uint64_t r = acc::shfl64(acc, mask, request, lane);
-          most = r > most ? r : most;
-        }
-        const std::uint32_t verdict = acc.shfl(mask, acc.lane_id() == leader ? make_room(acc, most, retries) : 0u, leader);
-        if (verdict == give_up) break;
+      for (;;) {
+        const std::uint32_t verdict = make_room(acc, request, retries);
+        if (verdict == give_up) return nullptr;
         retries = verdict == try_again ? retries + 1u : 0u;
-        mem = creation_.create(acc, request);
+        if (void* mem = creation_.create(acc, request)) return mem;
       }
-      return mem;
     }
 
-    // The leader's part of a round.
+    // One round: may a request of `bytes` try again?
     template <class Acc>
-    MANYALLOC_FN std::uint32_t make_room(const Acc& acc, std::uint64_t most, std::uint32_t retries) const {
+    MANYALLOC_FN std::uint32_t make_room(const Acc& acc, std::uint64_t bytes, std::uint32_t retries) const {
       detail::GrowthMailbox* box = this->growth_box;
       const std::uint64_t reserved = acc.load_system64(&box->reserved);
-      if (most > reserved) return give_up;  // no growth can serve it
+      if (bytes > reserved) return give_up;  // no growth can serve it
       const std::uint64_t now = acc.load_system64(&box->mapped);
       // Pages mapped for a worker that gave up before the answer came (M4),
       // or by the host's grow(): those first.
       if (creation_.extend_mapped_end(acc, this->growth_pool + now)) return more_pages;
-      if (retries < retries_before_growth && creation_.room_for(acc, most)) return try_again;
+      if (retries < retries_before_growth && creation_.room_for(acc, bytes)) return try_again;
       if (now >= reserved) return give_up;
-      const std::uint64_t more = CP::growth_bytes_for(most);
+      const std::uint64_t more = CP::growth_bytes_for(bytes);
       const std::uint64_t need = more < reserved - now ? now + more : reserved;  // the last part of the reservation too
       const std::uint64_t mapped = detail::request_growth(acc, box, creation_.growth_lock(), need);
       if (mapped == 0u) return give_up;

@@ -63,10 +63,10 @@ struct alignas(64) GrowthMailbox {
 // Asks for the pool to be mapped up to at least `need` bytes from its start
 // and waits for it (M1-M4). Returns the bytes mapped then (>= need), or 0
 // when the pool cannot grow that far or no answer came in time. Called by
-// one lane per warp. `lock` holds twice the last sequence number posted,
-// plus 1 while a worker holds it: the sequence numbers grow without a read
-// of the host's words, and stay above `answered` after the heap is reset
-// (which zeroes the lock).
+// each worker whose request failed. `lock` holds twice the last sequence
+// number posted, plus 1 while a worker holds it: the sequence numbers grow
+// without a read of the host's words, and stay above `answered` after the
+// heap is reset (which zeroes the lock).
 template <class Acc>
   requires acc::SystemScopeWorker<Acc>
 MANYALLOC_FN std::uint64_t request_growth(const Acc& acc, GrowthMailbox* box, std::uint32_t* lock,
