@@ -234,6 +234,39 @@ TEST(SlabGrowthService, AMovedHeapKeepsItsService) {
   for (void* p : held) handle.dealloc(acc, p);
 }
 
+// Free pages that cannot hold a request (scattered single pages): the
+// request tries again while room_for says there are pages, then grows the
+// pool instead of failing.
+TEST(SlabGrowthService, ARequestBesideScatteredFreePagesGrowsThePool) {
+  GrowingHeap heap(256 * mib, 8 * mib);
+  const acc::HostThread acc;
+  std::vector<void*> pages;
+  {
+    const auto fixed = heap.handle();  // no service yet: fill the mapped part
+    while (void* p = fixed.alloc(acc, 64 * 1024)) pages.push_back(p);
+    // Free the pages of even index: no two free pages side by side.
+    const std::byte* data = heap.creation().layout().data;
+    std::vector<void*> kept;
+    for (void* p : pages) {
+      if (((static_cast<std::byte*>(p) - data) >> 16) % 2 == 0) fixed.dealloc(acc, p);
+      else kept.push_back(p);
+    }
+    pages.swap(kept);
+  }
+  ASSERT_GT(pages.size(), 32u);
+  const std::size_t before = heap.mapped_bytes();
+  heap.serve_growth({.step_bytes = 4 * mib});
+  const auto handle = heap.handle();
+  EXPECT_TRUE(heap.creation().room_for(acc, 2 * 64 * 1024)) << "free pages for two, though not side by side";
+  void* pair = handle.alloc(acc, 2 * 64 * 1024);
+  ASSERT_NE(pair, nullptr) << "scattered free pages must not end the request: the pool grows";
+  std::memset(pair, 0x11, 2 * 64 * 1024);
+  EXPECT_GT(heap.mapped_bytes(), before);
+  EXPECT_EQ(heap.growth_statistics()->growths, 1u);
+  handle.dealloc(acc, pair);
+  for (void* p : pages) handle.dealloc(acc, p);
+}
+
 // A pool whose memory runs out before its reservation does (the device's
 // memory, on the GPU): map() fails above `limit` bytes.
 struct LimitedVirtualMemory : ReservePoolPolicies::HostVirtualMemory {
