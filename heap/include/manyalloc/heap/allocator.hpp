@@ -19,7 +19,6 @@
 #include <utility>
 
 #include "manyalloc/common/platform.hpp"
-#include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/heap/concepts.hpp"
 #include "manyalloc/heap/detail/growth_mailbox.hpp"
 #include "manyalloc/heap/growth_service.hpp"
