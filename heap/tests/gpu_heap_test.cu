@@ -491,7 +491,8 @@ TEST(CudaGrowingPool, GrowsWhileAKernelRuns) {
   EXPECT_EQ(counters.to_host()[1], 0u);
   CudaRunner::run(1, GrowProbe<H>{heap.handle(), big, one.data(), counters.data(), 2});
   // More than the reservation: fails without waiting for the service (M4;
-  // a wait would take the 10 s above).
+  // a wait would last the service's `wait`, set above to twice the limit
+  // checked here).
   counters.zero();
   const auto t0 = std::chrono::steady_clock::now();
   CudaRunner::run(1, GrowProbe<H>{heap.handle(), std::size_t{17} << 30, one.data(), counters.data(), 0});
@@ -549,7 +550,7 @@ TEST(CudaGrowingPool, MixedAndLargeRequestsGrowInOneLaunch) {
       // succeeds when it is made again after the launch. No small request
       // may fail, and none of the 1 MiB ones a second time.
       EXPECT_EQ(c[0], c[2]) << names[mode] << ": small requests failed though the reservation had room";
-      EXPECT_LT(c[2], workers / 64 / 4) << names[mode] << ": more 1 MiB requests failed than at 4fc7d2a (8-17%)";
+      EXPECT_LT(c[2], workers / 64 / 4) << names[mode] << ": more than a quarter of the 1 MiB requests failed (the rate seen: docs/results/heap/growth_while_running)";
       counters.zero();
       CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 3, mode});
       EXPECT_EQ(counters.to_host()[0], 0u) << names[mode] << ": a request that failed in the growing launch failed again";

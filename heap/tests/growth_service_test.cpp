@@ -158,8 +158,8 @@ TEST(SlabGrowthService, AWorkerWaitsAtMostTheWait) {
   const acc::HostThread acc;
   const auto handle = heap.handle();
   std::vector<void*> held;
-  // The service sleeps 5 s between looks, so the first request that needs
-  // a growth waits 50 ms and fails.
+  // The service looks for requests far less often than a worker waits, so
+  // the first request that needs a growth waits its `wait` and fails.
   const auto t0 = std::chrono::steady_clock::now();
   while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4)) << "a worker waited past its limit";

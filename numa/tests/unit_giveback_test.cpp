@@ -561,9 +561,9 @@ TEST(Giveback, AnOrphanKeepsItsIdlePagesAndItsShareForTheThreadThatAdoptsIt) {
 // (shared_idle_fit). Context::orphan_shares goes down with it, so that it
 // matches the orphans' shares and the thread that adopts the heap takes
 // exactly its share out of it. Before, the count kept what the merge gave
-// back (29 pages counted, 12 held, 17 left counted with no orphan), and
-// heap_release and heap_acquire read the share while a merger could write
-// it (TSan: numa.stress_lowmem_shared).
+// back, and heap_release and heap_acquire read the share while a merger
+// could write it (TSan: numa.stress_lowmem_shared; what this test saw
+// before the fix: numa/DESIGN.md, "Idle pages traded through the source").
 TEST(Giveback, AMergeForAnOrphanLowersItsShareAndTheCountTogether) {
   Fixture f(Profile::lowmem);
   ASSERT_TRUE(f.h->merge_for_owner);

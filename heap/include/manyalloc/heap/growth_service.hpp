@@ -152,9 +152,9 @@ class GrowthService {
         }
       }
     }
-    refusals_.fetch_add(1);
     const std::lock_guard<std::mutex> guard(words_);
-    if (word(box_->mapped).load() >= need) return;  // the host grew the pool meanwhile
+    if (word(box_->mapped).load() >= need) return;  // the host grew the pool meanwhile: no refusal
+    refusals_.fetch_add(1);
     if (need < word(box_->refused_from).load()) word(box_->refused_from).store(need, std::memory_order_release);
     refused_at_ = std::chrono::steady_clock::now();
   }

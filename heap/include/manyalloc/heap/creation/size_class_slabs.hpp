@@ -104,22 +104,21 @@ class SizeClassSlabs {
   template <class Backend>
   void set_mapped_end(const void* end) const {
     const Layout& h = layout_;
-    const auto* e = static_cast<const std::byte*>(end);
-    std::uint64_t usable = e <= h.data ? 0 : static_cast<std::uint64_t>(e - h.data) >> h.slab_shift;
-    if (usable > h.page_count) usable = h.page_count;
+    const std::uint32_t usable = pages_below(end);
     heap::detail::slabs::SlabShared shared{};
     Backend::copy_to_host(&shared, h.shared, sizeof shared);
     const std::uint32_t before = h.page_count - shared.unmapped_pages;
-    const std::uint32_t unmapped = h.page_count - static_cast<std::uint32_t>(usable);
+    const std::uint32_t unmapped = h.page_count - usable;
     if (usable <= before) {
       Backend::copy_to_device(&h.shared->unmapped_pages, &unmapped, sizeof unmapped);
       return;
     }
-    const std::uint32_t first_word = before / 32u, last_word = static_cast<std::uint32_t>((usable - 1) / 32u);
+    const std::uint32_t first_word = before / 32u, last_word = (usable - 1u) / 32u;
     const std::uint32_t first_hint = first_word / 32u, last_hint = last_word / 32u;
     std::vector<std::uint32_t> full(last_hint - first_hint + 1);
     Backend::copy_to_host(full.data(), h.full + first_hint, full.size() * sizeof(std::uint32_t));
-    for (std::uint32_t w = first_word; w <= last_word; ++w) full[w / 32u - first_hint] &= ~(1u << (w % 32u));
+    for (std::uint32_t hint = first_hint; hint <= last_hint; ++hint)
+      full[hint - first_hint] &= ~hint_bits(hint, first_word, last_word);
     Backend::copy_to_device(h.full + first_hint, full.data(), full.size() * sizeof(std::uint32_t));
     Backend::copy_to_device(&h.shared->unmapped_pages, &unmapped, sizeof unmapped);
   }
@@ -133,11 +132,9 @@ class SizeClassSlabs {
   template <class Acc>
   MANYALLOC_FN bool extend_mapped_end(const Acc& acc, const void* end) const {
     const Layout& h = layout_;
-    const auto* e = static_cast<const std::byte*>(end);
-    if (e <= h.data) return false;
-    std::uint64_t usable = static_cast<std::uint64_t>(e - h.data) >> h.slab_shift;
-    if (usable > h.page_count) usable = h.page_count;
-    const auto unmapped = static_cast<std::uint32_t>(h.page_count - usable);
+    const std::uint32_t usable = pages_below(end);
+    if (usable == 0u) return false;
+    const std::uint32_t unmapped = h.page_count - usable;
     std::uint32_t seen = acc.load(&h.shared->unmapped_pages);
     while (seen > unmapped) {
       const std::uint32_t old = acc.atomic_cas(&h.shared->unmapped_pages, seen, unmapped);
@@ -145,12 +142,9 @@ class SizeClassSlabs {
       seen = old;
     }
     if (seen <= unmapped) return false;  // raised as far already
-    const std::uint32_t first = (h.page_count - seen) / 32u, last = static_cast<std::uint32_t>((usable - 1u) / 32u);
+    const std::uint32_t first = (h.page_count - seen) / 32u, last = (usable - 1u) / 32u;
     for (std::uint32_t hint = first / 32u; hint <= last / 32u; ++hint) {
-      const std::uint32_t lo = first > hint * 32u ? first - hint * 32u : 0u;
-      const std::uint32_t hi = last < hint * 32u + 31u ? last - hint * 32u : 31u;
-      const std::uint32_t gained = bits::low_mask(hi + 1u) & ~bits::low_mask(lo);
-      acc.atomic_and(&h.full[hint], ~gained);
+      acc.atomic_and(&h.full[hint], ~hint_bits(hint, first, last));
     }
     return true;
   }
@@ -160,8 +154,7 @@ class SizeClassSlabs {
   // bitmap (a run of up to 32 pages lies inside one word, a longer one takes
   // whole words, P1), plus one word for where the mapped end cuts a word.
   MANYALLOC_FN static std::uint64_t growth_bytes_for(std::uint64_t bytes) {
-    const std::uint64_t pages = bytes <= largest_class ? 1u : (bytes + slab_bytes - 1u) / slab_bytes;
-    return ((pages + 31u) / 32u + 1u) * 32u * slab_bytes;
+    return ((pages_taken_by(bytes) + 31u) / 32u + 1u) * 32u * slab_bytes;
   }
 
   // Whether the usable pages not taken (P2's count, P3) could hold a
@@ -170,9 +163,8 @@ class SizeClassSlabs {
   // growth service lets it try again before it maps more.
   template <class Acc>
   MANYALLOC_FN bool room_for(const Acc& acc, std::uint64_t bytes) const {
-    const std::uint64_t pages = bytes <= largest_class ? 1u : (bytes + slab_bytes - 1u) / slab_bytes;
     const std::uint32_t usable = Pool::usable(acc, layout_), taken = Pool::taken_pages(acc, layout_);
-    return taken < usable && usable - taken >= pages;
+    return taken < usable && usable - taken >= pages_taken_by(bytes);
   }
 
   // The word detail/growth_mailbox.hpp's requests take turns by (M1).
@@ -338,6 +330,28 @@ class SizeClassSlabs {
   MANYALLOC_FN static std::uint64_t pages_for(std::size_t bytes) {
     if (bytes <= largest_class) return 0;
     return bytes / slab_bytes + (bytes % slab_bytes != 0 ? 1u : 0u);
+  }
+  // The same, counting a size class's request as the one page a refill of
+  // its slot takes at least.
+  MANYALLOC_FN static std::uint64_t pages_taken_by(std::uint64_t bytes) {
+    return bytes <= largest_class ? 1u : pages_for(static_cast<std::size_t>(bytes));
+  }
+
+  // Pages wholly below `end`, at most page_count: P3's usable count of a
+  // pool mapped up to `end`.
+  MANYALLOC_FN std::uint32_t pages_below(const void* end) const {
+    const auto* e = static_cast<const std::byte*>(end);
+    if (e <= layout_.data) return 0u;
+    const std::uint64_t pages = static_cast<std::uint64_t>(e - layout_.data) >> layout_.slab_shift;
+    return pages < layout_.page_count ? static_cast<std::uint32_t>(pages) : layout_.page_count;
+  }
+
+  // The bits of hint word `hint` that stand for the words [first, last] of
+  // the page bitmap (one bit per word, P1's hints).
+  MANYALLOC_FN static std::uint32_t hint_bits(std::uint32_t hint, std::uint32_t first, std::uint32_t last) {
+    const std::uint32_t lo = first > hint * 32u ? first - hint * 32u : 0u;
+    const std::uint32_t hi = last < hint * 32u + 31u ? last - hint * 32u : 31u;
+    return bits::low_mask(hi + 1u) & ~bits::low_mask(lo);
   }
 
   // Free chunks of class `cls` in the slab whose first page's entry reads
