@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <string>
 #include <stdexcept>
@@ -265,6 +266,65 @@ TEST(SlabGrowthService, ARequestBesideScatteredFreePagesGrowsThePool) {
   EXPECT_EQ(heap.growth_statistics()->growths, 1u);
   handle.dealloc(acc, pair);
   for (void* p : pages) handle.dealloc(acc, p);
+}
+
+// A host worker that runs `hook` once, just before its `fire_at`-th read of
+// the mailbox's words (load_system64): a test's way to let another worker
+// act at one point of a request's rounds.
+struct HookedThread : acc::HostThread {
+  std::function<void()> hook;
+  unsigned fire_at = 0;
+  mutable unsigned reads = 0;
+  std::uint64_t load_system64(const std::uint64_t* p) const {
+    if (++reads == fire_at) hook();
+    return acc::HostThread::load_system64(p);
+  }
+};
+static_assert(acc::SystemScopeWorker<HookedThread>);
+
+// A request that used its retries beside scattered free pages while another
+// request grew the pool to the whole reservation: it must try the grown
+// pool, not give up because it has no growth left to ask for. On the GPU
+// (CudaGrowingPool.MixedAndLargeRequestsGrowInOneLaunch) 1 MiB requests gave
+// up this way in a pool that had room for them.
+TEST(SlabGrowthService, ARequestTriesAPoolAnotherRequestGrew) {
+  GrowingHeap heap(16 * mib, 8 * mib);
+  std::vector<void*> pages;
+  {
+    const acc::HostThread acc;
+    const auto fixed = heap.handle();  // no service yet: fill the mapped part
+    while (void* p = fixed.alloc(acc, 64 * 1024)) pages.push_back(p);
+    const std::byte* data = heap.creation().layout().data;
+    std::vector<void*> kept;
+    for (void* p : pages) {
+      if (((static_cast<std::byte*>(p) - data) >> 16) % 2 == 0) fixed.dealloc(acc, p);
+      else kept.push_back(p);
+    }
+    pages.swap(kept);
+  }
+  heap.serve_growth({.step_bytes = 64 * mib});  // one growth maps the whole reservation
+  const auto handle = heap.handle();
+  const std::size_t pair = 2 * 64 * 1024;  // free pages for it, none side by side
+  // Each round reads `reserved`, then `mapped`; the first four rounds end in
+  // a retry (room_for). Before the fifth round's read of `mapped`, another
+  // worker's request grows the pool to the whole reservation.
+  void* other = nullptr;
+  HookedThread acc;
+  acc.fire_at = 2 * 5;
+  acc.hook = [&] {
+    std::thread([&] { other = handle.alloc(acc::HostThread{}, pair); }).join();
+  };
+  void* mine = handle.alloc(acc, pair);
+  ASSERT_GE(acc.reads, acc.fire_at) << "the request ended before the other one grew the pool";
+  ASSERT_NE(other, nullptr) << "the other request grew the pool";
+  EXPECT_EQ(heap.mapped_bytes(), 16 * mib);
+  EXPECT_EQ(heap.growth_statistics()->growths, 1u);
+  ASSERT_NE(mine, nullptr) << "a request gave up though the pool had grown since its last try";
+  std::memset(mine, 0x22, pair);
+  std::memset(other, 0x33, pair);
+  handle.dealloc(acc::HostThread{}, mine);
+  handle.dealloc(acc::HostThread{}, other);
+  for (void* p : pages) handle.dealloc(acc::HostThread{}, p);
 }
 
 // A pool whose memory runs out before its reservation does (the device's

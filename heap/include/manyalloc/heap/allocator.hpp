@@ -115,10 +115,12 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     // and tries again, until the pool cannot grow (then the OOM policy
     // decides). A request can also fail beside free pages (its slot was
     // busy, its pages are scattered): while the heap has free pages for it,
-    // it tries again up to retries_before_growth times before it asks. Each
-    // other round either lets the heap use pages mapped earlier that it did
-    // not use yet, or gets more of the pool mapped than when it began, so the
-    // rounds end by the reservation's end.
+    // it tries again up to retries_before_growth times before it asks. A
+    // round that finds more of the pool mapped than the request's last
+    // round did, by this lane's growth or another's, starts the count again:
+    // a lane that used its retries in a smaller pool must try the larger
+    // one before it gives up. Each other round gets more of the pool mapped
+    // than when it began, so the rounds end by the reservation's end.
     //
     // Every lane decides for itself: the lanes of a warp come back from
     // create() at different times, and a collective over a mask read here
@@ -129,25 +131,33 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
 
     template <class Acc>
     MANYALLOC_FN void* create_after_growth(const Acc& acc, std::size_t request) const {
-      std::uint32_t retries = 0;  // rounds since the last growth that found free pages
+      std::uint32_t retries = 0;  // rounds since the pool last grew
+      std::uint64_t seen = 0;     // mapped bytes at the last round (0: no round yet)
       for (;;) {
-        const std::uint32_t verdict = make_room(acc, request, retries);
+        const std::uint32_t verdict = make_room(acc, request, retries, seen);
         if (verdict == give_up) return nullptr;
         retries = verdict == try_again ? retries + 1u : 0u;
         if (void* mem = creation_.create(acc, request)) return mem;
       }
     }
 
-    // One round: may a request of `bytes` try again?
+    // One round: may a request of `bytes` try again? `seen` is the mapped
+    // size the request's last round found, raised to what this one finds.
     template <class Acc>
-    MANYALLOC_FN std::uint32_t make_room(const Acc& acc, std::uint64_t bytes, std::uint32_t retries) const {
+    MANYALLOC_FN std::uint32_t make_room(const Acc& acc, std::uint64_t bytes, std::uint32_t retries,
+                                         std::uint64_t& seen) const {
       detail::GrowthMailbox* box = this->growth_box;
       const std::uint64_t reserved = acc.load_system64(&box->reserved);
       if (bytes > reserved) return give_up;  // no growth can serve it
       const std::uint64_t now = acc.load_system64(&box->mapped);
-      // Pages mapped for a worker that gave up before the answer came (M4),
-      // or by the host's grow(): those first.
-      if (creation_.extend_mapped_end(acc, this->growth_pool + now)) return more_pages;
+      // Pages mapped since this request's last round (by the growth of
+      // another request, for a worker that gave up before the answer came,
+      // M4, or by the host's grow()): those first. The heap may already use
+      // them (another lane raised its usable count), so the raise below
+      // failing does not mean they are old.
+      const bool grew = seen != 0u && now > seen;
+      seen = now > seen ? now : seen;
+      if (creation_.extend_mapped_end(acc, this->growth_pool + now) || grew) return more_pages;
       if (retries < retries_before_growth && creation_.room_for(acc, bytes)) return try_again;
       if (now >= reserved) return give_up;
       const std::uint64_t more = CP::growth_bytes_for(bytes);
@@ -155,6 +165,7 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
       const std::uint64_t mapped = detail::request_growth(acc, box, creation_.growth_lock(), need);
       if (mapped == 0u) return give_up;
       creation_.extend_mapped_end(acc, this->growth_pool + mapped);
+      seen = mapped;
       return more_pages;
     }
 

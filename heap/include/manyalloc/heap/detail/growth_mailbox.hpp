@@ -111,7 +111,11 @@ MANYALLOC_FN std::uint64_t request_growth(const Acc& acc, GrowthMailbox* box, st
     // Another worker's request is in flight: wait on the lock in device
     // memory, not on the host's words, then look at `mapped` again.
     while ((acc.load(lock) & 1u) != 0u) {
-      if (acc.now_ns() - start > wait) return 0;
+      if (acc.now_ns() - start > wait) {
+        // The holder's answer may have come while this worker waited.
+        mapped = acc.load_system64(&box->mapped);
+        return mapped >= need ? mapped : 0u;
+      }
       acc.relax();
     }
   }
