@@ -515,11 +515,14 @@ TEST(CudaGrowingPool, MixedAndLargeRequestsGrowInOneLaunch) {
   const char* names[] = {"mixed and 1 MiB", "mixed", "1 MiB"};
   for (int mode = 0; mode < 3; ++mode) {
     std::uint32_t fixed_failed = 0, fixed_large = 0;
+    double fixed_ms = 0;
     {
       SlabsHeap<CudaRunner> fixed(std::size_t{16} << 30);
       using F = SlabsHeap<CudaRunner>::Handle;
       counters.zero();
+      const auto f0 = std::chrono::steady_clock::now();
       CudaRunner::run(workers, MixedGrowProbe<F>{fixed.handle(), ptrs.data(), counters.data(), 0, mode});
+      fixed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0).count();
       const auto c = counters.to_host();
       fixed_failed = c[0];
       fixed_large = c[2];
@@ -531,16 +534,19 @@ TEST(CudaGrowingPool, MixedAndLargeRequestsGrowInOneLaunch) {
     heap.serve_growth();
     using H = Heap::Handle;
     counters.zero();
+    const auto t0 = std::chrono::steady_clock::now();
     CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 0, mode});
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const auto c = counters.to_host();
     const auto st = heap.growth_statistics();
     ASSERT_TRUE(st.has_value());
     const auto hs = heap.creation().statistics<acc::Cuda>();
     std::printf("[growth] %s, %u workers: failed %u (1 MiB: %u), in a pool mapped whole %u (1 MiB: %u); mapped %zu MiB "
-                "-> %zu MiB, %llu answers, %llu growths, %llu refusals; pages in use %u, dry refills %u\n",
+                "-> %zu MiB, %llu answers, %llu growths, %llu refusals; pages in use %u, dry refills %u; launch %.3f ms "
+                "with host timing (%.3f ms in the pool mapped whole)\n",
                 names[mode], workers, c[0], c[2], fixed_failed, fixed_large, first / mib, heap.mapped_bytes() / mib,
                 static_cast<unsigned long long>(st->answered), static_cast<unsigned long long>(st->growths),
-                static_cast<unsigned long long>(st->refusals), hs.pages_in_use, hs.dry_refills);
+                static_cast<unsigned long long>(st->refusals), hs.pages_in_use, hs.dry_refills, ms, fixed_ms);
     EXPECT_EQ(st->refusals, 0u);
     // 1 MiB requests among small ones once gave up here in a pool another
     // request had grown (SlabGrowthService.ARequestTriesAPoolAnotherRequestGrew).

@@ -224,12 +224,19 @@ struct PagePool {
       if (page != no_page) return page;
     }
     const std::uint32_t to_wrap = small - start;  // words visited before the wrap to word 0
+    // Words from here on have no usable page (P3): in a pool that grows,
+    // most of the reservation while it is small.
+    const std::uint32_t usable_words = (limit + 31u) / 32u;
     for (int pass = long_run ? 1 : 0; pass < 2; ++pass) {
       // The i-th word visited is w, and the words up to `end` follow it in
       // the order (one stretch of [start, small), [0, start) or the zone).
       for (std::uint32_t i = 0; i < words;) {
         const std::uint32_t w = i < to_wrap ? start + i : i < small ? i - to_wrap : i;
         const std::uint32_t end = i < to_wrap ? small : i < small ? start : words;
+        if (w >= usable_words) {  // the rest of this stretch is unusable too: the next stretch
+          i = i < to_wrap ? to_wrap : i < small ? small : words;
+          continue;
+        }
         if (pass == 0 && w % 32u == 0u && w + 32u <= end) {
           // A whole hint word: jump over the words marked full.
           if (~acc.load(&h.full[w / 32u]) == 0u) {
