@@ -89,8 +89,7 @@ struct MixedAlloc {
 // Sizes of 16 B-4 KiB by a hash of the worker's index, and 1 MiB for one
 // worker in 64 (the large path in the same warps); `mode` 1 leaves out the
 // 1 MiB requests, 2 makes only them. step 0: allocate and tag, 1: check the
-// tags, 2: free, 3: allocate and tag for the workers step 0 left without a
-// chunk.
+// tags, 2: free.
 template <class Handle>
 struct MixedGrowProbe {
   Handle heap;
@@ -548,8 +547,8 @@ TEST(CudaGrowingPool, MixedAndLargeRequestsGrowInOneLaunch) {
                 static_cast<unsigned long long>(st->answered), static_cast<unsigned long long>(st->growths),
                 static_cast<unsigned long long>(st->refusals), hs.pages_in_use, hs.dry_refills, ms, fixed_ms);
     EXPECT_EQ(st->refusals, 0u);
-    // 1 MiB requests among small ones once gave up here in a pool another
-    // request had grown (SlabGrowthService.ARequestTriesAPoolAnotherRequestGrew).
+    // A request that used its retries while the pool was smaller tries the
+    // pool others grew before it gives up (allocator.hpp, create_after_growth).
     EXPECT_EQ(c[0], 0u) << names[mode] << ": requests failed though the reservation had room";
     CudaRunner::run(workers, MixedGrowProbe<H>{heap.handle(), ptrs.data(), counters.data(), 1, mode});
     EXPECT_EQ(counters.to_host()[1], 0u) << "chunks changed";

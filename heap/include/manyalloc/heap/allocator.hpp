@@ -119,8 +119,10 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     // round that finds more of the pool mapped than the request's last
     // round did, by this lane's growth or another's, starts the count again:
     // a lane that used its retries in a smaller pool must try the larger
-    // one before it gives up. Each other round gets more of the pool mapped
-    // than when it began, so the rounds end by the reservation's end.
+    // one before it gives up. A request's first round may also let the heap
+    // use pages mapped earlier that it did not use yet (M4). Every other
+    // round finds or gets more of the pool mapped than the round before, so
+    // the rounds end by the reservation's end.
     //
     // Every lane decides for itself: the lanes of a warp come back from
     // create() at different times, and a collective over a mask read here
@@ -132,7 +134,7 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     template <class Acc>
     MANYALLOC_FN void* create_after_growth(const Acc& acc, std::size_t request) const {
       std::uint32_t retries = 0;  // rounds since the pool last grew
-      std::uint64_t seen = 0;     // mapped bytes at the last round (0: no round yet)
+      std::uint64_t seen = 0;     // mapped bytes the last round found (0 before the first)
       for (;;) {
         const std::uint32_t verdict = make_room(acc, request, retries, seen);
         if (verdict == give_up) return nullptr;
