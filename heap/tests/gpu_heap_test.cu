@@ -446,10 +446,11 @@ TEST(CudaGrowingPool, GrowsWhileAKernelRuns) {
   EXPECT_GE(st->growths, 1u);
   EXPECT_EQ(st->refusals, 0u);
   std::printf("[growth] mapped %zu MiB -> %zu MiB in one launch of %u workers: %llu answers, %llu growths; "
-              "pages in use %u (open segments %u)\n",
+              "pages in use %u (open segments %u); the host mapped for %.3f ms (longest answer %.3f ms)\n",
               first / mib, heap.mapped_bytes() / mib, workers, static_cast<unsigned long long>(st->answered),
               static_cast<unsigned long long>(st->growths), heap.creation().statistics<acc::Cuda>().pages_in_use,
-              heap.creation().statistics<acc::Cuda>().open_pages);
+              heap.creation().statistics<acc::Cuda>().open_pages, st->mapping.count() / 1e6,
+              st->longest_mapping.count() / 1e6);
   {
     // The same launch on a pool mapped whole, for the log: the pages the
     // heap takes for these requests when it has room.
@@ -542,10 +543,12 @@ TEST(CudaGrowingPool, MixedAndLargeRequestsGrowInOneLaunch) {
     const auto hs = heap.creation().statistics<acc::Cuda>();
     std::printf("[growth] %s, %u workers: failed %u (1 MiB: %u), in a pool mapped whole %u (1 MiB: %u); mapped %zu MiB "
                 "-> %zu MiB, %llu answers, %llu growths, %llu refusals; pages in use %u, dry refills %u; launch %.3f ms "
-                "with host timing (%.3f ms in the pool mapped whole)\n",
+                "with host timing (%.3f ms in the pool mapped whole); the host mapped for %.3f ms (longest answer "
+                "%.3f ms)\n",
                 names[mode], workers, c[0], c[2], fixed_failed, fixed_large, first / mib, heap.mapped_bytes() / mib,
                 static_cast<unsigned long long>(st->answered), static_cast<unsigned long long>(st->growths),
-                static_cast<unsigned long long>(st->refusals), hs.pages_in_use, hs.dry_refills, ms, fixed_ms);
+                static_cast<unsigned long long>(st->refusals), hs.pages_in_use, hs.dry_refills, ms, fixed_ms,
+                st->mapping.count() / 1e6, st->longest_mapping.count() / 1e6);
     EXPECT_EQ(st->refusals, 0u);
     // A request that used its retries while the pool was smaller tries the
     // pool others grew before it gives up (allocator.hpp, create_after_growth).

@@ -93,6 +93,8 @@ TEST(SlabGrowthService, WorkersGrowThePoolWhileTheyRun) {
   const auto st = heap.growth_statistics();
   ASSERT_TRUE(st.has_value());
   EXPECT_GE(st->growths, 2u);
+  EXPECT_GT(st->longest_mapping.count(), 0) << "the growths' mapping time is counted";
+  EXPECT_GE(st->mapping, st->longest_mapping);
   EXPECT_EQ(st->refusals, 0u);
   check_and_free(heap, workers, bytes);
   EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);

@@ -40,6 +40,10 @@ struct GrowthStatistics {
   std::uint64_t answered = 0;  // requests answered
   std::uint64_t growths = 0;   // answers that mapped more of the pool
   std::uint64_t refusals = 0;  // answers that could not map what was needed (M3)
+  // Time the service spent mapping for its answers (workers waited for it),
+  // in all and in its longest answer.
+  std::chrono::nanoseconds mapping{0};
+  std::chrono::nanoseconds longest_mapping{0};
 };
 
 template <class Backend>
@@ -106,7 +110,8 @@ class GrowthService {
   }
 
   GrowthStatistics statistics() const {
-    return {answered_.load(), growths_.load(), refusals_.load()};
+    return {answered_.load(), growths_.load(), refusals_.load(), std::chrono::nanoseconds(mapping_ns_.load()),
+            std::chrono::nanoseconds(longest_mapping_ns_.load())};
   }
 
  private:
@@ -124,7 +129,12 @@ class GrowthService {
         continue;
       }
       const std::uint64_t need = word(box_->need_bytes).load(std::memory_order_acquire);
+      const auto began = std::chrono::steady_clock::now();
       answer(need);
+      const auto took = static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - began).count());
+      mapping_ns_.fetch_add(took);
+      if (took > longest_mapping_ns_.load()) longest_mapping_ns_.store(took);  // the service thread alone writes it
       served = request;
       answered_.fetch_add(1);
       word(box_->answered).store(request, std::memory_order_release);  // after mapped, refused_from (M2, M3)
@@ -177,6 +187,7 @@ class GrowthService {
   std::condition_variable wake_;
   bool stop_ = false;
   std::atomic<std::uint64_t> answered_{0}, growths_{0}, refusals_{0};
+  std::atomic<std::uint64_t> mapping_ns_{0}, longest_mapping_ns_{0};  // GrowthStatistics::mapping
   std::thread thread_;
 };
 
