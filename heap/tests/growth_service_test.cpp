@@ -237,25 +237,29 @@ TEST(SlabGrowthService, AMovedHeapKeepsItsService) {
   for (void* p : held) handle.dealloc(acc, p);
 }
 
+// Fills the mapped part of a heap with no service yet with single pages,
+// then frees those of even index: no two free pages side by side. Returns
+// the pages still held.
+std::vector<void*> scatter_free_pages(const GrowingHeap& heap) {
+  const acc::HostThread acc;
+  const auto fixed = heap.handle();
+  std::vector<void*> pages, kept;
+  while (void* p = fixed.alloc(acc, 64 * 1024)) pages.push_back(p);
+  const std::byte* data = heap.creation().layout().data;
+  for (void* p : pages) {
+    if (((static_cast<std::byte*>(p) - data) >> 16) % 2 == 0) fixed.dealloc(acc, p);
+    else kept.push_back(p);
+  }
+  return kept;
+}
+
 // Free pages that cannot hold a request (scattered single pages): the
 // request tries again while room_for says there are pages, then grows the
 // pool instead of failing.
 TEST(SlabGrowthService, ARequestBesideScatteredFreePagesGrowsThePool) {
   GrowingHeap heap(256 * mib, 8 * mib);
   const acc::HostThread acc;
-  std::vector<void*> pages;
-  {
-    const auto fixed = heap.handle();  // no service yet: fill the mapped part
-    while (void* p = fixed.alloc(acc, 64 * 1024)) pages.push_back(p);
-    // Free the pages of even index: no two free pages side by side.
-    const std::byte* data = heap.creation().layout().data;
-    std::vector<void*> kept;
-    for (void* p : pages) {
-      if (((static_cast<std::byte*>(p) - data) >> 16) % 2 == 0) fixed.dealloc(acc, p);
-      else kept.push_back(p);
-    }
-    pages.swap(kept);
-  }
+  const std::vector<void*> pages = scatter_free_pages(heap);
   ASSERT_GT(pages.size(), 32u);
   const std::size_t before = heap.mapped_bytes();
   heap.serve_growth({.step_bytes = 4 * mib});
@@ -291,19 +295,7 @@ static_assert(acc::SystemScopeWorker<HookedThread>);
 // up this way in a pool that had room for them.
 TEST(SlabGrowthService, ARequestTriesAPoolAnotherRequestGrew) {
   GrowingHeap heap(16 * mib, 8 * mib);
-  std::vector<void*> pages;
-  {
-    const acc::HostThread acc;
-    const auto fixed = heap.handle();  // no service yet: fill the mapped part
-    while (void* p = fixed.alloc(acc, 64 * 1024)) pages.push_back(p);
-    const std::byte* data = heap.creation().layout().data;
-    std::vector<void*> kept;
-    for (void* p : pages) {
-      if (((static_cast<std::byte*>(p) - data) >> 16) % 2 == 0) fixed.dealloc(acc, p);
-      else kept.push_back(p);
-    }
-    pages.swap(kept);
-  }
+  const std::vector<void*> pages = scatter_free_pages(heap);
   heap.serve_growth({.step_bytes = 64 * mib});  // one growth maps the whole reservation
   const auto handle = heap.handle();
   const std::size_t pair = 2 * 64 * 1024;  // free pages for it, none side by side
