@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "manyalloc/common/math.hpp"
 #include "manyalloc/common/platform.hpp"
 #include "manyalloc/heap/concepts.hpp"
 #include "manyalloc/heap/detail/growth_mailbox.hpp"
@@ -245,10 +246,9 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     const std::lock_guard<std::mutex> guard(m.lock);
     if (m.service) throw std::logic_error("Allocator::serve_growth: a growth service runs already (stop_growth_service() first)");
     if (m.box == nullptr) m.box = static_cast<detail::GrowthMailbox*>(backend::alloc_shared(sizeof(detail::GrowthMailbox)));
-    const std::size_t g = RP::granularity();
     m.service = std::make_unique<GrowthService<backend>>(
         m.box, [mapping = &m, pool = pool_, bytes = pool_bytes_](std::size_t n) { map_locked(*mapping, pool, bytes, n); },
-        m.mapped, (pool_bytes_ + g - 1) / g * g, options);
+        m.mapped, mappable_bytes(pool_bytes_), options);
   }
 
   // Stops the growth service; does nothing without one. Workers with
@@ -389,13 +389,19 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
 
   void map_to(std::size_t bytes) { map_locked(*mapping_, pool_, pool_bytes_, bytes); }
 
+  // The most of a reservation of `pool_bytes` that RP::map maps: the
+  // reservation rounded up to the pool's granularity.
+  static std::size_t mappable_bytes(std::size_t pool_bytes) {
+    const std::size_t g = RP::granularity();
+    return ceil_div(pool_bytes, g) * g;
+  }
+
   // Maps [mapped, bytes rounded up to the granularity) of the pool (at most
   // the reservation) and tells the growth service what is mapped.
   static void map_locked(Mapping& m, void* pool, std::size_t pool_bytes, std::size_t bytes) {
     const std::lock_guard<std::mutex> guard(m.lock);
     const std::size_t g = RP::granularity();
-    const std::size_t want = std::min(pool_bytes, bytes);
-    const std::size_t target = std::min((want + g - 1) / g * g, (pool_bytes + g - 1) / g * g);
+    const std::size_t target = std::min(ceil_div(std::min(pool_bytes, bytes), g) * g, mappable_bytes(pool_bytes));
     if (target > m.mapped) {
       RP::map(pool, m.mapped, target);
       m.mapped = target;
