@@ -274,16 +274,53 @@ TEST(SlabGrowthService, ARequestBesideScatteredFreePagesGrowsThePool) {
   for (void* p : pages) handle.dealloc(acc, p);
 }
 
+// M5: a request's rounds read the mapped size from the heap's copy in its
+// own memory, and only the worker holding the growth lock reads the host's
+// words (beside one read of the wait per request for a growth): on the GPU,
+// workers that load host memory in a loop make every mapping of the host
+// wait (docs/results/heap/growth_while_running). A host worker that counts
+// its reads of the host's words with and without the lock held.
+struct LockWatchingThread : acc::HostThread {
+  const std::uint32_t* lock = nullptr;
+  mutable unsigned reads_holding_the_lock = 0;
+  mutable unsigned reads_without_the_lock = 0;
+  std::uint64_t load_system64(const std::uint64_t* p) const {
+    ++((acc::HostThread::load(lock) & 1u) != 0u ? reads_holding_the_lock : reads_without_the_lock);
+    return acc::HostThread::load_system64(p);
+  }
+};
+static_assert(acc::SystemScopeWorker<LockWatchingThread>);
+
+TEST(SlabGrowthService, ARequestReadsTheHostsWordsOnlyAsTheLocksHolder) {
+  GrowingHeap heap(256 * mib, 8 * mib);
+  const std::vector<void*> pages = scatter_free_pages(heap);
+  heap.serve_growth({.step_bytes = 4 * mib});
+  const auto handle = heap.handle();
+  LockWatchingThread acc;
+  acc.lock = heap.creation().growth_lock();
+  // Four rounds of retries beside the scattered pages, then one growth.
+  void* pair = handle.alloc(acc, 2 * 64 * 1024);
+  ASSERT_NE(pair, nullptr);
+  EXPECT_EQ(heap.growth_statistics()->growths, 1u);
+  EXPECT_EQ(acc.reads_without_the_lock, 1u) << "the rounds or the wait for the lock read the host's words (M5); "
+                                               "only the wait may be read without the lock";
+  EXPECT_GE(acc.reads_holding_the_lock, 3u) << "the holder reads serving, mapped and answered at least";
+  std::memset(pair, 0x44, 2 * 64 * 1024);
+  handle.dealloc(acc::HostThread{}, pair);
+  for (void* p : pages) handle.dealloc(acc::HostThread{}, p);
+}
+
 // A host worker that runs `hook` once, just before its `fire_at`-th read of
-// the mailbox's words (load_system64): a test's way to let another worker
-// act at one point of a request's rounds.
+// the word `watched` (load64): a test's way to let another worker act at one
+// point of a request's rounds.
 struct HookedThread : acc::HostThread {
   std::function<void()> hook;
+  const std::uint64_t* watched = nullptr;
   unsigned fire_at = 0;
   mutable unsigned reads = 0;
-  std::uint64_t load_system64(const std::uint64_t* p) const {
-    if (++reads == fire_at) hook();
-    return acc::HostThread::load_system64(p);
+  std::uint64_t load64(const std::uint64_t* p) const {
+    if (p == watched && ++reads == fire_at) hook();
+    return acc::HostThread::load64(p);
   }
 };
 static_assert(acc::SystemScopeWorker<HookedThread>);
@@ -299,12 +336,14 @@ TEST(SlabGrowthService, ARequestTriesAPoolAnotherRequestGrew) {
   heap.serve_growth({.step_bytes = 64 * mib});  // one growth maps the whole reservation
   const auto handle = heap.handle();
   const std::size_t pair = 2 * 64 * 1024;  // free pages for it, none side by side
-  // Each round reads `reserved`, then `mapped`; the first four rounds end in
-  // a retry (room_for). Before the fifth round's read of `mapped`, another
-  // worker's request grows the pool to the whole reservation.
+  // Each round reads the heap's copy of the mapped end twice (make_room,
+  // then extend_mapped_end); the first four rounds end in a retry
+  // (room_for). Before the fifth round's first read, another worker's
+  // request grows the pool to the whole reservation.
   void* other = nullptr;
   HookedThread acc;
-  acc.fire_at = 2 * 5;
+  acc.watched = &heap.creation().layout().shared->mapped_end;
+  acc.fire_at = 2 * 4 + 1;
   acc.hook = [&] {
     std::thread([&] { other = handle.alloc(acc::HostThread{}, pair); }).join();
   };

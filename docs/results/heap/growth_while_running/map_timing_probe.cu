@@ -4,10 +4,11 @@
 // CudaVirtualMemory::granularity makes per answer), on an idle GPU and while
 // a kernel keeps every multiprocessor busy, as a growing launch does.
 //
-// Two kinds of busy kernel: one whose threads poll a word of host memory
-// (the growth mailbox's waiters poll device memory, but a poll of any kind
-// keeps the SMs occupied), and one whose threads write device memory in a
-// loop (a launch of requests that search the pool: memory traffic).
+// Three kinds of busy kernel: one whose threads all poll a word of host
+// memory (the growth mailbox's workers before M5), one where a single thread
+// polls host memory and the others a word of device memory (since M5), and
+// one whose threads write device memory in a loop (requests that search the
+// pool: memory traffic).
 //
 //   nvcc -std=c++17 -O2 -arch=sm_90 map_timing_probe.cu -lcuda -o map_timing_probe
 //   ./map_timing_probe
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -48,6 +50,23 @@ static double ms_since(Clock::time_point t) {
 __global__ void poll_kernel(volatile int* stop, volatile int* started) {
   if (blockIdx.x == 0 && threadIdx.x == 0) *started = 1;
   while (*stop == 0) {
+  }
+}
+
+// One thread polls the host's word; every other thread spins on a word of
+// device memory that it sets when told to stop (the growth mailbox since
+// M5: one lock holder loads host memory, the waiters device memory).
+__global__ void poll_one_kernel(volatile int* stop, volatile int* started, volatile int* device_stop) {
+  const bool poller = blockIdx.x == 0 && threadIdx.x == 0;
+  if (poller) {
+    *started = 1;
+    while (*stop == 0) {
+    }
+    *device_stop = 1;
+    __threadfence();
+  } else {
+    while (*device_stop == 0) {
+    }
   }
 }
 
@@ -128,7 +147,9 @@ int main() {
 
   const std::size_t sizes[] = {std::size_t{2} << 20, std::size_t{64} << 20, std::size_t{544} << 20,
                                std::size_t{2048} << 20};
-  const char* modes[] = {"idle", "poll", "write"};
+  int* device_stop = nullptr;
+  CHECK_RT(cudaMalloc(&device_stop, sizeof(int)));
+  const char* modes[] = {"idle", "poll", "poll_one", "write"};
   std::printf("mode\tstep_MiB\trep\tgranularity_ms\tcreate_ms\tmap_ms\tset_access_ms\ttotal_ms\n");
   std::size_t mapped = 0;
   std::vector<CUmemGenericAllocationHandle> handles;
@@ -139,8 +160,11 @@ int main() {
       if (busy) {
         host_words[0] = 0;
         host_words[1] = 0;
-        if (mode[0] == 'p')
+        CHECK_RT(cudaMemset(device_stop, 0, sizeof(int)));
+        if (std::string(mode) == "poll")
           poll_kernel<<<dp.multiProcessorCount * 8, 256>>>(dev_words, dev_words + 1);
+        else if (std::string(mode) == "poll_one")
+          poll_one_kernel<<<dp.multiProcessorCount * 8, 256>>>(dev_words, dev_words + 1, device_stop);
         else
           write_kernel<<<dp.multiProcessorCount * 8, 256>>>(scratch, scratch_words, dev_words, dev_words + 1);
         CHECK_RT(cudaGetLastError());

@@ -57,6 +57,7 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
   struct GrowthChannel {
     detail::GrowthMailbox* growth_box = nullptr;  // nullptr: no service ran when the handle was made
     std::byte* growth_pool = nullptr;             // the start the mailbox's byte counts are measured from
+    std::uint64_t growth_reserved = 0;            // the most the pool can map (the mailbox's `reserved`)
   };
   struct NoGrowthChannel {};
   using HandleGrowth = std::conditional_t<grows_while_running, GrowthChannel, NoGrowthChannel>;
@@ -146,13 +147,14 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
 
     // One round: may a request of `bytes` try again? `seen` is the mapped
     // size the request's last round found, raised to what this one finds.
+    // The rounds read the mapped size from the heap's copy in device memory
+    // (M5), not from the mailbox in host memory.
     template <class Acc>
     MANYALLOC_FN std::uint32_t make_room(const Acc& acc, std::uint64_t bytes, std::uint32_t retries,
                                          std::uint64_t& seen) const {
-      detail::GrowthMailbox* box = this->growth_box;
-      const std::uint64_t reserved = acc.load_system64(&box->reserved);
+      const std::uint64_t reserved = this->growth_reserved;
       if (bytes > reserved) return give_up;  // no growth can serve it
-      const std::uint64_t now = acc.load_system64(&box->mapped);
+      const std::uint64_t now = known_mapped(acc);
       // Pages mapped since this request's last round (by the growth of
       // another request, for a worker that gave up before the answer came,
       // M4, or by the host's grow()): those first. The heap may already use
@@ -165,11 +167,18 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
       if (now >= reserved) return give_up;
       const std::uint64_t more = CP::growth_bytes_for(bytes);
       const std::uint64_t need = more < reserved - now ? now + more : reserved;  // the last part of the reservation too
-      const std::uint64_t mapped = detail::request_growth(acc, box, creation_.growth_lock(), need);
+      const std::uint64_t mapped = detail::request_growth(
+          acc, this->growth_box, creation_.growth_lock(), need, [&] { return known_mapped(acc); },
+          [&](std::uint64_t got) { creation_.extend_mapped_end(acc, this->growth_pool + got); });
       if (mapped == 0u) return give_up;
-      creation_.extend_mapped_end(acc, this->growth_pool + mapped);
       seen = mapped;
       return more_pages;
+    }
+
+    // Bytes from the pool's start that the heap knows to be mapped (M5).
+    template <class Acc>
+    MANYALLOC_FN std::uint64_t known_mapped(const Acc& acc) const {
+      return static_cast<std::uint64_t>(creation_.known_mapped_end(acc) - this->growth_pool);
     }
 
     CP creation_{};
@@ -187,6 +196,9 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
       }
       const auto [aligned, usable] = AP::align_pool(pool_, heap_bytes);
       creation_ = CP::template init_heap<backend>(aligned, usable);
+      if constexpr (GrowablePool<RP> && GrowingCreationPolicy<CP, backend>) {
+        creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapping_->mapped);  // M5
+      }
     } catch (...) {
       RP::reset_mem_pool(pool_, pool_bytes_);
       throw;
@@ -311,7 +323,7 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
       GrowthChannel channel;
       if (mapping_) {
         const std::lock_guard<std::mutex> guard(mapping_->lock);
-        if (mapping_->service) channel = {mapping_->box, static_cast<std::byte*>(pool_)};
+        if (mapping_->service) channel = {mapping_->box, static_cast<std::byte*>(pool_), mappable_bytes(pool_bytes_)};
       }
       return Handle(creation_, channel);
     } else {
@@ -333,8 +345,9 @@ class Allocator : private detail::PolicyChecks<CP, DP, OP, RP, AP> {
     const auto [aligned, usable] = AP::align_pool(pool_, pool_bytes_);
     creation_ = CP::template init_heap<backend>(aligned, usable);
     if constexpr (GrowablePool<RP> && GrowingCreationPolicy<CP, backend>) {
-      const std::size_t mapped = mapped_bytes();
-      if (mapped < pool_bytes_) creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped);
+      // Also where the whole pool is mapped: the heap's copy of the mapped
+      // end (M5) starts at zero like every metadata word.
+      creation_.template set_mapped_end<backend>(static_cast<std::byte*>(pool_) + mapped_bytes());
     }
   }
 

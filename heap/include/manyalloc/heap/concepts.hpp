@@ -105,7 +105,10 @@ concept GrowingCreationPolicy =
 
 // A growing creation policy whose workers can also take pages mapped while
 // they run (Allocator::serve_growth, growth_service.hpp): extend_mapped_end
-// only ever raises the usable end (true when the call raised it), growth_lock is a zeroed word of its
+// only ever raises the usable end (true when the call raised it),
+// known_mapped_end reads the largest end it or set_mapped_end was given
+// from the heap's memory (so that waiting workers need not read the host's,
+// growth_mailbox.hpp M5), growth_lock is a zeroed word of its
 // metadata that the workers' requests take turns by, growth_bytes_for says
 // how much beyond the mapped end a failed request of n bytes needs, and
 // room_for whether the heap's free pages could hold it (then a failure may
@@ -114,6 +117,7 @@ template <class P, class Acc>
 concept GrowsWhileRunning = requires(const P cp, const Acc acc, const void* end, std::uint64_t n) {
   { cp.extend_mapped_end(acc, end) } -> std::same_as<bool>;
   { cp.growth_lock() } -> std::same_as<std::uint32_t*>;
+  { cp.known_mapped_end(acc) } -> std::same_as<const std::byte*>;
   { P::growth_bytes_for(n) } -> std::same_as<std::uint64_t>;
   { cp.room_for(acc, n) } -> std::same_as<bool>;
 };

@@ -1,6 +1,6 @@
 // The host side of a pool that grows while workers run (issue 15;
 // Allocator::serve_growth): a thread of the library that maps more of the
-// pool when a worker asks for it. The exchange and its invariants (M1-M4)
+// pool when a worker asks for it. The exchange and its invariants (M1-M5)
 // are in detail/growth_mailbox.hpp.
 #pragma once
 
@@ -86,8 +86,8 @@ class GrowthService {
     }
   }
 
-  // Stops answering: waiting workers fail at once (M4), and so do later
-  // requests of handles made while it ran.
+  // Stops answering: waiting workers fail (M4; each once it holds the
+  // lock, M5), and so do later requests of handles made while it ran.
   ~GrowthService() {
     word(box_->serving).store(0u, std::memory_order_release);
     {

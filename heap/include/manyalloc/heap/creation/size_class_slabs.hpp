@@ -109,6 +109,8 @@ class SizeClassSlabs {
     Backend::copy_to_host(&shared, h.shared, sizeof shared);
     const std::uint32_t before = h.page_count - shared.unmapped_pages;
     const std::uint32_t unmapped = h.page_count - usable;
+    const auto end_address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(end));
+    Backend::copy_to_device(&h.shared->mapped_end, &end_address, sizeof end_address);
     if (usable <= before) {
       Backend::copy_to_device(&h.shared->unmapped_pages, &unmapped, sizeof unmapped);
       return;
@@ -125,13 +127,19 @@ class SizeClassSlabs {
 
   // Worker side of the same, for a pool that grows while workers run
   // (detail/growth_mailbox.hpp): lets the heap use the pages wholly below
-  // `end`, which the caller knows to be mapped. Only raises the usable
-  // count (P3), so concurrent callers with different ends agree on the
-  // largest; then clears the `full` hints of the words that gained pages.
-  // Returns whether this call raised the count.
+  // `end`, which the caller knows to be mapped. Only raises the heap's
+  // mapped end (M5) and the usable count (P3), so concurrent callers with
+  // different ends agree on the largest; then clears the `full` hints of
+  // the words that gained pages. Returns whether this call raised the count.
   template <class Acc>
   MANYALLOC_FN bool extend_mapped_end(const Acc& acc, const void* end) const {
     const Layout& h = layout_;
+    const auto end_address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(end));
+    for (std::uint64_t known = acc.load64(&h.shared->mapped_end); known < end_address;) {
+      const std::uint64_t old = acc.atomic_cas64(&h.shared->mapped_end, known, end_address);
+      if (old == known) break;
+      known = old;
+    }
     const std::uint32_t usable = pages_below(end);
     if (usable == 0u) return false;
     const std::uint32_t unmapped = h.page_count - usable;
@@ -169,6 +177,14 @@ class SizeClassSlabs {
 
   // The word detail/growth_mailbox.hpp's requests take turns by (M1).
   MANYALLOC_FN std::uint32_t* growth_lock() const { return &layout_.shared->growth_lock; }
+
+  // The end of the mapped part of the pool as the heap knows it (M5): what
+  // set_mapped_end set, or a larger end extend_mapped_end was given since.
+  // The pool is mapped at least that far.
+  template <class Acc>
+  MANYALLOC_FN const std::byte* known_mapped_end(const Acc& acc) const {
+    return reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(acc.load64(&layout_.shared->mapped_end)));
+  }
 
   template <class Backend>
   static void finalize_heap(const SizeClassSlabs& s) {

@@ -9,7 +9,7 @@
 // it needs mapped and waits; the service maps at least that much and
 // answers; the worker lets the heap use the new pages and asks again.
 //
-// Invariants (M1-M4):
+// Invariants (M1-M5):
 //  M1 Only the worker holding `lock` (a word in device memory, the
 //     creation policy's, which every worker of the heap reaches) writes
 //     `need_bytes` and `requested`, and it writes `need_bytes` first (both
@@ -29,11 +29,25 @@
 //     the refusal, so the other waiting workers that need as much fail
 //     without posting, for a while.
 //  M4 Every wait is bounded by `wait_ns` from the worker's first look, and
-//     ends at once when `serving` is 0 (no service, or it stopped): a worker
+//     ends when `serving` is 0 (no service, or it stopped): a worker
 //     never hangs on a host that does not answer; its request then fails as
 //     any request of a full heap does (the OOM policy decides). A request
 //     that grows the pool in several rounds (others took the new pages
 //     first, allocator.hpp) waits at most `wait_ns` per round.
+//  M5 Only the worker holding `lock` reads `serving`, `mapped` and
+//     `refused_from`; the others read the heap's copy of the mapped size in
+//     device memory (the creation policy's known_mapped_end), which holds a
+//     value of `mapped` (or the host's own grow(), written between launches)
+//     and only grows, and `wait_ns` once per request. The holder raises
+//     that copy to what it read before it lets go of the lock, so the
+//     workers it served find it there. Why: while a kernel's workers load
+//     host memory in a loop, the host's cuMemSetAccess (the last step of
+//     every mapping) waits for them, far longer than on an idle
+//     GPU or beside a kernel that loads only device memory
+//     (docs/results/heap/growth_while_running, map_timing_probe.cu). So
+//     the waiting workers load device memory, and one worker at a time
+//     loads the host's words. A stopped service or a refusal is seen by
+//     each waiting worker once it holds the lock, one after the other.
 //
 // The mailbox lives as long as the Allocator (a handle made while a service
 // ran keeps pointing at it after the service stops: `serving` 0), and an
@@ -61,63 +75,70 @@ struct alignas(64) GrowthMailbox {
 };
 
 // Asks for the pool to be mapped up to at least `need` bytes from its start
-// and waits for it (M1-M4). Returns the bytes mapped then (>= need), or 0
-// when the pool cannot grow that far or no answer came in time. Called by
-// each worker whose request failed. `lock` holds twice the last sequence
-// number posted, plus 1 while a worker holds it: the sequence numbers grow
-// without a read of the host's words, and stay above `answered` after the
-// heap is reset (which zeroes the lock).
-template <class Acc>
+// and waits for it (M1-M5). Returns the bytes mapped then (>= need), or 0
+// when no answer came in time, the service stopped or refused that much.
+// Called by each worker whose request failed, with need <= `reserved`.
+// `known_mapped()` returns the heap's copy of the mapped size (M5) and
+// `publish(mapped)` raises it. `lock` holds twice the last sequence number
+// posted, plus 1 while a worker holds it: the sequence numbers grow without
+// a read of the host's words, and stay above `answered` after the heap is
+// reset (which zeroes the lock).
+template <class Acc, class KnownMapped, class Publish>
   requires acc::SystemScopeWorker<Acc>
 MANYALLOC_FN std::uint64_t request_growth(const Acc& acc, GrowthMailbox* box, std::uint32_t* lock,
-                                          std::uint64_t need) {
-  if (need > acc.load_system64(&box->reserved)) return 0;
+                                          std::uint64_t need, const KnownMapped& known_mapped,
+                                          const Publish& publish) {
+  std::uint64_t mapped = known_mapped();
+  if (mapped >= need) return mapped;
   const std::uint64_t start = acc.now_ns();
   const std::uint64_t wait = acc.load_system64(&box->wait_ns);
   for (;;) {
-    if (acc.load_system64(&box->serving) == 0u) return 0;
-    std::uint64_t mapped = acc.load_system64(&box->mapped);
-    if (mapped >= need) return mapped;
-    if (need >= acc.load_system64(&box->refused_from)) return 0;  // M3
     const std::uint32_t word = acc.load(lock);
     if ((word & 1u) == 0u && acc.atomic_cas(lock, word, word | 1u) == word) {
-      // This worker posts (M1). The fences order its words after the last
-      // holder's and before the next one's; `mapped` is read again: the
-      // last holder may have been answered since.
+      // This worker reads the host's words and posts (M1, M5). The fences
+      // order its words after the last holder's and before the next one's.
       acc.fence();
       std::uint32_t released = word;
-      mapped = acc.load_system64(&box->mapped);
-      if (mapped < need) {
-        // Above every number posted or answered: after a reset zeroed the
-        // lock, a holder that gave up may have left one unanswered.
-        const std::uint64_t posted = acc.load_system64(&box->requested);
-        const std::uint64_t answered = acc.load_system64(&box->answered);
-        std::uint64_t seq = word / 2u;
-        seq = (posted > seq ? posted : seq);
-        seq = (answered > seq ? answered : seq) + 1u;
-        acc.store_system64(&box->need_bytes, need);
-        acc.store_system64(&box->requested, seq);
-        while (acc.load_system64(&box->answered) < seq) {
-          if (acc.load_system64(&box->serving) == 0u || acc.now_ns() - start > wait) break;
-          acc.relax();
+      mapped = 0;
+      if (acc.load_system64(&box->serving) != 0u) {  // M4
+        mapped = acc.load_system64(&box->mapped);
+        if (mapped < need && need < acc.load_system64(&box->refused_from)) {  // M3
+          // Above every number posted or answered: after a reset zeroed the
+          // lock, a holder that gave up may have left one unanswered.
+          const std::uint64_t posted = acc.load_system64(&box->requested);
+          const std::uint64_t answered = acc.load_system64(&box->answered);
+          std::uint64_t seq = word / 2u;
+          seq = (posted > seq ? posted : seq);
+          seq = (answered > seq ? answered : seq) + 1u;
+          acc.store_system64(&box->need_bytes, need);
+          acc.store_system64(&box->requested, seq);
+          while (acc.load_system64(&box->answered) < seq) {
+            if (acc.load_system64(&box->serving) == 0u || acc.now_ns() - start > wait) break;
+            acc.relax();
+          }
+          mapped = acc.load_system64(&box->mapped);  // below `need` after an answer: refused (M3)
+          released = static_cast<std::uint32_t>(seq * 2u);
         }
-        mapped = acc.load_system64(&box->mapped);  // below `need` after an answer: refused (M3)
-        released = static_cast<std::uint32_t>(seq * 2u);
+        publish(mapped);  // before the lock goes: the waiters read the copy (M5)
       }
       acc.fence();
       acc.atomic_exch(lock, released);
       return mapped >= need ? mapped : 0u;
     }
-    // Another worker's request is in flight: wait on the lock in device
-    // memory, not on the host's words, then look at `mapped` again.
+    // Another worker holds the lock: wait on it in device memory, then look
+    // at the heap's copy again (M5).
     while ((acc.load(lock) & 1u) != 0u) {
       if (acc.now_ns() - start > wait) {
         // The holder's answer may have come while this worker waited.
         mapped = acc.load_system64(&box->mapped);
-        return mapped >= need ? mapped : 0u;
+        if (mapped < need) return 0u;
+        publish(mapped);
+        return mapped;
       }
       acc.relax();
     }
+    mapped = known_mapped();
+    if (mapped >= need) return mapped;
   }
 }
 

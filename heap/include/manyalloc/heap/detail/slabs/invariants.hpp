@@ -222,7 +222,11 @@
 // the host sets it before workers run, and workers only lower it, after the
 // pages it gives them were mapped (a growth while they run);
 // `reused_chunks` counts C6's reuses; `growth_lock` is the lock of
-// detail/growth_mailbox.hpp (M1).
+// detail/growth_mailbox.hpp (M1); `mapped_end` is the end (an address) of
+// the mapped part of the pool as the heap was last told it, the largest end
+// given to set_mapped_end or extend_mapped_end since set_mapped_end (M5):
+// workers whose requests wait for a growth read it here, in device memory,
+// instead of the host's words.
 #pragma once
 
 #include <cstddef>
@@ -274,10 +278,13 @@ struct SlabShared {
   std::uint32_t dry_refills;  // refills that found no free page (C5)
   std::uint32_t reused_chunks;  // freed chunks handed out again (C6)
   std::uint32_t growth_lock;    // a request to grow the pool while workers run (detail/growth_mailbox.hpp)
-  std::uint32_t line0[26];
+  std::uint64_t mapped_end;     // the pool's mapped end as the heap knows it (M5)
+  std::uint32_t line0[24];
   Counter taken[taken_shards];  // P2
   Counter open_pages;           // pages of open segments (C4)
 };
+static_assert(offsetof(SlabShared, mapped_end) % 8 == 0 && offsetof(SlabShared, taken) == 128,
+              "the first line holds the single words; mapped_end is one aligned 64-bit word");
 
 inline constexpr std::uint32_t large_head = 0xffffffffu;
 
