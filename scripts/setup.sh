@@ -6,11 +6,11 @@
 #                               and the plotting tools
 set -euo pipefail
 pkgs=(cmake g++ make ninja-build libgtest-dev libhwloc-dev hwloc
-      openmpi-bin libopenmpi-dev python3
+      openmpi-bin libopenmpi-dev python3 time
       libclang-14-dev libclang-cpp14-dev llvm-14-dev)  # Clang 14: manyalloc-coalesce (heap/tools/coalesce)
 if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(python3-matplotlib python3-numpy libjemalloc2 libgoogle-perftools4
-         libmimalloc2.0 libtbbmalloc2 time)
+         libmimalloc2.0 libtbbmalloc2)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
