@@ -119,6 +119,16 @@ def main():
         L += [f"## {t} threads: bench.sh score in seconds (median), ratio to the best", "",
               "Each cell: score_s (ratio to the fastest allocator on that workload); **bold** = fastest.", ""]
         L += table(score_cell, best_column=True)
+        def range_cell(w, x):
+            vs = [r["score_s"] for r in g.get((w, t, x), []) if r.get("verified") and r.get("score_s") is not None]
+            return f"{min(vs):.3f}-{max(vs):.3f}" if len(vs) > 1 else "-"
+
+        # With several repetitions, the range of each cell: where the ranges
+        # of two allocators overlap, their medians' order is not a ranking.
+        if any(len(g.get((w, t, x), [])) > 1 for w in workloads for x in allocs):
+            L += ["", f"## {t} threads: bench.sh score over the repetitions, min-max in seconds", "",
+                  "Where two allocators' ranges overlap, the order of their medians above does not rank them.", ""]
+            L += table(range_cell)
         L += ["", f"## {t} threads: peak RSS in MiB (median), ratio to glibc", ""]
         L += table(rss_cell)
         # Where the time of the allocators that lose goes is often the kernel's
