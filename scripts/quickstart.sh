@@ -56,7 +56,7 @@ cut -d' ' -f1-3 /proc/loadavg >"$data/loadavg_start" 2>/dev/null  # what else ra
 echo "quickstart: a tour of manyalloc's three layers; logs in $logs, report in $out/REPORT.md"
 
 # ---- 1. install ------------------------------------------------------------
-install_extra() {  # what the tour needs beyond scripts/setup.sh: plots and /usr/bin/time
+install_extra() {  # what the tour needs beyond scripts/setup.sh: plots (GNU time too, for setups before it installed it)
   have dpkg-query || { echo "no dpkg: install matplotlib for /usr/bin/python3 and GNU time yourself"; return 0; }
   local missing=()
   for p in python3-matplotlib time; do installed "$p" || missing+=("$p"); done

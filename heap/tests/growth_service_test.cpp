@@ -294,7 +294,7 @@ static_assert(acc::SystemScopeWorker<LockWatchingThread>);
 TEST(SlabGrowthService, ARequestReadsTheHostsWordsOnlyAsTheLocksHolder) {
   GrowingHeap heap(256 * mib, 8 * mib);
   const std::vector<void*> pages = scatter_free_pages(heap);
-  heap.serve_growth({.step_bytes = 4 * mib});
+  heap.serve_growth({.step_bytes = 4 * mib, .wait = std::chrono::seconds(30)});  // no timeout path, however slow
   const auto handle = heap.handle();
   LockWatchingThread acc;
   acc.lock = heap.creation().growth_lock();
@@ -333,7 +333,8 @@ static_assert(acc::SystemScopeWorker<HookedThread>);
 TEST(SlabGrowthService, ARequestTriesAPoolAnotherRequestGrew) {
   GrowingHeap heap(16 * mib, 8 * mib);
   const std::vector<void*> pages = scatter_free_pages(heap);
-  heap.serve_growth({.step_bytes = 64 * mib});  // one growth maps the whole reservation
+  // One growth maps the whole reservation; no wait times out, however slow the machine.
+  heap.serve_growth({.step_bytes = 64 * mib, .wait = std::chrono::seconds(30)});
   const auto handle = heap.handle();
   const std::size_t pair = 2 * 64 * 1024;  // free pages for it, none side by side
   // Each round reads the heap's copy of the mapped end twice (make_room,

@@ -162,24 +162,34 @@ def run_one(cmd, cwd, env, stdin_path, out_path, timeout, time_bin):
         # Popen.wait(timeout=...): with a timeout CPython polls the child and
         # sleeps up to 50 ms between looks, and that sleep ended up in the
         # wall time (numa.bench.runner_wall_time).
-        expired = threading.Event()
+        # The timer kills only a run still going (`state` under `lock`), so
+        # a run that ends at its deadline keeps its own status and no group
+        # is signalled after the wait reaped it.
+        lock = threading.Lock()
+        state = {"done": False, "killed": False}
 
         def kill():
-            expired.set()
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            with lock:
+                if state["done"]:
+                    return
+                state["killed"] = True
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
         timer = threading.Timer(timeout, kill)
         timer.start()
         try:
-            rc = p.wait()
+            p.wait()
         finally:
+            with lock:
+                state["done"] = True
             timer.cancel()
         wall = time.monotonic() - t0
-        if expired.is_set():
-            rc = 124
+        # 124 only for a run the timer's kill ended (a kill between the
+        # wait's reaping and `done` reaches no process).
+        rc = 124 if state["killed"] and p.returncode == -signal.SIGKILL else p.returncode
     ru = {}
     try:
         last = [l for l in open(ru_path).read().splitlines() if l.strip()][-1].split()

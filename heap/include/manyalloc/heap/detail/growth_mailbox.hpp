@@ -38,7 +38,8 @@
 //     `refused_from`; the others read the heap's copy of the mapped size in
 //     device memory (the creation policy's known_mapped_end), which holds a
 //     value of `mapped` (or the host's own grow(), written between launches)
-//     and only grows, and `wait_ns` once per request. The holder raises
+//     and only grows, `wait_ns` once per request, and `mapped` once when
+//     their wait for the lock runs out (M4). The holder raises
 //     that copy to what it read before it lets go of the lock, so the
 //     workers it served find it there. Why: while a kernel's workers load
 //     host memory in a loop, the host's cuMemSetAccess (the last step of
