@@ -163,8 +163,7 @@ def run_one(cmd, cwd, env, stdin_path, out_path, timeout, time_bin):
         # sleeps up to 50 ms between looks, and that sleep ended up in the
         # wall time (numa.bench.runner_wall_time).
         # The timer kills only a run still going (`state` under `lock`), so
-        # a run that ends at its deadline keeps its own status and no group
-        # is signalled after the wait reaped it.
+        # that a run that ends at its deadline keeps its own status.
         lock = threading.Lock()
         state = {"done": False, "killed": False}
 
