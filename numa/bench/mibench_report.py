@@ -58,8 +58,12 @@ def main():
     ours = [x for x in allocs if x.startswith("manyalloc")]
     quick = {r["experiment"] for r in recs if r.get("quick")}
 
+    def values(w, t, x, f):
+        """Field f of the verified runs of workload w, t threads, allocator x."""
+        return [r[f] for r in g.get((w, t, x), []) if r.get("verified") and r.get(f) is not None]
+
     def val(w, t, x, f):
-        return med([r[f] for r in g.get((w, t, x), []) if r.get("verified") and r.get(f) is not None])
+        return med(values(w, t, x, f))
 
     L = [f"# {a.title}", ""]
     L += [f"- device: {meta.get('cpu')} ({meta.get('cpus')} CPUs, {meta.get('numa_nodes')} NUMA node(s)), "
@@ -120,7 +124,7 @@ def main():
               "Each cell: score_s (ratio to the fastest allocator on that workload); **bold** = fastest.", ""]
         L += table(score_cell, best_column=True)
         def range_cell(w, x):
-            vs = [r["score_s"] for r in g.get((w, t, x), []) if r.get("verified") and r.get("score_s") is not None]
+            vs = values(w, t, x, "score_s")
             return f"{min(vs):.3f}-{max(vs):.3f}" if len(vs) > 1 else "-"
 
         # With several repetitions, the range of each cell: where the ranges

@@ -145,6 +145,13 @@ def score_of(name, wall, output, rules):
     return wall, "wall time"
 
 
+def timed_args(cmd, ru_path, time_bin):
+    """The argument vector that runs `cmd` under GNU time, which writes the
+    run's peak RSS, user and system seconds and faults to ru_path (bench.sh's
+    format; run_one reads them back)."""
+    return [time_bin, "-f", "%M %U %S %R %F", "-o", ru_path] + shlex.split(cmd)
+
+
 def run_one(cmd, cwd, env, stdin_path, out_path, timeout, time_bin):
     """(exit status, wall seconds, {maxrss_kib, user_s, sys_s, minflt, majflt}).
 
@@ -153,7 +160,7 @@ def run_one(cmd, cwd, env, stdin_path, out_path, timeout, time_bin):
     fork and exec); time's own is about 2 MiB, the same for every allocator and
     the same as in bench.sh's figures."""
     ru_path = out_path + ".rusage"
-    args = [time_bin, "-f", "%M %U %S %R %F", "-o", ru_path] + shlex.split(cmd)
+    args = timed_args(cmd, ru_path, time_bin)
     with open(stdin_path or os.devnull) as fin, open(out_path, "w") as fout:
         t0 = time.monotonic()
         p = subprocess.Popen(args, cwd=cwd, env=env, stdin=fin, stdout=fout, stderr=subprocess.STDOUT,

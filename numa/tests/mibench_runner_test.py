@@ -17,7 +17,6 @@ differences must stay below half of the old polling's step.
 Usage: mibench_runner_test.py BENCH_DIR   (exit 77: no GNU time, skipped)
 """
 import os
-import shlex
 import shutil
 import statistics
 import sys
@@ -36,7 +35,7 @@ if not os.access(time_bin, os.X_OK):
 
 def reference_wall(cmd, ru_path):
     """Wall seconds of `cmd` under GNU time, started and reaped directly."""
-    args = [time_bin, "-f", "%M %U %S %R %F", "-o", ru_path] + shlex.split(cmd)
+    args = run_mibench.timed_args(cmd, ru_path, time_bin)
     t0 = time.monotonic()
     pid = os.posix_spawn(args[0], args, dict(os.environ))
     os.waitpid(pid, 0)
