@@ -170,6 +170,44 @@ TEST(SlabGrowthService, AWorkerWaitsAtMostTheWait) {
   for (void* p : held) handle.dealloc(acc, p);
 }
 
+// A host worker that loses every CAS on the growth lock, as a worker does
+// whose rivals take the lock each time just before it, and then finds the
+// lock free again when it looks (M4). Past `give_in_after` it wins, so that
+// a worker with no limit on that path ends the test instead of hanging it.
+struct LosingThread : acc::HostThread {
+  const std::uint32_t* lock = nullptr;
+  std::chrono::steady_clock::duration give_in_after{};
+  mutable std::chrono::steady_clock::time_point first_loss{};
+  mutable unsigned losses = 0;
+  std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t expected, std::uint32_t desired) const {
+    if (p == lock) {
+      const auto now = std::chrono::steady_clock::now();
+      if (losses++ == 0) first_loss = now;
+      if (now - first_loss < give_in_after) return expected | 1u;  // another worker took it first
+    }
+    return acc::HostThread::atomic_cas(p, expected, desired);
+  }
+};
+static_assert(acc::SystemScopeWorker<LosingThread>);
+
+TEST(SlabGrowthService, AWorkerThatKeepsLosingTheLockWaitsAtMostTheWait) {
+  GrowingHeap heap(64 * mib, 4 * mib);
+  heap.serve_growth({.wait = std::chrono::milliseconds(50)});
+  const auto handle = heap.handle();
+  LosingThread acc;
+  acc.lock = heap.creation().growth_lock();
+  acc.give_in_after = std::chrono::seconds(5);
+  std::vector<void*> held;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GT(acc.losses, 0u) << "no request reached the growth lock";
+  EXPECT_LT(took, std::chrono::seconds(4)) << "a worker that lost every CAS on the lock waited past its limit";
+  EXPECT_EQ(heap.growth_statistics()->growths, 0u) << "the worker took the lock only once the test gave in";
+  EXPECT_LE(heap.mapped_bytes(), 8 * mib);
+  for (void* p : held) handle.dealloc(acc::HostThread{}, p);
+}
+
 // A step that does not divide the reservation still reaches its end: the
 // last request asks for what is left.
 TEST(SlabGrowthService, StepsReachTheEndOfTheReservation) {

@@ -28,7 +28,8 @@
 //     `answered`), and back to all ones once it maps more or `wait_ns` after
 //     the refusal, so the other waiting workers that need as much fail
 //     without posting, for a while.
-//  M4 Every wait is bounded by `wait_ns` from the worker's first look, and
+//  M4 Every wait is bounded by `wait_ns` from the worker's first look (also
+//     the wait of a worker that keeps losing the lock to others), and
 //     ends when `serving` is 0 (no service, or it stopped): a worker
 //     never hangs on a host that does not answer; its request then fails as
 //     any request of a full heap does (the OOM policy decides). A request
@@ -94,6 +95,16 @@ MANYALLOC_FN std::uint64_t request_growth(const Acc& acc, GrowthMailbox* box, st
   const std::uint64_t start = acc.now_ns();
   const std::uint64_t wait = acc.load_system64(&box->wait_ns);
   for (;;) {
+    // The limit is checked on every turn, not only while the lock is seen
+    // held: a worker that keeps losing the lock's CAS to others, and finds
+    // it free again each time it looks, must time out too (M4).
+    if (acc.now_ns() - start > wait) {
+      // The holder's answer may have come while this worker waited.
+      mapped = acc.load_system64(&box->mapped);
+      if (mapped < need) return 0u;
+      publish(mapped);
+      return mapped;
+    }
     const std::uint32_t word = acc.load(lock);
     if ((word & 1u) == 0u && acc.atomic_cas(lock, word, word | 1u) == word) {
       // This worker reads the host's words and posts (M1, M5). The fences
@@ -126,18 +137,12 @@ MANYALLOC_FN std::uint64_t request_growth(const Acc& acc, GrowthMailbox* box, st
       acc.atomic_exch(lock, released);
       return mapped >= need ? mapped : 0u;
     }
-    // Another worker holds the lock: wait on it in device memory, then look
-    // at the heap's copy again (M5).
-    while ((acc.load(lock) & 1u) != 0u) {
-      if (acc.now_ns() - start > wait) {
-        // The holder's answer may have come while this worker waited.
-        mapped = acc.load_system64(&box->mapped);
-        if (mapped < need) return 0u;
-        publish(mapped);
-        return mapped;
-      }
-      acc.relax();
-    }
+    // Another worker holds the lock: wait on it in device memory (until
+    // the limit, checked above), then look at the heap's copy again (M5).
+    // The fence orders that look after the load that saw the lock free, so
+    // it finds what the holder published before it let go.
+    while ((acc.load(lock) & 1u) != 0u && acc.now_ns() - start <= wait) acc.relax();
+    acc.fence();
     mapped = known_mapped();
     if (mapped >= need) return mapped;
   }
