@@ -95,16 +95,6 @@ MANYALLOC_FN std::uint64_t request_growth(const Acc& acc, GrowthMailbox* box, st
   const std::uint64_t start = acc.now_ns();
   const std::uint64_t wait = acc.load_system64(&box->wait_ns);
   for (;;) {
-    // The limit is checked on every turn, not only while the lock is seen
-    // held: a worker that keeps losing the lock's CAS to others, and finds
-    // it free again each time it looks, must time out too (M4).
-    if (acc.now_ns() - start > wait) {
-      // The holder's answer may have come while this worker waited.
-      mapped = acc.load_system64(&box->mapped);
-      if (mapped < need) return 0u;
-      publish(mapped);
-      return mapped;
-    }
     const std::uint32_t word = acc.load(lock);
     if ((word & 1u) == 0u && acc.atomic_cas(lock, word, word | 1u) == word) {
       // This worker reads the host's words and posts (M1, M5). The fences
@@ -137,14 +127,25 @@ MANYALLOC_FN std::uint64_t request_growth(const Acc& acc, GrowthMailbox* box, st
       acc.atomic_exch(lock, released);
       return mapped >= need ? mapped : 0u;
     }
-    // Another worker holds the lock: wait on it in device memory (until
-    // the limit, checked above), then look at the heap's copy again (M5).
-    // The fence orders that look after the load that saw the lock free, so
-    // it finds what the holder published before it let go.
+    // Another worker holds the lock (or took it first): wait on it in
+    // device memory while the limit allows, then look at the heap's copy
+    // again (M5). The fence orders that look after the load that saw the
+    // lock free, so it finds what the holder published before it let go.
     while ((acc.load(lock) & 1u) != 0u && acc.now_ns() - start <= wait) acc.relax();
     acc.fence();
     mapped = known_mapped();
     if (mapped >= need) return mapped;
+    // The limit is checked on every turn, not only while the lock is seen
+    // held: a worker that keeps losing the lock's CAS to others, and finds
+    // it free again each time it looks, times out too (M4). Checked after
+    // the first try, so that a wait of 0 still lets a worker post.
+    if (acc.now_ns() - start > wait) {
+      // The holder's answer may have come while this worker waited.
+      mapped = acc.load_system64(&box->mapped);
+      if (mapped < need) return 0u;
+      publish(mapped);
+      return mapped;
+    }
   }
 }
 
