@@ -107,23 +107,17 @@ struct ClassInfo {
   std::uint64_t recip;
 };
 // Free cache capacity (heap.hpp): up to 512 chunks but about 16 KiB per
-// class below 1 KiB (at least 4 chunks), about 4 KiB per class from 1 KiB
-// (at least 1), none above 8 KiB. Cached chunks were written by the
-// program and stay resident, so their bytes per class are bounded (a count
-// alone would let the larger classes hold much more: numa/DESIGN.md,
-// "Figures moved out of the code"); the classes from 1 KiB, whose chunks
-// a thread holds few of, are bounded more tightly, since each cached chunk
-// of theirs keeps a page or more resident beside the live ones (numa/
-// DESIGN.md, "Free cache bytes"). The count is bounded too (a stack slot
-// per chunk); a few hundred lets a thread keep that many small chunks of a
-// class live and free them again without every chunk passing through its
-// run's bitmap (numa/DESIGN.md, "Fast paths", 2026-11-29).
+// class (at least 4 chunks), none above 8 KiB. Cached chunks were written
+// by the program and stay resident, so their bytes per class are bounded
+// (a count alone would let the larger classes hold much more: numa/
+// DESIGN.md, "Figures moved out of the code"). The count is bounded too (a
+// stack slot per chunk); a few hundred lets a thread keep that many small
+// chunks of a class live and free them again without every chunk passing
+// through its run's bitmap (numa/DESIGN.md, "Fast paths", 2026-11-29).
 inline constexpr unsigned cache_max = 512;
-inline constexpr std::size_t cache_tight_from = 1024;  // classes from here: the tighter bound
 constexpr std::uint32_t cache_capacity(unsigned c) {
   const std::size_t s = class_size(c);
   if (s > 8192) return 0;
-  if (s >= cache_tight_from) return s >= 4096 ? 1 : static_cast<std::uint32_t>(4096 / s);
   const std::size_t n = 16384 / s;
   return n >= cache_max ? cache_max : n < 4 ? 4 : static_cast<std::uint32_t>(n);
 }

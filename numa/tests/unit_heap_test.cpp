@@ -493,7 +493,7 @@ TEST(Heap, EmptyCacheIsRefilledFromTheRunLowestAddressFirst) {
 // that released its run is looked up again (its page is no run's any more).
 TEST(Heap, CacheWriteBackChecksEachEntryOfARunAndNoticesItsRelease) {
   HeapFixture f;
-  const unsigned cls = size_to_class(512);
+  const unsigned cls = size_to_class(4096);
   const unsigned n = run_chunks(cls);
   ASSERT_GE(f.h->cache[cls].cap, 4u);
   std::vector<std::uint8_t*> a;
