@@ -76,7 +76,8 @@ def main():
           "score = wall time, or for " + ", ".join(sorted(meta.get("scoring", {}))) +
           " the program's printed time or rate as bench.sh converts it; `score_s`, lower is better",
           "- peak RSS: ru_maxrss from GNU time (bench.sh's `%M`), including time's own ~2 MiB "
-          "before exec, the same for every allocator",
+          "before exec, the same for every allocator; where the records hold it, also the program's "
+          "own VmRSS sampled from /proc (`rss_sampled_bytes`, its own table)",
           f"- allocators: {', '.join(allocs)}; ours = `manyalloc-<profile>` "
           "(libmanyalloc-numa.so with MANYALLOC_NUMA_PROFILE=<profile>)"]
     if quick:
@@ -110,9 +111,9 @@ def main():
             cell = f"{v:.3f} ({v / best[w][0]:.2f})" if best[w][0] else f"{v:.3f}"
             return f"**{cell}**" if x == best[w][1] else cell
 
-        def rss_cell(w, x):
-            v, gb = val(w, t, x, "peak_rss_bytes"), val(w, t, "glibc", "peak_rss_bytes")
-            return "-" if v is None else f"{v / 2**20:.1f}" + (f" ({v / gb:.2f})" if gb else "")
+        def rss_cell(w, x, field="peak_rss_bytes"):
+            v, gb = val(w, t, x, field), val(w, t, "glibc", field)
+            return "-" if v is None else f"{v / 2**20:.2f}" + (f" ({v / gb:.2f})" if gb else "")
 
         def faults_cell(w, x):
             pf, sy = val(w, t, x, "page_faults"), val(w, t, x, "sys_s")
@@ -135,6 +136,14 @@ def main():
             L += table(range_cell)
         L += ["", f"## {t} threads: peak RSS in MiB (median), ratio to glibc", ""]
         L += table(rss_cell)
+        # The program's own VmRSS sampled from /proc (run_mibench.py,
+        # rss_sampler.py): GNU time's figure follows the kernel's approximate
+        # per-CPU counters on kernels from 6.2.
+        if any(values(w, t, x, "rss_sampled_bytes") for w in workloads for x in allocs):
+            L += ["", f"## {t} threads: sampled peak RSS in MiB (median), ratio to glibc", "",
+                  "The program's VmRSS sampled from /proc during the run (run_mibench.py --rss-interval-ms), "
+                  "without GNU time's own pages; a peak shorter than the interval can be missed.", ""]
+            L += table(lambda w, x: rss_cell(w, x, "rss_sampled_bytes"))
         # Where the time of the allocators that lose goes is often the kernel's
         # (page faults after a decommit or unmap): both from GNU time's record.
         L += ["", f"## {t} threads: minor page faults in thousands and system seconds (medians)", "",

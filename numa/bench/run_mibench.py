@@ -28,8 +28,11 @@ Arguments and scoring are read from ROOT/bench.sh, not retyped:
 
 Each run is a child of GNU time (no shell, no /usr/bin/env), as in bench.sh;
 wall time by the monotonic clock around it, user and system time, page faults and peak RSS
-(ru_maxrss) from GNU time, with the format bench.sh uses (%M, %U, %S, %R, %F). The order of the
-allocators rotates every repetition, as in run_bench.sh.
+(ru_maxrss) from GNU time, with the format bench.sh uses (%M, %U, %S, %R, %F), and, unless
+--rss-interval-ms 0, the program's own peak VmRSS sampled from /proc with its anonymous and
+file-backed parts (rss_sampler.py says why; records: rss_sampled_bytes, rss_anon_bytes,
+rss_file_bytes, rss_samples). The order of the allocators rotates every repetition, as in
+run_bench.sh.
 
 --quick shrinks the arguments of the long tests (table QUICK below): those
 runs are NOT bench.sh's and their records say so ("quick": true, "command").
@@ -50,6 +53,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from rss_sampler import RssSampler
 
 # --quick: per test, (bench.sh argument -> quick argument) replacements on the
 # command line from bench.sh. Only for the 2-core development machine, where
@@ -152,8 +157,10 @@ def timed_args(cmd, ru_path, time_bin):
     return [time_bin, "-f", "%M %U %S %R %F", "-o", ru_path] + shlex.split(cmd)
 
 
-def run_one(cmd, cwd, env, stdin_path, out_path, timeout, time_bin):
-    """(exit status, wall seconds, {maxrss_kib, user_s, sys_s, minflt, majflt}).
+def run_one(cmd, cwd, env, stdin_path, out_path, timeout, time_bin, rss_interval_s=0.0):
+    """(exit status, wall seconds, {maxrss_kib, user_s, sys_s, minflt, majflt}
+    and, with rss_interval_s > 0, the sampled peak's fields of
+    rss_sampler.RssSampler.record).
 
     Through GNU time, as bench.sh: a child forked by this Python process would
     start with Python's RSS as its ru_maxrss (the high-water mark survives
@@ -165,6 +172,10 @@ def run_one(cmd, cwd, env, stdin_path, out_path, timeout, time_bin):
         t0 = time.monotonic()
         p = subprocess.Popen(args, cwd=cwd, env=env, stdin=fin, stdout=fout, stderr=subprocess.STDOUT,
                              start_new_session=True)
+        sampler = None
+        if rss_interval_s > 0:
+            sampler = RssSampler(p.pid, shlex.split(cmd)[0], rss_interval_s)
+            sampler.start()
         # A blocking wait (waitpid) and a timer for the timeout, not
         # Popen.wait(timeout=...): with a timeout CPython polls the child and
         # sleeps up to 50 ms between looks, and that sleep ended up in the
@@ -193,6 +204,8 @@ def run_one(cmd, cwd, env, stdin_path, out_path, timeout, time_bin):
                 state["done"] = True
             timer.cancel()
         wall = time.monotonic() - t0
+        if sampler is not None:
+            sampler.stop()
         # 124 only for a run the timer's kill ended (a kill between the
         # wait's reaping and `done` reaches no process).
         rc = 124 if state["killed"] and p.returncode == -signal.SIGKILL else p.returncode
@@ -203,6 +216,8 @@ def run_one(cmd, cwd, env, stdin_path, out_path, timeout, time_bin):
               "minflt": int(last[3]), "majflt": int(last[4])}
     except (OSError, IndexError, ValueError):
         pass
+    if sampler is not None:
+        ru.update(sampler.record())
     return rc, wall, ru
 
 
@@ -223,6 +238,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--commit", default=None)
     ap.add_argument("--time", default="/usr/bin/time", help="GNU time (peak RSS, user/sys time, faults)")
+    ap.add_argument("--rss-interval-ms", type=float, default=1.0,
+                    help="sample the program's VmRSS this often (rss_sampler.py); 0: GNU time's peak only")
     a = ap.parse_args()
 
     root = os.path.abspath(a.mibench)
@@ -324,7 +341,7 @@ def main():
                         env.update(extra)
                         outp = os.path.join(tmp, f"{name}-{label}-{t}.txt")
                         rc, wall, ru = run_one(cmd, bindir, env, barnes_in if name == "barnes" else None,
-                                               outp, a.timeout, a.time)
+                                               outp, a.timeout, a.time, a.rss_interval_ms / 1000)
                         output = open(outp, errors="replace").read()
                         score, kind = score_of(name, wall, output, rules)
                         ok = rc == 0 and score is not None
@@ -333,6 +350,8 @@ def main():
                                "rep": rep, "score_s": round(score, 6) if score is not None else None,
                                "score_kind": kind, "seconds": round(wall, 6),
                                "peak_rss_bytes": ru.get("maxrss_kib", 0) * 1024,
+                               **{k: ru[k] for k in ("rss_sampled_bytes", "rss_anon_bytes", "rss_file_bytes",
+                                                     "rss_samples") if k in ru},
                                "user_s": ru.get("user_s"), "sys_s": ru.get("sys_s"),
                                "page_faults": ru.get("minflt"), "major_faults": ru.get("majflt"),
                                "rc": rc, "fails": 0 if ok else 1, "verified": ok, "quick": quick,
@@ -344,7 +363,8 @@ def main():
                         res.flush()
                         log(a.out, f"{time.monotonic() - start:6.0f}s rep {rep} {name:15} {t:2} thr "
                                    f"{label:17} rc={rc} score {score if score is None else f'{score:.3f}'} s "
-                                   f"wall {wall:.2f} s rss {ru.get('maxrss_kib', 0) / 1024:.1f} MiB")
+                                   f"wall {wall:.2f} s rss {ru.get('maxrss_kib', 0) / 1024:.1f} MiB"
+                                   f" sampled {ru.get('rss_sampled_bytes', 0) / 1048576:.2f} MiB")
     log(a.out, f"done in {time.monotonic() - start:.0f} s: {a.out}/results.jsonl")
 
 
