@@ -17,20 +17,14 @@ differences must stay below half of the old polling's step.
 Usage: mibench_runner_test.py BENCH_DIR   (exit 77: no GNU time, skipped)
 """
 import os
-import shutil
 import statistics
 import sys
 import tempfile
 import time
 
-bench_dir = sys.argv[1]
-sys.path.insert(0, bench_dir)
-import run_mibench  # noqa: E402
+from mibench_runner_setup import runner_and_time
 
-time_bin = shutil.which("time") or "/usr/bin/time"
-if not os.access(time_bin, os.X_OK):
-    print("skipped: no GNU time (scripts/setup.sh installs it)")
-    sys.exit(77)
+run_mibench, time_bin = runner_and_time()
 
 
 def reference_wall(cmd, ru_path):
