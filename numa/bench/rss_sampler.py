@@ -11,7 +11,9 @@ differ on the 2-core VM, and mleak's peaks in steps of about 128 KiB
 program also starts from GNU time's own resident set (the high-water mark
 survives exec). So the runner also samples VmRSS of the program itself,
 after its exec, with RssAnon and RssFile at the peak. A peak shorter than
-the interval can be missed, for every allocator alike.
+the interval can be missed, for every allocator alike. /proc/PID/status
+sums the per-CPU counters exactly on the kernels the project's machines run
+(6.18); some kernels from 6.2 on read the approximate values there too.
 """
 import os
 import threading

@@ -238,8 +238,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--commit", default=None)
     ap.add_argument("--time", default="/usr/bin/time", help="GNU time (peak RSS, user/sys time, faults)")
-    ap.add_argument("--rss-interval-ms", type=float, default=1.0,
-                    help="sample the program's VmRSS this often (rss_sampler.py); 0: GNU time's peak only")
+    ap.add_argument("--rss-interval-ms", type=float, default=5.0,
+                    help="sample the program's VmRSS this often (rss_sampler.py; each look costs about "
+                         "30 us of a core); 0: GNU time's peak only")
     a = ap.parse_args()
 
     root = os.path.abspath(a.mibench)
@@ -314,6 +315,7 @@ def main():
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": socket.gethostname(),
         "cpus": os.cpu_count(), "numa_nodes": nodes, "cpu": cpu, "kernel": platform.release(),
         "glibc": glibc, "commit": commit, "threads": a.threads, "reps": a.reps, "quick": a.quick,
+        "rss_interval_ms": a.rss_interval_ms,
         "allocators": [x[0] for x in allocs], "mibench": os.path.basename(root),
         "tests": {str(t): [[n, c, q] for n, c, q in plan[t]] for t in plan},
         "scoring": {k + ("*" if v[2] else ""): {"regex": v[0], "numerator": v[1]} for k, v in rules.items()},
@@ -363,8 +365,9 @@ def main():
                         res.flush()
                         log(a.out, f"{time.monotonic() - start:6.0f}s rep {rep} {name:15} {t:2} thr "
                                    f"{label:17} rc={rc} score {score if score is None else f'{score:.3f}'} s "
-                                   f"wall {wall:.2f} s rss {ru.get('maxrss_kib', 0) / 1024:.1f} MiB"
-                                   f" sampled {ru.get('rss_sampled_bytes', 0) / 1048576:.2f} MiB")
+                                   f"wall {wall:.2f} s rss {ru.get('maxrss_kib', 0) / 1024:.1f} MiB sampled "
+                                   + (f"{ru['rss_sampled_bytes'] / 1048576:.2f} MiB" if "rss_sampled_bytes" in ru
+                                      else "-"))
     log(a.out, f"done in {time.monotonic() - start:.0f} s: {a.out}/results.jsonl")
 
 

@@ -5,7 +5,8 @@ GNU time's ru_maxrss.
 
 GNU time's figure is the kernel's high-water mark, which on kernels from 6.2
 follows approximate per-CPU counters (the 16-core machine reported one peak
-for every run of two builds whose peaks differ), so the runner samples VmRSS
+for every run of two builds whose peaks differ:
+docs/results/numa/mibench-16core-cache4k-2026-12-01), so the runner samples VmRSS
 of the program after its exec. The check runs a program that touches 64 MiB
 and holds it for 0.3 s: its sampled peak must hold those pages (anonymous)
 and stay below what two such buffers would take; with sampling off the
@@ -14,6 +15,7 @@ fields are absent.
 Usage: mibench_runner_rss_test.py BENCH_DIR   (exit 77: no GNU time, skipped)
 """
 import os
+import shlex
 import sys
 import tempfile
 
@@ -24,7 +26,7 @@ run_mibench, time_bin = runner_and_time()
 mib = 1 << 20
 program = ("import time; b = bytearray(64 << 20); "
            "[b.__setitem__(i, 1) for i in range(0, len(b), 4096)]; time.sleep(0.3)")
-cmd = f"{sys.executable} -c '{program}'"
+cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(program)}"
 failures = []
 with tempfile.TemporaryDirectory() as work:
     out = os.path.join(work, "out.txt")
