@@ -219,7 +219,6 @@ TEST(SlabGrowthService, AWaitOfZeroStillPosts) {
   const auto handle = heap.handle();
   std::vector<void*> held;
   while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
-  const std::size_t before = held.size();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (heap.growth_statistics()->growths == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -227,7 +226,6 @@ TEST(SlabGrowthService, AWaitOfZeroStillPosts) {
   void* more = handle.alloc(acc, 64 * 1024);
   EXPECT_NE(more, nullptr) << "the late answer's pages were not used";
   if (more != nullptr) held.push_back(more);
-  EXPECT_GT(held.size(), before);
   for (void* p : held) handle.dealloc(acc, p);
 }
 

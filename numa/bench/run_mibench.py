@@ -352,8 +352,7 @@ def main():
                                "rep": rep, "score_s": round(score, 6) if score is not None else None,
                                "score_kind": kind, "seconds": round(wall, 6),
                                "peak_rss_bytes": ru.get("maxrss_kib", 0) * 1024,
-                               **{k: ru[k] for k in ("rss_sampled_bytes", "rss_anon_bytes", "rss_file_bytes",
-                                                     "rss_samples") if k in ru},
+                               **{k: v for k, v in ru.items() if k.startswith("rss_")},  # the sampler's
                                "user_s": ru.get("user_s"), "sys_s": ru.get("sys_s"),
                                "page_faults": ru.get("minflt"), "major_faults": ru.get("majflt"),
                                "rc": rc, "fails": 0 if ok else 1, "verified": ok, "quick": quick,
