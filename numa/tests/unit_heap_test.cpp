@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -466,7 +467,7 @@ TEST(Heap, FreeIntoAPageOfNoRunIsRefusedByTheFastPathAndReported) {
 // (heap.hpp, heap_refill): the next allocations come from the cache, lowest
 // address first, and only the chunks handed out count as in use.
 TEST(Heap, EmptyCacheIsRefilledFromTheRunLowestAddressFirst) {
-  // 32 B: a cache of 512 chunks, refilled with a whole word; 512 B: of 32, with half of it.
+  // 32 B: a cache of 2,048 chunks, refilled with a whole word; 512 B: of 32, with half of it.
   for (std::size_t bytes : {32, 512}) {
     HeapFixture f;
     const unsigned cls = size_to_class(bytes);
@@ -483,6 +484,33 @@ TEST(Heap, EmptyCacheIsRefilledFromTheRunLowestAddressFirst) {
     heap_set_cache(*f.h, false);
     EXPECT_EQ(heap_alloc(*f.h, cls), first + half * class_size(cls));
     EXPECT_EQ(heap_small_in_use(*f.h), (half + 1) * class_size(cls));
+    EXPECT_EQ(f.c->misuses.load(), 0u);
+  }
+}
+
+// The classes of at most 64 B cache 2,048 chunks (size_class.hpp,
+// tiny_cache_chunks): a thread that frees a batch of 1,600 such chunks, as
+// glibc-simple does, and allocates as many again passes none of them
+// through a write-back and a refill of the run bitmaps.
+TEST(Heap, TinyClassesCacheABatchOfSixteenHundredChunks) {
+  for (std::size_t bytes : {16, 32, 48, 64}) {
+    HeapFixture f;
+    const unsigned cls = size_to_class(bytes);
+    constexpr unsigned batch = 1600;
+    ASSERT_GE(f.h->cache[cls].cap, batch) << bytes;
+    std::vector<std::uint8_t*> a = alloc_written(f, cls, batch);
+    const std::uint32_t refilled = f.h->cache[cls].count.load();  // what the last refill left cached
+    // The first half in order, the second half from the end (glibc-simple's order).
+    for (unsigned i = 0; i < batch / 2; ++i) f.free(a[i], f.h);
+    for (unsigned i = batch; i-- > batch / 2;) f.free(a[i], f.h);
+    EXPECT_EQ(f.h->cache[cls].count.load(), refilled + batch) << bytes;
+    EXPECT_EQ(heap_small_in_use(*f.h), 0u) << bytes;
+    std::set<std::uint8_t*> freed(a.begin(), a.end());
+    for (unsigned i = 0; i < batch; ++i) {
+      auto* p = static_cast<std::uint8_t*>(heap_alloc(*f.h, cls));
+      EXPECT_EQ(freed.erase(p), 1u) << bytes << " B, allocation " << i;
+    }
+    EXPECT_EQ(f.h->cache[cls].count.load(), refilled) << bytes;
     EXPECT_EQ(f.c->misuses.load(), 0u);
   }
 }
