@@ -106,25 +106,25 @@ struct ClassInfo {
   std::uint32_t chunks;
   std::uint64_t recip;
 };
-// Free cache capacity (heap.hpp): up to 512 chunks but about 16 KiB per
-// class (at least 4 chunks), none above 8 KiB; the classes of at most
-// tiny_cache_max_size bytes hold tiny_cache_chunks. Cached chunks were
-// written by the program and stay resident, so their bytes per class are
-// bounded (a count alone would let the larger classes hold much more: numa/
-// DESIGN.md, "Figures moved out of the code"). The count is bounded too (a
-// stack slot per chunk); a few hundred lets a thread keep that many small
-// chunks of a class live and free them again without every chunk passing
-// through its run's bitmap (numa/DESIGN.md, "Fast paths", 2026-11-29). The
-// tiniest chunks are the ones programs keep by the thousand (list nodes,
-// strings), and 2,048 of them are at most 128 KiB (numa/DESIGN.md, "Fast
-// paths", 2026-12-01).
+// Free cache capacity (heap.hpp): for the classes of at most
+// tiny_class_max_bytes, tiny_cache_chunks (at most 128 KiB per class);
+// otherwise up to 512 chunks but about 16 KiB per class (at least 4
+// chunks), none above 8 KiB. Cached chunks were written by the program and
+// stay resident, so their bytes per class are bounded (a count alone would
+// let the larger classes hold much more: numa/DESIGN.md, "Figures moved out
+// of the code"). The count is bounded too (a stack slot per chunk); a few
+// hundred lets a thread keep that many small chunks of a class live and
+// free them again without every chunk passing through its run's bitmap
+// (numa/DESIGN.md, "Fast paths", 2026-11-29). The tiny classes hold a
+// batch of up to 2,048 chunks that way, for few bytes (numa/DESIGN.md,
+// "Fast paths", 2026-12-01).
 inline constexpr unsigned cache_max = 512;
-inline constexpr std::size_t tiny_cache_max_size = 64;
+inline constexpr std::size_t tiny_class_max_bytes = 64;
 inline constexpr unsigned tiny_cache_chunks = 2048;
 constexpr std::uint32_t cache_capacity(unsigned c) {
   const std::size_t s = class_size(c);
   if (s > 8192) return 0;
-  if (s <= tiny_cache_max_size) return tiny_cache_chunks;
+  if (s <= tiny_class_max_bytes) return tiny_cache_chunks;
   const std::size_t n = 16384 / s;
   return n >= cache_max ? cache_max : n < 4 ? 4 : static_cast<std::uint32_t>(n);
 }
