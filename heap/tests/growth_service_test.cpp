@@ -65,6 +65,15 @@ std::vector<Worker> run_workers(const GrowingHeap& heap, unsigned threads, std::
   return workers;
 }
 
+// Chunks of `bytes` taken through `handle` until a request fails (the pool
+// is full and, with a growth service, no growth came in time).
+template <class Handle, class Acc>
+std::vector<void*> alloc_until_null(const Handle& handle, const Acc& acc, std::size_t bytes = 64 * 1024) {
+  std::vector<void*> held;
+  while (void* p = handle.alloc(acc, bytes)) held.push_back(p);
+  return held;
+}
+
 // Every chunk still holds its worker's tag (no two chunks overlap), then all are freed.
 void check_and_free(const GrowingHeap& heap, std::vector<Worker>& workers, std::size_t bytes) {
   const acc::HostThread acc;
@@ -121,8 +130,7 @@ TEST(SlabGrowthService, AFullReservationFailsWithoutWaiting) {
   heap.serve_growth({.wait = std::chrono::seconds(30)});
   const acc::HostThread acc;
   const auto handle = heap.handle();
-  std::vector<void*> held;
-  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  std::vector<void*> held = alloc_until_null(handle, acc);
   EXPECT_EQ(heap.mapped_bytes(), 64 * mib) << "the whole reservation is mapped before a request fails";
   EXPECT_GT(held.size(), 900u);
   const auto t0 = std::chrono::steady_clock::now();
@@ -138,8 +146,7 @@ TEST(SlabGrowthService, HandlesWithoutAServiceDoNotGrow) {
   const auto before = heap.handle();  // made before the service: never asks
   heap.serve_growth();
   const acc::HostThread acc;
-  std::vector<void*> held;
-  while (void* p = before.alloc(acc, 64 * 1024)) held.push_back(p);
+  std::vector<void*> held = alloc_until_null(before, acc);
   EXPECT_LE(heap.mapped_bytes(), 8 * mib);
   const auto st = heap.growth_statistics();
   ASSERT_TRUE(st.has_value());
@@ -160,11 +167,10 @@ TEST(SlabGrowthService, AWorkerWaitsAtMostTheWait) {
   heap.serve_growth({.wait = std::chrono::milliseconds(50), .poll = std::chrono::seconds(5)});
   const acc::HostThread acc;
   const auto handle = heap.handle();
-  std::vector<void*> held;
   // The service looks for requests far less often than a worker waits, so
   // the first request that needs a growth waits its `wait` and fails.
   const auto t0 = std::chrono::steady_clock::now();
-  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  std::vector<void*> held = alloc_until_null(handle, acc);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4)) << "a worker waited past its limit";
   EXPECT_LE(heap.mapped_bytes(), 8 * mib);
   for (void* p : held) handle.dealloc(acc, p);
@@ -197,9 +203,8 @@ TEST(SlabGrowthService, AWorkerThatKeepsLosingTheLockWaitsAtMostTheWait) {
   LosingThread acc;
   acc.lock = heap.creation().growth_lock();
   acc.give_in_after = std::chrono::seconds(5);
-  std::vector<void*> held;
   const auto t0 = std::chrono::steady_clock::now();
-  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  std::vector<void*> held = alloc_until_null(handle, acc);
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_GT(acc.losses, 0u) << "no request reached the growth lock";
   EXPECT_GE(took, std::chrono::milliseconds(50)) << "the request failed before its wait ran out";
@@ -217,8 +222,7 @@ TEST(SlabGrowthService, AWaitOfZeroStillPosts) {
   heap.serve_growth({.wait = std::chrono::nanoseconds(0)});
   const acc::HostThread acc;
   const auto handle = heap.handle();
-  std::vector<void*> held;
-  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  std::vector<void*> held = alloc_until_null(handle, acc);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (heap.growth_statistics()->growths == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -236,8 +240,7 @@ TEST(SlabGrowthService, StepsReachTheEndOfTheReservation) {
   heap.serve_growth({.step_bytes = mib});
   const acc::HostThread acc;
   const auto handle = heap.handle();
-  std::vector<void*> held;
-  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  std::vector<void*> held = alloc_until_null(handle, acc);
   EXPECT_EQ(heap.mapped_bytes(), 64 * mib);
   const std::size_t pages = heap.creation().layout().page_count;
   EXPECT_EQ(held.size(), pages) << "every page of the reservation is handed out";
@@ -251,8 +254,7 @@ TEST(SlabGrowthService, PagesMappedAfterAWorkerGaveUpAreUsed) {
   heap.serve_growth({.step_bytes = 8 * mib, .wait = std::chrono::milliseconds(20), .poll = std::chrono::milliseconds(300)});
   const acc::HostThread acc;
   const auto handle = heap.handle();
-  std::vector<void*> held;
-  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);  // the first growth times out
+  std::vector<void*> held = alloc_until_null(handle, acc);  // the first growth times out
   const std::size_t before = held.size();
   std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the service answers late
   EXPECT_GT(heap.mapped_bytes(), 8 * mib) << "the late answer mapped more";
@@ -441,8 +443,7 @@ TEST(SlabGrowthService, ARefusalFailsTheRequestAndExpires) {
   heap.serve_growth({.step_bytes = 4 * mib, .wait = std::chrono::milliseconds(100)});
   const acc::HostThread acc;
   const auto handle = heap.handle();
-  std::vector<void*> held;
-  while (void* p = handle.alloc(acc, 64 * 1024)) held.push_back(p);
+  std::vector<void*> held = alloc_until_null(handle, acc);
   EXPECT_LE(heap.mapped_bytes(), 16 * mib);
   EXPECT_GE(heap.growth_statistics()->refusals, 1u);
   const auto t0 = std::chrono::steady_clock::now();

@@ -4,10 +4,8 @@ Why not only GNU time's figure (ru_maxrss, the kernel's high-water mark):
 since Linux 6.2 a process's RSS counters are per-CPU, and the high-water
 mark is updated from their approximate value, which is off by up to about
 32 pages per CPU and counter (numa/bench/peak_rss.hpp says the same for the
-project's own benchmark). On the 16-core machine (kernel 6.18) it reported
-the same peak for every run of glibc-thread under two builds whose peaks
-differ on the 2-core VM, and mleak's peaks in steps of about 128 KiB
-(docs/results/numa/mibench-16core-cache4k-2026-12-01). ru_maxrss of the
+project's own benchmark; what that did to the 16-core machine's figures:
+docs/results/numa/mibench-16core-cache4k-2026-12-01). ru_maxrss of the
 program also starts from GNU time's own resident set (the high-water mark
 survives exec). So the runner also samples VmRSS of the program itself,
 after its exec, with RssAnon and RssFile at the peak. A peak shorter than

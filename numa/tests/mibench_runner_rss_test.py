@@ -4,10 +4,8 @@ program's own peak resident set, sampled from /proc (rss_sampler.py), beside
 GNU time's ru_maxrss.
 
 GNU time's figure is the kernel's high-water mark, which on kernels from 6.2
-follows approximate per-CPU counters (the 16-core machine reported one peak
-for every run of two builds whose peaks differ:
-docs/results/numa/mibench-16core-cache4k-2026-12-01), so the runner samples VmRSS
-of the program after its exec. The check runs a program that touches 64 MiB
+follows approximate per-CPU counters (rss_sampler.py), so the runner samples
+VmRSS of the program after its exec. The check runs a program that touches 64 MiB
 and holds it for 0.3 s: its sampled peak must hold those pages (anonymous)
 and stay below what two such buffers would take; with sampling off the
 fields are absent.
