@@ -89,17 +89,26 @@ class CudaThread {
     const unsigned tid = thread_in_block();
     return block * ((threads + 31u) / 32u) + tid / 32u;
   }
+  // Coherent accesses to the heap's words: relaxed at GPU scope, in the
+  // global state space. Every word the heap reads and writes this way lies
+  // in global memory (its pool and metadata) and is shared by the threads
+  // of one GPU only; the words the host reads or writes during a launch go
+  // through load_system64 and store_system64. Not volatile accesses: those
+  // are relaxed at system scope (LDG.E.STRONG.SYS), which slowed the heaps'
+  // searches (docs/results/heap/peers/free_fence_scope_probe).
   __device__ std::uint32_t load(const std::uint32_t* p) const {
-    return *static_cast<const volatile std::uint32_t*>(p);
+    std::uint32_t v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
   }
   __device__ void store(std::uint32_t* p, std::uint32_t v) const {
-    *static_cast<volatile std::uint32_t*>(p) = v;
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
   }
   __device__ std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const { return atomicAdd(p, v); }
   __device__ std::uint32_t atomic_sub(std::uint32_t* p, std::uint32_t v) const { return atomicSub(p, v); }
   __device__ std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const {
     std::uint32_t old;
-    asm volatile("atom.release.gpu.add.u32 %0, [%1], %2;"
+    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;"
                  : "=r"(old)
                  : "l"(p), "r"(0u - v)
                  : "memory");
@@ -107,7 +116,7 @@ class CudaThread {
   }
   __device__ std::uint32_t atomic_and_release(std::uint32_t* p, std::uint32_t v) const {
     std::uint32_t old;
-    asm volatile("atom.release.gpu.and.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    asm volatile("atom.release.gpu.global.and.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
     return old;
   }
   __device__ std::uint32_t atomic_or(std::uint32_t* p, std::uint32_t v) const { return atomicOr(p, v); }
@@ -122,20 +131,24 @@ class CudaThread {
 
   // MixedWidthAtomics (16-bit atomicCAS needs compute capability 7.0).
   __device__ std::uint16_t load16(const std::uint16_t* p) const {
-    return *static_cast<const volatile std::uint16_t*>(p);
+    std::uint16_t v;
+    asm volatile("ld.relaxed.gpu.global.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+    return v;
   }
   __device__ void store16(std::uint16_t* p, std::uint16_t v) const {
-    *static_cast<volatile std::uint16_t*>(p) = v;
+    asm volatile("st.relaxed.gpu.global.u16 [%0], %1;" : : "l"(p), "h"(v) : "memory");
   }
   __device__ std::uint16_t atomic_cas16(std::uint16_t* p, std::uint16_t e, std::uint16_t d) const {
     return atomicCAS(reinterpret_cast<unsigned short*>(p), static_cast<unsigned short>(e),
                      static_cast<unsigned short>(d));
   }
   __device__ std::uint64_t load64(const std::uint64_t* p) const {
-    return *static_cast<const volatile std::uint64_t*>(p);
+    std::uint64_t v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
   }
   __device__ void store64(std::uint64_t* p, std::uint64_t v) const {
-    *static_cast<volatile std::uint64_t*>(p) = v;
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
   }
   // One 16-byte access; each 64-bit half is single-copy atomic.
   __device__ void store128(std::uint64_t* p, std::uint64_t lo, std::uint64_t hi) const {
@@ -156,7 +169,7 @@ class CudaThread {
   }
   __device__ std::uint64_t atomic_and64_release(std::uint64_t* p, std::uint64_t v) const {
     std::uint64_t old;
-    asm volatile("atom.release.gpu.and.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+    asm volatile("atom.release.gpu.global.and.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
     return old;
   }
 
