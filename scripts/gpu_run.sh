@@ -53,8 +53,12 @@
 #                 after PEERS_ROUNDS_UNTIL, 420 s into the script)
 #                 into $OUT/peers_rounds_TIMING.jsonl (log
 #                 bench_peers_rounds.log); then heap/bench/peers/rounds_table.py's
-#                 medians of the rounds, best of ours against the best peer
-#                 (~6 min with the build for one timing)
+#                 medians of the rounds, best of ours against the best peer,
+#                 and where the rounds hold Scatter and mallocMC
+#                 heap/bench/peers/against_upstream.py's table of our Scatter
+#                 configurations against upstream's
+#                 ($OUT/peers_rounds_against_upstream_TIMING.md, its count
+#                 printed) (~6 min with the build for one timing)
 #     soak        SizeClassSlabs churn at full occupancy for SOAK_SECONDS (600),
 #                 then checks that no memory was lost (test CudaSoak)
 #     soak-start  the same soak in a process session of its own (setsid), so
@@ -400,6 +404,11 @@ for stage in "${stages[@]}"; do
         say "-- $timing timing: medians of the rounds, best of ours against the best peer"
         grep -E "throughput_(alloc|free) \| warm|churn \| warm" "$OUT/peers_rounds_table_$timing.md" \
           | awk -F'|' '{print $2,$4,$5,"ours",$6,"peer",$8,$9,"default",$10}' | tee -a "$LOG"
+        # Issue 15's Scatter criterion, where the rounds hold Scatter and upstream's.
+        if [[ ,$rounds_allocs, == *,Scatter,* && ,$rounds_allocs, == *,mallocMC,* ]]; then
+          python3 heap/bench/peers/against_upstream.py "$OUT/peers_rounds_$timing.jsonl" \
+            > "$OUT/peers_rounds_against_upstream_$timing.md" && say "-- $timing timing, Scatter against upstream mallocMC: $(tail -1 "$OUT/peers_rounds_against_upstream_$timing.md")"
+        fi
       done ;;
     repeat)
       say "== distribution GPU tests, 20 repetitions"
