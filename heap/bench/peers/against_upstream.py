@@ -5,8 +5,8 @@ peers-rounds run (JSON Lines of scripts/gpu_run.sh peers-rounds): the median lau
 the rounds and every round's time, and the ratio as a rate (upstream's median time over ours:
 above 1 is faster than upstream). Which records count is rounds_table.py's rule (report.py's
 usable_cell, no failed request); rows upstream did not run are left out. The last line counts,
-per configuration, the rows below upstream's median. (First written as
-docs/results/heap/peers/h200-4cff493-scatter-rounds/per_configuration.py.)
+per configuration, the rows below upstream's median. (Written for
+docs/results/heap/peers/h200-4cff493-scatter-rounds as per_configuration.py.)
 
 Usage: against_upstream.py PEERS_ROUNDS.jsonl > TABLE.md"""
 import collections
