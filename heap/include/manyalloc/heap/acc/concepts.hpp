@@ -41,8 +41,12 @@ concept Accelerator = requires(const A a, std::uint32_t* w, const std::uint32_t*
   a.sync_lanes(mask);                                        // barrier of the lanes in mask
   { a.processor_id() } -> std::same_as<unsigned>;     // SM id / CPU id, for hashing
   { a.warp_id() } -> std::same_as<unsigned>;          // index of the worker's warp, for hashing
-  { a.load(cw) } -> std::same_as<std::uint32_t>;      // coherent (relaxed) load
-  a.store(w, v);                                      // coherent (relaxed) store
+  // Coherent (relaxed) load and store, here and in MixedWidthAtomics, of a
+  // word of the heap's own memory (pool, metadata), shared by the workers of
+  // one device: not block-shared memory, and not the host's words
+  // (SystemScopeWorker's load_system64 and store_system64 are for those).
+  { a.load(cw) } -> std::same_as<std::uint32_t>;
+  a.store(w, v);
   { a.atomic_add(w, v) } -> std::same_as<std::uint32_t>;  // all return the old value
   { a.atomic_sub(w, v) } -> std::same_as<std::uint32_t>;
   { a.atomic_or(w, v) } -> std::same_as<std::uint32_t>;

@@ -94,8 +94,9 @@ class CudaThread {
   // in global memory (its pool and metadata) and is shared by the threads
   // of one GPU only; the words the host reads or writes during a launch go
   // through load_system64 and store_system64. Not volatile accesses: those
-  // are relaxed at system scope (LDG.E.STRONG.SYS), which slowed the heaps'
-  // searches (docs/results/heap/peers/free_fence_scope_probe).
+  // are relaxed at system scope (LDG.E.STRONG.SYS), which slowed Scatter's
+  // searches (docs/results/heap/peers/gpu_scope_accesses). store128 below
+  // is still a volatile store: its GPU-scope form is not measured yet.
   __device__ std::uint32_t load(const std::uint32_t* p) const {
     std::uint32_t v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
