@@ -17,7 +17,7 @@ import json
 import math
 import os
 import sys
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 
 try:
     import matplotlib
@@ -125,6 +125,25 @@ def value(r, kind):
 
 def usable_cell(r):
     return bool(r) and not r.get("skipped") and not r.get("crash") and r.get("verified")
+
+
+def times_by_row(rows):
+    """The launch times of several rounds in one file (peers-rounds): (experiment,
+    launch, threads, size) -> allocator -> seconds of each record that counts
+    (usable_cell, no failed request), in file order; and each row's sort key."""
+    times, order = {}, {}
+    for r in rows:
+        if not usable_cell(r) or not r.get("seconds") or r.get("fails", 0):
+            continue
+        key = (r["experiment"], r.get("launch", ""), int(r.get("threads", 0)), str(r.get("size", r.get("bytes", ""))))
+        times.setdefault(key, defaultdict(list))[r["allocator"]].append(r["seconds"])
+        order[key] = (key[0], key[1], key[2], size_key(r))
+    return times, order
+
+
+def threads_text(threads):
+    """2^k for a power of two, else the number."""
+    return f"2^{threads.bit_length() - 1}" if threads and threads & (threads - 1) == 0 else str(threads)
 
 
 def section_rows(rows, key, exp, launch, kind):

@@ -14,9 +14,8 @@ peer or without ours is left out.
 Usage: rounds_table.py PEERS.jsonl [--default NAME]"""
 import argparse
 import statistics
-from collections import defaultdict
 
-from report import allocator_order, launch_timing, load, size_key, usable_cell
+from report import allocator_order, launch_timing, load, threads_text, times_by_row
 
 
 def main() -> None:
@@ -29,14 +28,7 @@ def main() -> None:
     launch_timing(meta)  # one timing per table
     ours, peers = allocator_order(rows)
     ours = [n for n in ours if n != "DeviceMalloc"]
-    times = defaultdict(list)  # (experiment, launch, threads, size) -> allocator -> seconds, in file order
-    order = {}
-    for r in rows:
-        if not usable_cell(r) or not r.get("seconds") or r.get("fails", 0):
-            continue
-        key = (r["experiment"], r.get("launch", ""), int(r.get("threads", 0)), str(r.get("size", r.get("bytes", ""))))
-        times.setdefault(key, defaultdict(list))[r["allocator"]].append(r["seconds"])
-        order[key] = (key[0], key[1], key[2], size_key(r))
+    times, order = times_by_row(rows)
 
     print("| experiment | launch | threads | size | best of ours, us | default, us | best peer, us |"
           " best ours / best peer | default / best peer | default / best peer, by round |")
@@ -49,14 +41,12 @@ def main() -> None:
             continue
         best = min(mine, key=mine.get)
         peer = min(theirs, key=theirs.get)
-        threads = key[2]
-        threads_text = f"2^{threads.bit_length() - 1}" if threads and threads & (threads - 1) == 0 else str(threads)
         d_time, d_ratio, d_rounds = "-", "-", "-"
         if a.default in mine:
             d = mine[a.default]
             d_time, d_ratio = f"{d * 1e6:.1f}", f"{theirs[peer] / d:.2f}x"
             d_rounds = " ".join(f"{p / s:.2f}" for s, p in zip(t[a.default], t[peer]))
-        print(f"| {key[0]} | {key[1]} | {threads_text} | {key[3]} | {mine[best] * 1e6:.1f} ({best}) | {d_time} |"
+        print(f"| {key[0]} | {key[1]} | {threads_text(key[2])} | {key[3]} | {mine[best] * 1e6:.1f} ({best}) | {d_time} |"
               f" {theirs[peer] * 1e6:.1f} ({peer}) | {theirs[peer] / mine[best]:.2f}x | {d_ratio} | {d_rounds} |")
 
 
