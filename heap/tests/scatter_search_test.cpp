@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <thread>
 #include <vector>
 
@@ -669,96 +668,6 @@ TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
   EXPECT_EQ(active(), block);
   EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
   expect_every_chunk_free();
-}
-
-// A lane whose reads of the active block are noted: how many, and the word
-// `watched` as it was at the last one. A read returns `active_read_as`
-// instead of the active block, and one of the page entry's fill
-// `fill_read_as` instead of the fill, when set (values gone stale since).
-struct LaneWatchingTheActiveBlock : acc::HostThread {
-  const std::uint32_t* active = nullptr;
-  const std::uint32_t* watched = nullptr;
-  const std::uint32_t* fill = nullptr;
-  std::optional<std::uint32_t> active_read_as, fill_read_as;
-  mutable std::uint32_t watched_then = 0;
-  mutable unsigned reads = 0;
-  std::uint32_t load(const std::uint32_t* p) const {
-    const std::uint32_t v = HostThread::load(p);
-    if (p == fill) return fill_read_as.value_or(v);
-    if (p != active) return v;
-    ++reads;
-    watched_then = HostThread::load(watched);
-    return active_read_as.value_or(v);
-  }
-};
-
-class ScatterActiveReadTest : public ScatterFreeTest {
- protected:
-  // Chunk 0 of a full page of four 1 KiB chunks, in a block below the
-  // active one, and a lane that watches the page's full mark.
-  void SetUp() override {
-    chunks = one_page_of_four();
-    page = page_of(chunks[0]);
-    block = h.block_of(page);
-    ASSERT_EQ(entry(page).fill, 4u);
-    ASSERT_TRUE(full_mark()) << "a full page is marked";
-    ASSERT_LT(block + 1, h.block_count);
-    h.shared->active_block = block + 1;
-    lane.active = &h.shared->active_block;
-    lane.watched = &h.regions[page / rs];
-    lane.fill = &entry(page).fill;
-  }
-  bool full_mark() { return region_word(page) & (1u << (page % rs)); }
-  bool full_mark_at_the_read() const { return lane.watched_then & (1u << (page % rs)); }
-  std::vector<void*> chunks;
-  std::uint32_t page = 0, block = 0;
-  LaneWatchingTheActiveBlock lane;
-};
-
-// A free on a page that it finds full reads the active block right after
-// its atomics (PageOps::free_chunks), before their results tell it that it
-// made room, not once they did (after the page's full mark went): the
-// read does not wait for them. Activation as in
-// AGroupFreeingAWholeFlatPageMakesRoom.
-TEST_F(ScatterActiveReadTest, AFreeOnAFullPageReadsTheActiveBlockWithItsAtomics) {
-  scatter.destroy(lane, chunks[0]);
-  EXPECT_EQ(lane.reads, 1u);
-  EXPECT_TRUE(full_mark_at_the_read()) << "the active block was read after the free's atomics came back";
-  EXPECT_FALSE(full_mark());
-  EXPECT_EQ(entry(page).fill, 3u);
-  EXPECT_EQ(active(), block) << "the full page's lower block is made active";
-}
-
-// A free that found the page with room but makes room (the page filled up
-// in between) reads the active block once it knows, and activates too.
-TEST_F(ScatterActiveReadTest, AFreeThatFoundRoomButMakesRoomReadsTheActiveBlockAfterwards) {
-  lane.fill_read_as = 3u;
-  scatter.destroy(lane, chunks[0]);
-  EXPECT_EQ(lane.reads, 1u);
-  EXPECT_FALSE(full_mark_at_the_read());
-  EXPECT_EQ(active(), block);
-}
-
-// A read of the active block that is too high by the time the free makes
-// room (another free lowered it meanwhile) sends the free to the slow path,
-// whose compare-and-swap finds the current, lower block and keeps it.
-TEST_F(ScatterActiveReadTest, AFreeWhoseReadOfTheActiveBlockIsTooHighKeepsTheLowerOne) {
-  h.shared->active_block = block;
-  lane.active_read_as = block + 1;
-  scatter.destroy(lane, chunks[0]);
-  EXPECT_EQ(lane.reads, 1u);
-  EXPECT_EQ(active(), block);
-  EXPECT_EQ(entry(page).fill, 3u);
-  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
-}
-
-// A free on a page with room, which makes none, does not read the active
-// block at all.
-TEST_F(ScatterActiveReadTest, AFreeOnAPageWithRoomLeavesTheActiveBlockUnread) {
-  scatter.destroy(acc::HostThread{}, chunks[1]);
-  scatter.destroy(lane, chunks[0]);
-  EXPECT_EQ(lane.reads, 0u);
-  EXPECT_EQ(entry(page).fill, 2u);
 }
 
 // A small group (lanes clearing their own bits) in which two lanes free one

@@ -147,13 +147,12 @@ class Scatter {
     Misuse m = ptr == nullptr ? Misuse::none : Misuse::foreign_pointer;
     std::uint32_t page = 0, chunk = 0, in_page = 0, index = 0, word = 0;
     heap::detail::PageGeometry g;
-    bool small = false, multi = false, seen_full = false;
+    bool small = false, multi = false;
     if (ptr != nullptr && layout_.contains(ptr, pagesize)) {
       const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(ptr) - layout_.data);
       page = static_cast<std::uint32_t>(offset / pagesize);
       in_page = static_cast<std::uint32_t>(offset % pagesize);
-      const auto seen = Search::read_page(acc, layout_, page);  // size and fill: one round trip
-      chunk = seen.chunk;
+      chunk = acc.load(&layout_.pages[page].chunk_size);
       if (heap::detail::unused_page(chunk)) {
         m = Misuse::double_free;
       } else if (chunk == heap::detail::multi_page) {
@@ -166,7 +165,6 @@ class Scatter {
         index = Ops::chunk_index(g, chunk, in_page);
         word = Ops::bit_word(g, index);
         small = index != g.chunks;
-        seen_full = seen.fill >= g.chunks;  // a free here likely makes room: see free_chunks
         m = small ? Misuse::none : Misuse::not_a_chunk_start;
       }
     }
@@ -183,7 +181,7 @@ class Scatter {
     const std::uint32_t group =
         !together ? alone : acc.match_any(lanes, small ? page * 32u + word : 0x80000000u | acc.lane_id());
     if (small) {
-      const auto r = Ops::free_chunks(acc, layout_, group, page, g, index, seen_full);
+      const auto r = Ops::free_chunks(acc, layout_, group, page, g, index);
       m = r.misuse;
       for (std::uint32_t stale = r.stale; stale != 0u; stale &= stale - 1u) {
         const std::uint32_t freed_twice = word * 32u + bits::find_first_set(stale) - 1u;
@@ -191,7 +189,7 @@ class Scatter {
       }
       // Only a free that makes room on a full page can make a full block
       // usable again: only those look at the active block (5.4).
-      if (r.made_room) Search::maybe_activate(acc, layout_, page, r.active);
+      if (r.made_room) Search::maybe_activate(acc, layout_, page);
     } else if (multi) {
       m = Multi::free(acc, layout_, page, in_page);
     }

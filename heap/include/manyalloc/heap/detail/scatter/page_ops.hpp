@@ -393,16 +393,11 @@ struct PageOps {
     return true;
   }
 
-  // FreeResult::active when the free did not read the active block.
-  static constexpr std::uint32_t active_unread = ~0u;  // no block's index (< block_count)
-
   struct FreeResult {
     Misuse misuse = Misuse::none;  // this lane's chunk was freed by a lower lane of its group too
     std::uint32_t stale = 0;       // bits of the word found already clear: the group's, at its lowest
                                    // lane; a lane's own bit, in a group that clears its own bits
     bool made_room = false;        // at the group's lowest lane: the page was full before these frees
-    std::uint32_t active = active_unread;  // at the group's lowest lane, when asked to: the active
-                                           // block, read right after the free's atomics
   };
 
   // Groups of at most this many lanes clear their own bits (free_own_bits):
@@ -421,16 +416,9 @@ struct PageOps {
   // their own bits instead (free_own_bits).
   // A bit already clear (`stale`: a chunk freed twice or never handed out)
   // is not counted, so nothing changes for it.
-  // With `read_active` (the caller found the page full), the lowest lane
-  // reads the active block right after its atomics, without waiting for
-  // their results: a free that makes room on a full page needs it
-  // (SmallSearch::maybe_activate), and read after the results it cost a
-  // round trip of its own at the end of the free. Read before the clears, a
-  // release waits for it (docs/results/heap/peers/scatter_active_read).
   template <class Acc>
   MANYALLOC_FN static FreeResult free_chunks(const Acc& acc, const HeapLayout& h, std::uint32_t group,
-                                             std::uint32_t page, const PageGeometry& g, std::uint32_t index,
-                                             bool read_active = false) {
+                                             std::uint32_t page, const PageGeometry& g, std::uint32_t index) {
     const std::uint32_t word = bit_word(g, index);
     const std::uint32_t bit = 1u << (g.hierarchical ? index % 32u : index);
     FreeResult r;
@@ -438,8 +426,7 @@ struct PageOps {
     if constexpr (!Config::resetfreedpages) {
       // Lanes alone too: they then run the same code as the small groups
       // of their warp instead of taking turns with them.
-      if (bits::popcount(group) <= own_clears_max)
-        return free_own_bits(acc, h, group, page, g, word, bit, read_active);
+      if (bits::popcount(group) <= own_clears_max) return free_own_bits(acc, h, group, page, g, word, bit);
     }
     if (group != (1u << acc.lane_id())) {  // a lane alone needs no collective
       // The barrier orders every lane's writes to its chunk before the lowest
@@ -470,7 +457,6 @@ struct PageOps {
       freed = bits::popcount(old & bits);
       unmark_full_segment(acc, e, g, word, old);
       if (freed != 0u) before = acc.atomic_sub_release(&e.fill, freed);
-      if (read_active) r.active = acc.load(&h.shared->active_block);
     } else {
       // A split page keeps its split (I2): the reservations go back at the
       // same time as the clear, not once it is done, one round trip to
@@ -478,7 +464,6 @@ struct PageOps {
       // clear walks on until it sees the bit (take_in_mask).
       const std::uint32_t asked = bits::popcount(bits);
       before = acc.atomic_sub(&e.fill, asked);
-      if (read_active) r.active = acc.load(&h.shared->active_block);
       freed = bits::popcount(old & bits);
       // Bits that were clear already (a double free): their reservations
       // were not ours to return; add them back.
@@ -505,7 +490,7 @@ struct PageOps {
   template <class Acc>
   MANYALLOC_FN static FreeResult free_own_bits(const Acc& acc, const HeapLayout& h, std::uint32_t group,
                                                std::uint32_t page, const PageGeometry& g, std::uint32_t word,
-                                               std::uint32_t bit, bool read_active) {
+                                               std::uint32_t bit) {
     static_assert(!Config::resetfreedpages, "free_own_bits returns reservations before the clears land");
     PageEntry& e = h.pages[page];
     const bool lowest = acc.lane_id() == bits::find_first_set(group) - 1u;
@@ -525,7 +510,6 @@ struct PageOps {
       old = clear_bits(acc, h, page, g, word, bit);
     }
     FreeResult r;
-    if (lowest && read_active) r.active = acc.load(&h.shared->active_block);
     if ((old & bit) == 0u) {
       // Freed twice (by another lane of the group, or before): its
       // reservation was not ours to return; give it back.

@@ -269,22 +269,12 @@ struct SmallSearch {
   // late free had picked. Frees on pages that were not full leave the
   // active block alone (a block left for being full has full pages).
   //
-  // `active`: the active block as the free read it right after its
-  // atomics (PageOps::free_chunks), or Ops::active_unread. Read before the
-  // atomics' results came back, it may be older than the free's effect: too
-  // high (another free lowered it meanwhile), it sends the free to the slow
-  // path, whose compare-and-swap works on the current value; too low (a
-  // search found the block full and moved it on meanwhile), the activation
-  // is skipped, as it is when that search comes just after it: the room
-  // stays where the searches find it when they wrap around the heap.
-  //
   // Fast path: the page lies in or above the active block, found by
   // comparing page numbers (the active block is below block_count, so block
   // b's first page is b * pages_per_block): no division on the way out.
   template <class Acc>
-  MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page,
-                                          std::uint32_t active = Ops::active_unread) {
-    if (active == Ops::active_unread) active = acc.load(&h.shared->active_block);
+  MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
+    std::uint32_t active = acc.load(&h.shared->active_block);
     if (page >= std::uint64_t{active} * h.pages_per_block) return;
     // Slow path: a lower block, made active unless it is still full.
     const std::uint32_t block = h.block_of(page);
