@@ -5,7 +5,7 @@
 # build_config.hpp) as Scatter (NAME) and, unless NO_RELAXED=1, as
 # Scatter+RelaxedFrees (NAMEr), upstream.cu against mallocMC 2.6.0
 # (.carry/peers tarball, .carry/boost) and, unless NO_ROOF=1, roofline.cu (no
-# allocator: the limit), all at once, into /tmp/su_RUN; sets runs to the
+# allocator: the limit; relaxed, read only and release), all at once, into /tmp/su_RUN; sets runs to the
 # RUN names built (-lineinfo with LINEINFO=1, for Nsight Compute's source page).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 P=.carry/ncu
@@ -31,7 +31,9 @@ if [[ ${NO_ROOF:-0} != 1 ]]; then
   # The limit with no allocator in the way (roofline.cu): entry read and one atomic, entry read only.
   nvcc -std=c++17 "${flags[@]}" -o /tmp/su_roof $here/roofline.cu > /tmp/sub_roof.log 2>&1 &
   nvcc -std=c++17 "${flags[@]}" -DPROBE_FREE_READ_ONLY -o /tmp/su_roofread $here/roofline.cu > /tmp/sub_roofread.log 2>&1 &
-  runs+=(roof roofread)
+  # and the limit of an ordered free: entry read and one release atomic.
+  nvcc -std=c++17 "${flags[@]}" -DPROBE_FREE_RELEASE -o /tmp/su_roofrel $here/roofline.cu > /tmp/sub_roofrel.log 2>&1 &
+  runs+=(roof roofread roofrel)
 fi
 wait
 for t in "${runs[@]}"; do [[ -x /tmp/su_$t ]] || { echo "$t: build failed"; tail -20 /tmp/sub_$t.log; }; done

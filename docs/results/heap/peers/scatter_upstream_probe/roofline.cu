@@ -5,7 +5,10 @@
 // with one atomic per lane, as upstream mallocMC does (ours clears the bits
 // of a warp's lanes on one page with one atomic and returns their
 // reservations with one more). PROBE_FREE_READ_ONLY: the free only reads the
-// entry (no atomic).
+// entry (no atomic). PROBE_FREE_RELEASE: the clear is a release at GPU scope
+// (atom.release.gpu), the least a free that orders the lane's writes to its
+// chunk before the chunk can be handed out again must do (Scatter's default,
+// ordered_frees).
 #include <memory>
 #include "loop.cuh"
 struct Entry { unsigned chunk, fill, mask, pad; };
@@ -22,8 +25,12 @@ struct Adapter {
     Entry& e = entries[off >> 12];
     const unsigned chunk = *static_cast<volatile unsigned*>(&e.chunk);
     const unsigned bit = 1u << ((off & 4095) / (chunk | 1u) % 32);
-#ifdef PROBE_FREE_READ_ONLY
+#if defined(PROBE_FREE_READ_ONLY)
     if (chunk == 0xdeadbeefu) atomicAdd(sink, bit);
+#elif defined(PROBE_FREE_RELEASE)
+    unsigned old;
+    asm volatile("atom.release.gpu.global.and.b32 %0, [%1], %2;" : "=r"(old) : "l"(&e.mask), "r"(~bit) : "memory");
+    if (old == 0xdeadbeefu) atomicAdd(sink, 1u);
 #else
     if (atomicAnd(&e.mask, ~bit) == 0xdeadbeefu) atomicAdd(sink, 1u);
 #endif
