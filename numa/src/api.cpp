@@ -153,33 +153,17 @@ namespace {
   free_large(c, *static_cast<LargeSegment*>(s), p);
 }
 
-// A free whose chunk is not in the hinted segment (runtime.hpp,
-// FreeKeys::hint): the registry finds its segment, which becomes the hint when
-// the thread's heap owns it. Not inlined, so that the fast path below needs
-// no stack frame.
-[[gnu::noinline]] void free_unhinted(void* p, std::uintptr_t owner) {
-  // The registry maps nullptr to no segment: free(NULL) takes the slow path.
-  Segment* s = global().registry.lookup(p);
-  if (SmallSegment* seg = owned_small(s, owner); seg != nullptr) [[likely]] {
-    t_free.hint = seg;
-    if (heap_free_cached(*reinterpret_cast<Heap*>(owner), *seg, p)) [[likely]]
-      return;
-  }
-  free_slow(p, s);
-}
-
 }  // namespace
 
 MA_EXPORT void manyalloc_numa_free(void* p) noexcept {
-  // Fast path: the chunk lies in the segment of the thread's latest own
-  // free, which the thread's heap owns (runtime.hpp, FreeKeys).
-  const std::uintptr_t owner = t_free.owner;
-  SmallSegment* const hint = hinted_small(t_free.hint, owner, p);
-  if (hint == nullptr) [[unlikely]]
-    return free_unhinted(p, owner);
-  if (heap_free_cached(*reinterpret_cast<Heap*>(owner), *hint, p)) [[likely]]
+  // The registry maps nullptr to no segment: free(NULL) takes the slow path.
+  Segment* s = global().registry.lookup(p);
+  // One compare: the thread has a heap and it owns s (runtime.hpp, t_owner).
+  const std::uintptr_t owner = t_owner;
+  if (SmallSegment* seg = owned_small(s, owner); seg != nullptr && heap_free_cached(*reinterpret_cast<Heap*>(owner), *seg, p))
+      [[likely]]
     return;
-  free_slow(p, hint);
+  free_slow(p, s);
 }
 
 MA_EXPORT void* manyalloc_numa_calloc(std::size_t n, std::size_t size) noexcept {

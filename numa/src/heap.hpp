@@ -355,29 +355,13 @@ inline std::uintptr_t owner_key(const Heap& h) { return reinterpret_cast<std::ui
 // s as a small segment owned by the heap whose owner key is `owner`, or
 // nullptr (s null, a large segment, another heap's or no heap's segment).
 // `owner` is owner_key of a heap or a value no heap's address takes (the
-// free fast path passes FreeKeys::owner, runtime.hpp, which is no_owner while the
+// free fast path passes t_owner, runtime.hpp, which is no_owner while the
 // thread has no heap), never 0: Segment::heap is a heap or nullptr (a large
 // or unowned segment, invariants.hpp), so one compare checks kind and owner.
 inline SmallSegment* owned_small(Segment* s, std::uintptr_t owner) {
   if (s == nullptr || reinterpret_cast<std::uintptr_t>(s->heap.load(std::memory_order_relaxed)) != owner)
     return nullptr;
   return static_cast<SmallSegment*>(s);
-}
-
-// p rounded down to segment_bytes: the base of p's segment when p lies in
-// a small segment (invariants.hpp, Segment), which spans exactly one such slot.
-inline const std::uint8_t* segment_start(const void* p) {
-  return reinterpret_cast<const std::uint8_t*>(reinterpret_cast<std::uintptr_t>(p) & ~(segment_bytes - 1));
-}
-
-// hint as the segment of p for the free fast path (runtime.hpp,
-// FreeKeys::hint), or nullptr: when hint is null, when the heap whose owner key
-// is `owner` does not own it, or when p lies in another segment. The owner
-// is compared first: only then is the base read, which another thread may
-// be rewriting while the descriptor is not this heap's.
-inline SmallSegment* hinted_small(SmallSegment* hint, std::uintptr_t owner, const void* p) {
-  SmallSegment* seg = owned_small(hint, owner);
-  return seg != nullptr && seg->base == segment_start(p) ? seg : nullptr;
 }
 
 inline void small_free(Context& c, Heap* self, SmallSegment& seg, void* p) {

@@ -55,11 +55,8 @@ enum class SegKind : std::uint8_t { small = 1, large = 2 };
 // owner of that list. `heap` is the owner of a small segment (see
 // SmallSegment) and nullptr in a large one, which no heap owns: comparing
 // it with a heap tells both the kind and the owner at once (heap.hpp,
-// owned_small, which the free fast path calls with FreeKeys::owner, runtime.hpp). A small segment's bytes are
-// segment_bytes, so that the offset of p in it is p % segment_bytes. The free
-// fast path reads `heap`, and when it names the thread's heap `base`, of a
-// descriptor that may have left the thread since (runtime.hpp, FreeKeys::hint):
-// descriptors stay mapped (meta_pool.hpp).
+// owned_small, which the free fast path calls with t_owner, runtime.hpp). A small segment's bytes are
+// segment_bytes, so that the offset of p in it is p % segment_bytes.
 struct Segment {
   SegKind kind;
   std::atomic<Heap*> heap;

@@ -13,7 +13,7 @@
 namespace manyalloc::numa {
 
 constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec"))) = nullptr;
-constinit thread_local FreeKeys t_free __attribute__((tls_model("initial-exec"))) = {no_owner, nullptr};
+constinit thread_local std::uintptr_t t_owner __attribute__((tls_model("initial-exec"))) = no_owner;
 constinit thread_local bool t_heap_abandoned __attribute__((tls_model("initial-exec"))) = false;
 
 constinit Process g_process;

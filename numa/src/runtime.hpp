@@ -32,32 +32,17 @@ inline Context& global() noexcept { return g_process.context; }
 // initialisation).
 extern constinit thread_local Heap* t_heap __attribute__((tls_model("initial-exec")));
 
+// owner_key(*t_heap), or no_owner while t_heap is nullptr: what the free
+// fast path passes to owned_small (heap.hpp; Segment::heap is a heap or
+// nullptr, never 1), so that one compare checks both "the thread has a
+// heap" and "it owns the segment". Written wherever t_heap is
+// (set_thread_heap).
+extern constinit thread_local std::uintptr_t t_owner __attribute__((tls_model("initial-exec")));
 inline constexpr std::uintptr_t no_owner = 1;
 static_assert(alignof(Heap) > no_owner, "no_owner must be a value that no Heap's address can take");
-
-// What the free fast path (manyalloc_numa_free) reads of the thread: one
-// thread-local object, so that one address computation finds both.
-struct FreeKeys {
-  // owner_key(*t_heap), or no_owner while t_heap is nullptr: what the free
-  // fast path passes to owned_small (heap.hpp; Segment::heap is a heap or
-  // nullptr, never 1), so that one compare checks both "the thread has a
-  // heap" and "it owns the segment". Written wherever t_heap is
-  // (set_thread_heap).
-  std::uintptr_t owner;
-  // The small segment that the thread's latest free through the registry
-  // found owned by its heap: its next free tries that segment first and
-  // skips the registry's two dependent loads when the chunk lies there, as
-  // the frees of a program churning a few sizes mostly do. nullptr before
-  // the first such free. A hint only: the segment may since have left the
-  // heap, and its descriptor may describe another segment (descriptors are
-  // reused, never unmapped: meta_pool.hpp), so every use checks the owner
-  // first and then the base (hinted_small, heap.hpp).
-  SmallSegment* hint;
-};
-extern constinit thread_local FreeKeys t_free __attribute__((tls_model("initial-exec")));
 inline void set_thread_heap(Heap* h) noexcept {
   t_heap = h;
-  t_free.owner = h != nullptr ? owner_key(*h) : no_owner;
+  t_owner = h != nullptr ? owner_key(*h) : no_owner;
 }
 
 // True once the thread's heap was abandoned at its exit (the pthread key's

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <random>
 #include <set>
 #include <thread>
@@ -773,51 +772,19 @@ TEST(Heap, AbandonedHeapIsAdoptedWithItsChunks) {
   EXPECT_EQ(again->remote_frees.load(), 1u);
 }
 
-// The free fast path compares a segment's owner with t_free.owner alone
-// (runtime.hpp): it must be t_heap as an integer, and while the thread
+// The free fast path compares a segment's owner with t_owner alone
+// (runtime.hpp): t_owner must be t_heap as an integer, and while the thread
 // has no heap a value that no Segment::heap holds (nullptr is what large and
 // unowned segments hold).
 TEST(Runtime, TheOwnerKeyFollowsTheThreadsHeap) {
   std::thread([] {
     EXPECT_EQ(t_heap, nullptr);
-    EXPECT_EQ(t_free.owner, no_owner);
-    EXPECT_NE(t_free.owner, reinterpret_cast<std::uintptr_t>(static_cast<Heap*>(nullptr)));
+    EXPECT_EQ(t_owner, no_owner);
+    EXPECT_NE(t_owner, reinterpret_cast<std::uintptr_t>(static_cast<Heap*>(nullptr)));
     Heap* h = thread_heap();
     ASSERT_NE(h, nullptr);
-    EXPECT_EQ(t_free.owner, reinterpret_cast<std::uintptr_t>(h));
+    EXPECT_EQ(t_owner, reinterpret_cast<std::uintptr_t>(h));
   }).join();
-}
-
-// The free fast path tries the segment of the thread's latest own free
-// first (runtime.hpp, FreeKeys::hint) and takes it only when the thread's heap
-// owns it and the chunk lies in it (hinted_small); any other hint sends the
-// free through the registry.
-TEST(Heap, AFreeHintIsTakenOnlyForAChunkOfASegmentOfTheHeap) {
-  HeapFixture f;
-  void* p = heap_alloc(*f.h, class_of(64));
-  ASSERT_NE(p, nullptr);
-  auto* seg = static_cast<SmallSegment*>(f.c->registry.lookup(p));
-  ASSERT_NE(seg, nullptr);
-  const std::uintptr_t owner = owner_key(*f.h);
-  EXPECT_EQ(hinted_small(seg, owner, p), seg);
-  EXPECT_EQ(hinted_small(seg, owner, static_cast<std::uint8_t*>(p) + 16), seg) << "any byte of the segment";
-  EXPECT_EQ(hinted_small(nullptr, owner, p), nullptr) << "no hint yet";
-  EXPECT_EQ(hinted_small(seg, no_owner, p), nullptr) << "a thread without a heap";
-  HeapFixture other;
-  EXPECT_EQ(hinted_small(seg, owner_key(*other.h), p), nullptr) << "another heap's segment";
-  EXPECT_EQ(hinted_small(seg, owner, seg->base + segment_bytes), nullptr) << "a chunk of another segment";
-  EXPECT_EQ(hinted_small(seg, owner, seg->base - 1), nullptr) << "the byte before the segment";
-
-  // A descriptor that went back to its source (no owner) or was reused for
-  // a segment elsewhere (another base) is not taken either.
-  auto stale = std::make_unique<SmallSegment>();
-  EXPECT_EQ(hinted_small(stale.get(), owner, p), nullptr);
-  stale->heap.store(f.h);
-  stale->base = seg->base + segment_bytes;
-  EXPECT_EQ(hinted_small(stale.get(), owner, p), nullptr);
-  stale->base = seg->base;
-  EXPECT_EQ(hinted_small(stale.get(), owner, p), stale.get()) << "the same base: it describes p's segment";
-  f.free(p, f.h);
 }
 
 }  // namespace
