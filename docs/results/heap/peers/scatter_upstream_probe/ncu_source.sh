@@ -4,15 +4,19 @@
 # threads (loop.cuh, mode verify_fresh) of Scatter+RelaxedFrees (header tree
 # .carry/ncu/NAME) and of roofline.cu, then the SASS of each with its
 # stall samples as CSV under OUTDIR.
-#   docs/results/heap/peers/scatter_upstream_probe/ncu_source.sh NAME OUTDIR
+# With PROBE=default: Scatter's default configuration (ordered frees) and
+# the limit of an ordered free (roofline.cu -DPROBE_FREE_RELEASE) instead.
+#   [PROBE=default] docs/results/heap/peers/scatter_upstream_probe/ncu_source.sh NAME OUTDIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 t=${1:?tree} out=${2:?outdir}
 P=.carry/ncu
 mkdir -p "$out"
+cfg=(-DPROBE_CONFIG=manyalloc::heap::CreationPolicies::ScatterRelaxedFreesConfig) roof=()
+[[ ${PROBE:-relaxed} == default ]] && cfg=() roof=(-DPROBE_FREE_RELEASE)
 nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -lineinfo -I$P/$t/heap/include -I$P/$t/common/include -I$P/gen \
-  -DPROBE_CONFIG=manyalloc::heap::CreationPolicies::ScatterRelaxedFreesConfig -o /tmp/ns_ours $here/ours.cu &
-nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -o /tmp/ns_roof $here/roofline.cu &
+  "${cfg[@]}" -o /tmp/ns_ours $here/ours.cu &
+nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo "${roof[@]}" -o /tmp/ns_roof $here/roofline.cu &
 wait
 for b in ours roof; do
   ncu --clock-control none --set full --import-source no -k regex:free_k --launch-skip 42 --launch-count 1 \
