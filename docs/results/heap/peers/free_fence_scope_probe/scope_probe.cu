@@ -12,7 +12,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <vector>
-#define CK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(err_)); return 1; } } while (0)
+#include "../probe_kernels.cuh"  // probe_check, timed
+#define CK(x) probe_check((x), #x)
 struct alignas(32) Entry { unsigned cls, used, run, lead, bits[4]; };
 
 enum Load { volatile_load = 0, relaxed_gpu = 1, weak = 2, loads = 3 };
@@ -45,8 +46,6 @@ __global__ void free_shape(char* const* p, char* base, unsigned n, Entry* e, uns
   if (O == release_atom) old = and_release(w, ~bit); else old = and_relaxed(w, ~bit);
   if ((old & bit) == 0u && old == 0x12345u) atomicAdd(sink, 1u);
 }
-template <class F> float timed(F f) { cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b); cudaEventRecord(a); f(); cudaEventRecord(b);
-  cudaEventSynchronize(b); float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); return ms * 1000; }
 __global__ void fill_ptrs(char** p, char* base, unsigned n) { unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] = base + (size_t)i * 1024; }
 __global__ void set_bits(Entry* e, unsigned pages) { unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < pages) for (int k = 0; k < 4; ++k) e[i].bits[k] = ~0u; }
 

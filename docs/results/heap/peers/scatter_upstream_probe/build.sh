@@ -5,8 +5,9 @@
 # build_config.hpp) as Scatter (NAME) and, unless NO_RELAXED=1, as
 # Scatter+RelaxedFrees (NAMEr), upstream.cu against mallocMC 2.6.0
 # (.carry/peers tarball, .carry/boost) and, unless NO_ROOF=1, roofline.cu (no
-# allocator: the limit; relaxed, read only and release), all at once, into /tmp/su_RUN; sets runs to the
-# RUN names built (-lineinfo with LINEINFO=1, for Nsight Compute's source page).
+# allocator: the limit, with a relaxed atomic, a release atomic or a read
+# only), all at once, into /tmp/su_RUN; sets runs to the RUN names built
+# (-lineinfo with LINEINFO=1, for Nsight Compute's source page).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 P=.carry/ncu
 flags=(-O3 -arch=sm_90 --expt-relaxed-constexpr)
