@@ -651,9 +651,9 @@ TEST_F(ScatterFreeTest, TwoLanesFreeingOneChunkFreeItOnce) {
 
 
 // Four lanes freeing the four 1 KiB chunks of a full page together, one
-// group whose lanes clear their own bits while the lowest returns the
-// count: the page is empty, its full mark is gone, and its block (lower
-// than the active one) becomes active again (5.4).
+// group whose lowest lane clears their bits and returns the count: the
+// page is empty, its full mark is gone, and its block (lower than the
+// active one) becomes active again (5.4).
 TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
   const std::vector<void*> chunks = one_page_of_four();
   const std::uint32_t page = page_of(chunks[0]);
@@ -670,7 +670,22 @@ TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
   expect_every_chunk_free();
 }
 
-// A small group (lanes clearing their own bits) in which two lanes free one
+// The four lanes freeing the four 1 KiB chunks of one page gather their
+// bits while the warp is together: one clear of the page's mask and one
+// return on its fill, not a clear per lane (on the GPU each lane's clear
+// queued up behind the others' on the one word: scatter_release_pair).
+TEST_F(ScatterFreeTest, ASmallGroupClearsItsBitsWithOneAtomic) {
+  const std::vector<void*> chunks = one_page_of_four();
+  heap::detail::PageEntry& e = entry(page_of(chunks[0]));
+  ASSERT_EQ(e.mask, 0xfu);
+  EXPECT_EQ(free_in_one_warp(chunks, &e.fill, &e.mask + 1), 2u) << "atomics on the page's fill and mask";
+  EXPECT_EQ(e.mask, 0u);
+  EXPECT_EQ(e.fill, 0u);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  expect_every_chunk_free();
+}
+
+// A small group (lanes gathering their bits) in which two lanes free one
 // chunk: it is freed once, the second free is reported, the count stays
 // right and the page's last chunk is still held.
 TEST_F(ScatterFreeTest, TwoLanesOfASmallGroupFreeingOneChunkFreeItOnce) {

@@ -134,13 +134,14 @@ class Scatter {
   // Frees are combined per warp: the lanes freeing chunks whose bits share
   // one bit-field word of one page form a group, whose lowest lane clears
   // their bits and returns their reservations with one atomic each
-  // (PageOps::free_chunks; in groups of up to four lanes each lane clears
-  // its own bit, PageOps::free_own_bits). A lane with nullptr takes part in forming the
-  // groups (so that a distribution policy may pass nullptr from the lanes
-  // that free nothing) and frees nothing. After the groups formed, every
-  // lane collective names the lanes of one group only: a collective over
-  // all the lanes that entered together, after they went different ways,
-  // deadlocked on the GPU when a lane had meanwhile entered the next free.
+  // (PageOps::free_chunks; groups of up to four lanes gather their bits
+  // while the warp is still together, PageOps::gather_small_groups). A lane
+  // with nullptr takes part in forming the groups (so that a distribution
+  // policy may pass nullptr from the lanes that free nothing) and frees
+  // nothing. After the groups formed and gathered, every lane collective
+  // names the lanes of one group only: a collective over all the lanes that
+  // entered together, after they went different ways, deadlocked on the GPU
+  // when a lane had meanwhile entered the next free.
   template <class Acc>
   MANYALLOC_FN void destroy(const Acc& acc, void* ptr) const {
     const std::uint32_t lanes = acc.active_mask();
@@ -180,8 +181,10 @@ class Scatter {
     const bool together = layout_.page_count <= (1u << 26) && bits::popcount(lanes) >= Acc::warp_size / 2;
     const std::uint32_t group =
         !together ? alone : acc.match_any(lanes, small ? page * 32u + word : 0x80000000u | acc.lane_id());
+    const std::uint32_t bit = small ? Ops::chunk_bit(g, index) : 0u;
+    const std::uint32_t gathered = together ? Ops::gather_small_groups(acc, lanes, group, bit) : bit;
     if (small) {
-      const auto r = Ops::free_chunks(acc, layout_, group, page, g, index);
+      const auto r = Ops::free_chunks(acc, layout_, group, page, g, index, gathered);
       m = r.misuse;
       for (std::uint32_t stale = r.stale; stale != 0u; stale &= stale - 1u) {
         const std::uint32_t freed_twice = word * 32u + bits::find_first_set(stale) - 1u;

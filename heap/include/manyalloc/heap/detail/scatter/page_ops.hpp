@@ -395,16 +395,51 @@ struct PageOps {
 
   struct FreeResult {
     Misuse misuse = Misuse::none;  // this lane's chunk was freed by a lower lane of its group too
-    std::uint32_t stale = 0;       // bits of the word found already clear: the group's, at its lowest
-                                   // lane; a lane's own bit, in a group that clears its own bits
+    std::uint32_t stale = 0;       // bits of the word found already clear: the group's, at its lowest lane
     bool made_room = false;        // at the group's lowest lane: the page was full before these frees
   };
 
-  // Groups of at most this many lanes clear their own bits (free_own_bits):
-  // a page of 1 KiB chunks holds four. Larger groups (smaller chunks) keep
-  // one atomic for the whole group: one atomic per lane on one word queue
-  // up in memory (docs/results/heap/ab/2026-11-25-scatter-free).
-  static constexpr std::uint32_t own_clears_max = 4;
+  // Groups of at most this many lanes (a page of 1 KiB chunks holds four)
+  // gather their bits with shuffles of the whole warp while its lanes are
+  // still together (gather_small_groups); larger groups (smaller chunks)
+  // reduce theirs within the group (free_chunks). Either way one lane
+  // clears the group's bits with one atomic and returns their reservations
+  // with another: one atomic per lane on one word queues up in memory
+  // (docs/results/heap/ab/2026-11-25-scatter-free; for groups of up to
+  // four, docs/results/heap/peers/scatter_release_pair).
+  static constexpr std::uint32_t gathered_group_max = 4;
+
+  MANYALLOC_FN static std::uint32_t chunk_bit(const PageGeometry& g, std::uint32_t index) {
+    return 1u << (g.hierarchical ? index % 32u : index);
+  }
+
+  // Called by all `lanes` together, right after match_any formed their
+  // groups (`group`: this lane's): every lane of a group of 2 to
+  // gathered_group_max lanes gets the OR of their bits (`bit`: this lane's),
+  // every other lane its own bit. It takes gathered_group_max - 1 shuffles
+  // of the whole warp, where a reduction per group would run once per
+  // distinct group, one group after the other (eight of them for a warp
+  // freeing 1 KiB chunks). Where the group's lowest lane releases for all
+  // (ordered frees, or the return of resetfreedpages), the lanes then meet
+  // at a barrier, so that its release orders their writes to their chunks
+  // too, as each lane's own release would.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t gather_small_groups(const Acc& acc, std::uint32_t lanes, std::uint32_t group,
+                                                        std::uint32_t bit) {
+    const std::uint32_t me = acc.lane_id();
+    const std::uint32_t size = bits::popcount(group);
+    const bool small = size > 1u && size <= gathered_group_max;
+    if (acc.ballot(lanes, small) == 0u) return bit;  // the same answer in every lane of `lanes`
+    std::uint32_t others = small ? group & ~(1u << me) : 0u;
+    std::uint32_t all = bit;
+    for (std::uint32_t i = 1; i < gathered_group_max; ++i) {
+      const std::uint32_t from = others != 0u ? bits::find_first_set(others) - 1u : me;
+      all |= acc.shfl(lanes, bit, from);
+      others &= others - 1u;
+    }
+    if constexpr (Config::ordered_frees || Config::resetfreedpages) acc.sync_lanes(lanes);
+    return all;
+  }
 
   // Frees chunks of one page with one atomic per bit-field word and one on
   // the page's fill. Called by every lane of `group`, the lanes freeing
@@ -412,28 +447,28 @@ struct PageOps {
   // caller's, computed once per free), whose bits share one bit-field word
   // (bit_word). The lowest lane does the atomics for all: the 32 lanes of
   // a warp freeing 16-byte chunks cost two atomics, not 64
-  // ([Steinberger2012] 6.2 frees one chunk per call). Small groups clear
-  // their own bits instead (free_own_bits).
+  // ([Steinberger2012] 6.2 frees one chunk per call). `gathered` is what
+  // gather_small_groups gave this lane (its own bit where it did not run).
   // A bit already clear (`stale`: a chunk freed twice or never handed out)
   // is not counted, so nothing changes for it.
   template <class Acc>
   MANYALLOC_FN static FreeResult free_chunks(const Acc& acc, const HeapLayout& h, std::uint32_t group,
-                                             std::uint32_t page, const PageGeometry& g, std::uint32_t index) {
+                                             std::uint32_t page, const PageGeometry& g, std::uint32_t index,
+                                             std::uint32_t gathered) {
     const std::uint32_t word = bit_word(g, index);
-    const std::uint32_t bit = 1u << (g.hierarchical ? index % 32u : index);
+    const std::uint32_t bit = chunk_bit(g, index);
     FreeResult r;
     std::uint32_t bits = bit;
-    if constexpr (!Config::resetfreedpages) {
-      // Lanes alone too: they then run the same code as the small groups
-      // of their warp instead of taking turns with them.
-      if (bits::popcount(group) <= own_clears_max) return free_own_bits(acc, h, group, page, g, word, bit);
-    }
     if (group != (1u << acc.lane_id())) {  // a lane alone needs no collective
-      // The barrier orders every lane's writes to its chunk before the lowest
-      // lane's release below (the clear of their bits), as each lane's own
-      // release would.
-      acc.sync_lanes(group);
-      bits = acc.reduce_or(group, bit);
+      if (bits::popcount(group) <= gathered_group_max) {
+        bits = gathered;  // gathered while the warp was together, its writes ordered by the barrier there
+      } else {
+        // The barrier orders every lane's writes to its chunk before the
+        // lowest lane's release below (the clear of their bits), as each
+        // lane's own release would.
+        acc.sync_lanes(group);
+        bits = acc.reduce_or(group, bit);
+      }
       // Two lanes freeing one chunk: the lowest of them frees it, the others
       // free it a second time.
       if (bits::popcount(bits) != bits::popcount(group)) {
@@ -477,50 +512,6 @@ struct PageOps {
     return r;
   }
 
-  // free_chunks for a lane alone or a group of a few lanes (pages of 1-4
-  // KiB chunks hold only a few): every lane clears its own bit, all of them
-  // in one instruction of the warp, while the lowest lane returns the
-  // group's reservations. No collective: a reduction over groups whose
-  // masks differ runs once per group on the GPU, one group after the other
-  // (eight of them for a warp freeing 1 KiB chunks). Without
-  // resetfreedpages only: the reservations go back before the clears have
-  // landed, which a page that keeps its split allows (I2, free_chunks);
-  // with resetfreedpages the clears must come first, and the group's count
-  // needs the reduction.
-  template <class Acc>
-  MANYALLOC_FN static FreeResult free_own_bits(const Acc& acc, const HeapLayout& h, std::uint32_t group,
-                                               std::uint32_t page, const PageGeometry& g, std::uint32_t word,
-                                               std::uint32_t bit) {
-    static_assert(!Config::resetfreedpages, "free_own_bits returns reservations before the clears land");
-    PageEntry& e = h.pages[page];
-    const bool lowest = acc.lane_id() == bits::find_first_set(group) - 1u;
-    std::uint32_t before = 0, old = 0;
-    if constexpr (Config::ordered_frees) {
-      // The clear is a release, whose fence waits for every earlier access:
-      // a return issued first would cost the same two round trips and
-      // leave the page counted with room while its bits are still set.
-      old = clear_bits(acc, h, page, g, word, bit);  // each lane's release of its own writes
-      before = lowest ? acc.atomic_sub(&e.fill, bits::popcount(group)) : 0u;
-    } else {
-      // The return before the clear in program order: issued the other way
-      // round, the compiler tested the clear's result before it issued the
-      // return, and the two atomics took two round trips to memory instead
-      // of one (Nsight Compute's stall samples, scatter_upstream_probe).
-      before = lowest ? acc.atomic_sub(&e.fill, bits::popcount(group)) : 0u;
-      old = clear_bits(acc, h, page, g, word, bit);
-    }
-    FreeResult r;
-    if ((old & bit) == 0u) {
-      // Freed twice (by another lane of the group, or before): its
-      // reservation was not ours to return; give it back.
-      acc.atomic_add(&e.fill, 1u);
-      r.stale = bit;
-    }
-    unmark_full_segment(acc, e, g, word, old);
-    if (lowest) r.made_room = unmark_full_page(acc, h, page, g, before);
-    return r;
-  }
-
   // One worker frees the chunk at byte `offset` of a page split into
   // chunks. Returns Misuse::none, or what was wrong (nothing is changed
   // then). `made_room` (when given) is set when the page was full before.
@@ -531,7 +522,7 @@ struct PageOps {
     const PageGeometry g = page_geometry(pagesize, chunk_size);
     const std::uint32_t index = chunk_index(g, chunk_size, offset);
     if (index == g.chunks) return Misuse::not_a_chunk_start;
-    const FreeResult r = free_chunks(acc, h, 1u << acc.lane_id(), page, g, index);
+    const FreeResult r = free_chunks(acc, h, 1u << acc.lane_id(), page, g, index, chunk_bit(g, index));
     if (made_room != nullptr) *made_room = r.made_room;
     return r.stale != 0u ? Misuse::double_free : r.misuse;
   }
