@@ -685,6 +685,41 @@ TEST_F(ScatterFreeTest, ASmallGroupClearsItsBitsWithOneAtomic) {
   expect_every_chunk_free();
 }
 
+// A lane of an emulated warp that counts its barriers.
+struct BarrierCountingLane : acc::EmulatedThread {
+  BarrierCountingLane(const acc::EmulatedThread& a, std::atomic<std::uint32_t>* n)
+      : acc::EmulatedThread(a), barriers(n) {}
+  std::atomic<std::uint32_t>* barriers;
+  void sync_lanes(std::uint32_t mask) const {
+    ++*barriers;
+    acc::EmulatedThread::sync_lanes(mask);
+  }
+};
+
+// With relaxed frees too, the lanes of a small group meet at a barrier
+// before the lowest lane clears their bits: a lane's own fence before its
+// free (scatter_config.hpp) then still comes before the clear. Without the
+// barrier only shuffles passed the bits, and a shuffle orders no write.
+TEST(ScatterRelaxedFreesTest, ASmallGroupsLanesMeetBeforeTheirBitsAreCleared) {
+  using Config = CreationPolicies::ScatterRelaxedFreesConfig;
+  ScatterHeap<HostRunner, Config> heap{std::size_t{4} << 20};
+  const acc::HostThread host;
+  std::vector<void*> chunks(32, nullptr);
+  const auto& h = heap.creation().layout();
+  const auto page_of = [&](const void* p) { return (static_cast<const std::byte*>(p) - h.data) / Config::pagesize; };
+  for (int i = 0; i < 4; ++i) chunks[i] = heap.creation().create(host, 1024);
+  for (int i = 1; i < 4; ++i) ASSERT_EQ(page_of(chunks[i]), page_of(chunks[0])) << "one group: one page's chunks";
+  std::atomic<std::uint32_t> barriers{0};
+  acc::EmulatedGrid grid;
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
+    heap.creation().destroy(BarrierCountingLane(a, &barriers), chunks[t]);
+  });
+  EXPECT_EQ(barriers.load(), 32u) << "one barrier of the warp's 32 lanes";
+  EXPECT_EQ(h.pages[page_of(chunks[0])].fill, 0u);
+  EXPECT_EQ(h.pages[page_of(chunks[0])].mask, 0u);
+  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+}
+
 // A small group (lanes gathering their bits) in which two lanes free one
 // chunk: it is freed once, the second free is reported, the count stays
 // right and the page's last chunk is still held.

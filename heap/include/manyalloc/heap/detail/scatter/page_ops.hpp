@@ -419,10 +419,13 @@ struct PageOps {
   // every other lane its own bit. It takes gathered_group_max - 1 shuffles
   // of the whole warp, where a reduction per group would run once per
   // distinct group, one group after the other (eight of them for a warp
-  // freeing 1 KiB chunks). Where the group's lowest lane releases for all
-  // (ordered frees, or the return of resetfreedpages), the lanes then meet
-  // at a barrier, so that its release orders their writes to their chunks
-  // too, as each lane's own release would.
+  // freeing 1 KiB chunks). The lanes then meet at a barrier, so that the
+  // lowest lane's atomics come after every lane's writes to its chunk:
+  // its release (the clear with ordered frees, the return with
+  // resetfreedpages) orders them as each lane's own release would, and with
+  // relaxed frees a lane's own fence before its free (scatter_config.hpp)
+  // still comes before the clear of its bit. A shuffle alone orders no
+  // memory access.
   template <class Acc>
   MANYALLOC_FN static std::uint32_t gather_small_groups(const Acc& acc, std::uint32_t lanes, std::uint32_t group,
                                                         std::uint32_t bit) {
@@ -437,7 +440,7 @@ struct PageOps {
       all |= acc.shfl(lanes, bit, from);
       others &= others - 1u;
     }
-    if constexpr (Config::ordered_frees || Config::resetfreedpages) acc.sync_lanes(lanes);
+    acc.sync_lanes(lanes);
     return all;
   }
 
@@ -448,7 +451,9 @@ struct PageOps {
   // (bit_word). The lowest lane does the atomics for all: the 32 lanes of
   // a warp freeing 16-byte chunks cost two atomics, not 64
   // ([Steinberger2012] 6.2 frees one chunk per call). `gathered` is what
-  // gather_small_groups gave this lane (its own bit where it did not run).
+  // gather_small_groups gave this lane; it must be the group's OR in a
+  // group of 2 to gathered_group_max lanes (else the lowest lane clears
+  // only its own bit), and is unused in other groups.
   // A bit already clear (`stale`: a chunk freed twice or never handed out)
   // is not counted, so nothing changes for it.
   template <class Acc>
