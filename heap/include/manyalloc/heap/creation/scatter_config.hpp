@@ -31,7 +31,9 @@ struct ScatterHeapConfig {
   // true: a free publishes what its lanes wrote to their chunks before
   // another worker can take the chunks (the clear of their bits is a
   // GPU-scope release: one memory barrier per warp's group of frees).
-  // false: frees skip the barrier, as upstream mallocMC's do; then a worker
+  // false: frees skip that memory barrier, as upstream mallocMC's do (the
+  // lanes of a warp whose frees are combined still meet at a warp barrier
+  // before one of them clears their bits, page_ops.hpp); then a worker
   // that writes a chunk and frees it in the same kernel must order its
   // writes before the free itself (__threadfence()) when another worker may
   // reuse the chunk in that kernel. Writes made in an earlier kernel are
