@@ -90,6 +90,15 @@ class ScatterSearchTest : public ::testing::Test {
     EXPECT_LT(h.shared->active_block, h.block_count) << "the active block is below block_count (invariants.hpp)";
     return h.shared->active_block;
   }
+  // The four 1 KiB chunks of one page, taken one after the other, in the
+  // first four of 32 lanes (the others free nullptr).
+  std::vector<void*> one_page_of_four() {
+    const acc::HostThread host;
+    std::vector<void*> chunks(32, nullptr);
+    for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(host, 1024);
+    for (int i = 1; i < 4; ++i) EXPECT_EQ(page_of(chunks[i]), page_of(chunks[0]));
+    return chunks;
+  }
   // Splits `page` into `chunk`-byte chunks and takes every one of them.
   void fill_page(std::uint32_t page, std::uint32_t chunk) {
     const acc::HostThread host;
@@ -452,15 +461,6 @@ class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapCo
     }
     return chunks;
   }
-  // The four 1 KiB chunks of one page, taken one after the other, in the
-  // first four of 32 lanes (the others free nullptr).
-  std::vector<void*> one_page_of_four() {
-    const acc::HostThread host;
-    std::vector<void*> chunks(32, nullptr);
-    for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(host, 1024);
-    for (int i = 1; i < 4; ++i) EXPECT_EQ(page_of(chunks[i]), page_of(chunks[0]));
-    return chunks;
-  }
   // Every lane of one warp frees chunks[lane], except lane `twice`, which
   // frees lane twice - 1's chunk a second time and so keeps its own, which
   // it returns. Expects the second free reported and chunks[0]'s page to
@@ -700,24 +700,18 @@ struct BarrierCountingLane : acc::EmulatedThread {
 // before the lowest lane clears their bits: a lane's own fence before its
 // free (scatter_config.hpp) then still comes before the clear. Without the
 // barrier only shuffles passed the bits, and a shuffle orders no write.
-TEST(ScatterRelaxedFreesTest, ASmallGroupsLanesMeetBeforeTheirBitsAreCleared) {
-  using Config = CreationPolicies::ScatterRelaxedFreesConfig;
-  ScatterHeap<HostRunner, Config> heap{std::size_t{4} << 20};
-  const acc::HostThread host;
-  std::vector<void*> chunks(32, nullptr);
-  const auto& h = heap.creation().layout();
-  const auto page_of = [&](const void* p) { return (static_cast<const std::byte*>(p) - h.data) / Config::pagesize; };
-  for (int i = 0; i < 4; ++i) chunks[i] = heap.creation().create(host, 1024);
-  for (int i = 1; i < 4; ++i) ASSERT_EQ(page_of(chunks[i]), page_of(chunks[0])) << "one group: one page's chunks";
+using RelaxedFreesTest = ScatterSearchTest<CreationPolicies::ScatterRelaxedFreesConfig>;
+TEST_F(RelaxedFreesTest, ASmallGroupsLanesMeetBeforeTheirBitsAreCleared) {
+  const std::vector<void*> chunks = one_page_of_four();
   std::atomic<std::uint32_t> barriers{0};
   acc::EmulatedGrid grid;
   grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
-    heap.creation().destroy(BarrierCountingLane(a, &barriers), chunks[t]);
+    scatter.destroy(BarrierCountingLane(a, &barriers), chunks[t]);
   });
   EXPECT_EQ(barriers.load(), 32u) << "one barrier of the warp's 32 lanes";
-  EXPECT_EQ(h.pages[page_of(chunks[0])].fill, 0u);
-  EXPECT_EQ(h.pages[page_of(chunks[0])].mask, 0u);
-  EXPECT_EQ(heap.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
+  EXPECT_EQ(entry(page_of(chunks[0])).fill, 0u);
+  EXPECT_EQ(entry(page_of(chunks[0])).mask, 0u);
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
 }
 
 // A small group (lanes gathering their bits) in which two lanes free one
