@@ -419,6 +419,93 @@ TEST_F(BlockTest, FreeOnAFullPageMakesItsLowerBlockActive) {
   EXPECT_EQ(active(), 0u);
 }
 
+// Reads and CASes of one word (`word`) by a HintReadingLane.
+struct WordAccesses {
+  unsigned hints = 0, loads = 0, cas = 0;
+};
+
+// A played lane with load_hint (acc::HintLoads) that counts its accesses to
+// `word`; its hint reads of `word` return the word plus `stale_by`: a hint
+// older than the word, above it or below.
+struct HintReadingLane : PlayedLane {
+  const std::uint32_t* word = nullptr;
+  std::int32_t stale_by = 0;
+  WordAccesses* seen = nullptr;
+
+  std::uint32_t load_hint(const std::uint32_t* p) const {
+    const std::uint32_t v = HostThread::load(p);
+    if (p != word) return v;
+    ++seen->hints;
+    return v + static_cast<std::uint32_t>(stale_by);
+  }
+  std::uint32_t load(const std::uint32_t* p) const {
+    if (p == word) ++seen->loads;
+    return PlayedLane::load(p);
+  }
+  std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {
+    if (p == word) ++seen->cas;
+    return PlayedLane::atomic_cas(p, e, d);
+  }
+};
+static_assert(acc::HintLoads<HintReadingLane>);
+
+HintReadingLane hint_reading_lane(const std::uint32_t* word, std::int32_t stale_by, WordAccesses* seen) {
+  HintReadingLane a;
+  static_cast<PlayedLane&>(a) = lane_of(0, 0);
+  a.word = word;
+  a.stale_by = stale_by;
+  a.seen = seen;
+  return a;
+}
+
+// A free that makes room on a full page at or above the active block reads
+// the active block as a hint only (on the GPU from the SM's L1: the last
+// round trip of Scatter's free, docs/results/heap/peers/scatter_release_pair).
+TEST_F(BlockTest, AFreeReadsTheActiveBlockAsAHint) {
+  void* full = scatter.create(lane_of(0, 0), 4096);  // a full page of block 0, the active block
+  ASSERT_NE(full, nullptr);
+  ASSERT_EQ(active(), 0u);
+  WordAccesses seen;
+  scatter.destroy(hint_reading_lane(&h.shared->active_block, 0, &seen), full);
+  EXPECT_EQ(seen.hints, 1u);
+  EXPECT_EQ(seen.loads, 0u) << "coherent reads of the active block";
+  EXPECT_EQ(active(), 0u);
+}
+
+// A hint above the true active block sends the free to the slow path, where
+// one read of the word ends it: no sample of the block, no CAS.
+TEST_F(BlockTest, AHintAboveTheActiveBlockCostsOneReadOfTheWord) {
+  void* full = scatter.create(lane_of(0, 0), 4096);
+  ASSERT_NE(full, nullptr);
+  ASSERT_EQ(h.block_of(page_of(full)), 0u);
+  ASSERT_EQ(active(), 0u);
+  WordAccesses seen;
+  scatter.destroy(hint_reading_lane(&h.shared->active_block, +1, &seen), full);
+  EXPECT_EQ(seen.loads, 1u);
+  EXPECT_EQ(seen.cas, 0u) << "a CAS from the hint's value";
+  EXPECT_EQ(active(), 0u);
+}
+
+// A hint below the true active block skips the activation (5.4's reuse, for
+// this free), and the chunk is freed all the same; a free that reads the
+// word activates the block.
+TEST_F(BlockTest, AHintBelowTheActiveBlockSkipsOnlyTheActivation) {
+  void* low = scatter.create(lane_of(0, 0), 4096);
+  void* other = scatter.create(lane_of(0, 1), 4096);
+  ASSERT_NE(low, nullptr);
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(h.block_of(page_of(low)), 0u);
+  ASSERT_EQ(h.block_of(page_of(other)), 0u);
+  h.shared->active_block = 1;
+  WordAccesses seen;
+  scatter.destroy(hint_reading_lane(&h.shared->active_block, -1, &seen), low);
+  EXPECT_EQ(seen.hints, 1u);
+  EXPECT_EQ(active(), 1u) << "the hint said block 0 was active";
+  EXPECT_EQ(entry(page_of(low)).fill, 0u) << "the chunk is free";
+  scatter.destroy(lane_of(0, 1), other);
+  EXPECT_EQ(active(), 0u);
+}
+
 
 // A lane of an emulated warp whose atomics are counted.
 // A lane of an emulated warp that counts its atomics (on words in [from, to)

@@ -81,6 +81,17 @@ concept MixedWidthAtomics =
       { a.atomic_and64_release(d, dv) } -> std::same_as<std::uint64_t>;  // a release, as atomic_and_release
     };
 
+// Optional for a worker: a relaxed load of a word that only steers the
+// worker (a hint, such as Scatter's active block read by a free), which may
+// return an older value than the latest one another worker wrote: served from
+// a cache next to the worker where the back end has one. Never for a word
+// whose value decides what memory is handed out or whether an operation
+// succeeded. A worker without it reads hints with load() (load_hint.hpp).
+template <class A>
+concept HintLoads = Accelerator<A> && requires(const A a, const std::uint32_t* cw) {
+  { a.load_hint(cw) } -> std::same_as<std::uint32_t>;
+};
+
 // Optional for a worker: 64-bit words that the host reads and writes while
 // workers run (a request to grow the pool, detail/growth_mailbox.hpp), and a
 // clock for bounded waits. The loads acquire and the stores release at the

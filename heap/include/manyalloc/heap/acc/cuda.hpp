@@ -102,6 +102,18 @@ class CudaThread {
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
   }
+  // HintLoads: relaxed at CTA scope, so that the SM's L1 may serve it once a
+  // warp of the SM brought the line in (LDG.E.STRONG.SM), where load() goes
+  // to L2 every time. Another CTA's writes are not ordered with it: PTX
+  // defines such a racy load (it returns a value the word held; PTX does not
+  // require freedom from data races, Lustig et al., ASPLOS 2019), and the
+  // caller must accept an old one: PTX bounds neither how old nor for how
+  // long.
+  __device__ std::uint32_t load_hint(const std::uint32_t* p) const {
+    std::uint32_t v;
+    asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+  }
   __device__ void store(std::uint32_t* p, std::uint32_t v) const {
     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
   }
@@ -230,6 +242,7 @@ static_assert(Accelerator<CudaThread>);
 static_assert(MixedWidthAtomics<CudaThread>);
 static_assert(BlockAccelerator<CudaThread>);
 static_assert(SystemScopeWorker<CudaThread>);
+static_assert(HintLoads<CudaThread>);
 
 namespace detail {
 // Zeroes [p, p + n): 16-byte stores over the aligned middle, bytes at the ends.

@@ -6,6 +6,7 @@
 
 #include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/math.hpp"
+#include "manyalloc/heap/acc/load_hint.hpp"
 #include "manyalloc/heap/detail/scatter/group_take.hpp"
 #include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_ops.hpp"
@@ -272,11 +273,20 @@ struct SmallSearch {
   // Fast path: the page lies in or above the active block, found by
   // comparing page numbers (the active block is below block_count, so block
   // b's first page is b * pages_per_block): no division on the way out.
+  // The active block is read as a hint (acc::load_hint; on the GPU from the
+  // SM's L1): this read came last in an ordered free and waited for a round
+  // trip to L2 behind every warp's atomics, on its own line as much as on
+  // the shared word (docs/results/heap/peers/scatter_release_pair). A hint
+  // below the true value returns here where the word would not: the
+  // activation is skipped, which costs 5.4's reuse, nothing else (a search
+  // still reaches every block).
   template <class Acc>
   MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
+    if (page >= std::uint64_t{acc::load_hint(acc, &h.shared->active_block)} * h.pages_per_block) return;
+    // Slow path: a lower block, made active unless it is still full. The
+    // word itself decides: a hint above it would cost a sample of the block
+    // and a failed CAS.
     std::uint32_t active = acc.load(&h.shared->active_block);
-    if (page >= std::uint64_t{active} * h.pages_per_block) return;
-    // Slow path: a lower block, made active unless it is still full.
     const std::uint32_t block = h.block_of(page);
     if (active <= block || block_full(acc, h, block)) return;
     while (active > block) {
