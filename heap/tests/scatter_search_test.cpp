@@ -419,27 +419,31 @@ TEST_F(BlockTest, FreeOnAFullPageMakesItsLowerBlockActive) {
   EXPECT_EQ(active(), 0u);
 }
 
-// Reads and CASes of one word (`word`) by a HintReadingLane.
+// What a HintReadingLane did to one word (`word`), and its coherent reads
+// of the words in [from, to).
 struct WordAccesses {
-  unsigned hints = 0, loads = 0, cas = 0;
+  unsigned hints = 0, loads = 0, cas = 0, loads_in_range = 0;
 };
 
-// A played lane with load_hint (acc::HintLoads) that counts its accesses to
-// `word`; its hint reads of `word` return the word plus `stale_by`: a hint
-// older than the word, above it or below.
+// A played lane with load_hint (acc::HintLoads) that counts its accesses;
+// its hint reads of `word` return the word plus `stale_by`: a hint older
+// than the word, above it or below.
 struct HintReadingLane : PlayedLane {
   const std::uint32_t* word = nullptr;
   std::int32_t stale_by = 0;
   WordAccesses* seen = nullptr;
+  const std::uint32_t* from = nullptr;
+  const std::uint32_t* to = nullptr;
 
   std::uint32_t load_hint(const std::uint32_t* p) const {
-    const std::uint32_t v = HostThread::load(p);
+    const std::uint32_t v = PlayedLane::load(p);
     if (p != word) return v;
     ++seen->hints;
     return v + static_cast<std::uint32_t>(stale_by);
   }
   std::uint32_t load(const std::uint32_t* p) const {
     if (p == word) ++seen->loads;
+    if (p >= from && p < to) ++seen->loads_in_range;
     return PlayedLane::load(p);
   }
   std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t e, std::uint32_t d) const {
@@ -449,39 +453,35 @@ struct HintReadingLane : PlayedLane {
 };
 static_assert(acc::HintLoads<HintReadingLane>);
 
-HintReadingLane hint_reading_lane(const std::uint32_t* word, std::int32_t stale_by, WordAccesses* seen) {
-  HintReadingLane a;
-  static_cast<PlayedLane&>(a) = lane_of(0, 0);
-  a.word = word;
-  a.stale_by = stale_by;
-  a.seen = seen;
-  return a;
-}
-
 // A free that makes room on a full page at or above the active block reads
-// the active block as a hint only (on the GPU from the SM's L1: the last
-// round trip of Scatter's free, docs/results/heap/peers/scatter_release_pair).
+// the active block as a hint only (on the GPU at CTA scope, which L1 may
+// serve: the last round trip of Scatter's free,
+// docs/results/heap/peers/scatter_release_pair).
 TEST_F(BlockTest, AFreeReadsTheActiveBlockAsAHint) {
   void* full = scatter.create(lane_of(0, 0), 4096);  // a full page of block 0, the active block
   ASSERT_NE(full, nullptr);
   ASSERT_EQ(active(), 0u);
   WordAccesses seen;
-  scatter.destroy(hint_reading_lane(&h.shared->active_block, 0, &seen), full);
+  scatter.destroy(HintReadingLane{lane_of(0, 0), &h.shared->active_block, 0, &seen}, full);
   EXPECT_EQ(seen.hints, 1u);
   EXPECT_EQ(seen.loads, 0u) << "coherent reads of the active block";
   EXPECT_EQ(active(), 0u);
 }
 
 // A hint above the true active block sends the free to the slow path, where
-// one read of the word ends it: no sample of the block, no CAS.
+// one read of the word ends it: no sample of the block's region words, no
+// CAS.
 TEST_F(BlockTest, AHintAboveTheActiveBlockCostsOneReadOfTheWord) {
   void* full = scatter.create(lane_of(0, 0), 4096);
   ASSERT_NE(full, nullptr);
   ASSERT_EQ(h.block_of(page_of(full)), 0u);
   ASSERT_EQ(active(), 0u);
   WordAccesses seen;
-  scatter.destroy(hint_reading_lane(&h.shared->active_block, +1, &seen), full);
+  const std::uint32_t* regions_end = h.regions + (h.page_count + rs - 1) / rs;
+  scatter.destroy(HintReadingLane{lane_of(0, 0), &h.shared->active_block, +1, &seen, h.regions, regions_end}, full);
+  EXPECT_EQ(seen.hints, 1u);
   EXPECT_EQ(seen.loads, 1u);
+  EXPECT_EQ(seen.loads_in_range, 0u) << "reads of region words: a sample of the block";
   EXPECT_EQ(seen.cas, 0u) << "a CAS from the hint's value";
   EXPECT_EQ(active(), 0u);
 }
@@ -498,8 +498,9 @@ TEST_F(BlockTest, AHintBelowTheActiveBlockSkipsOnlyTheActivation) {
   ASSERT_EQ(h.block_of(page_of(other)), 0u);
   h.shared->active_block = 1;
   WordAccesses seen;
-  scatter.destroy(hint_reading_lane(&h.shared->active_block, -1, &seen), low);
+  scatter.destroy(HintReadingLane{lane_of(0, 0), &h.shared->active_block, -1, &seen}, low);
   EXPECT_EQ(seen.hints, 1u);
+  EXPECT_EQ(seen.loads + seen.cas, 0u) << "accesses to the word itself";
   EXPECT_EQ(active(), 1u) << "the hint said block 0 was active";
   EXPECT_EQ(entry(page_of(low)).fill, 0u) << "the chunk is free";
   scatter.destroy(lane_of(0, 1), other);

@@ -103,12 +103,12 @@ class CudaThread {
     return v;
   }
   // HintLoads: relaxed at CTA scope, so that the SM's L1 may serve it once a
-  // warp of the SM brought the line in (LDG.E.STRONG.SM), where load() goes
-  // to L2 every time. Another CTA's writes are not ordered with it: PTX
-  // defines such a racy load (it returns a value the word held; PTX does not
-  // require freedom from data races, Lustig et al., ASPLOS 2019), and the
-  // caller must accept an old one: PTX bounds neither how old nor for how
-  // long.
+  // warp of the SM brought the line in, where load() goes to L2 every time
+  // (ptxas of CUDA 13.0 emits LDG.E.STRONG.SM for sm_90, against
+  // LDG.E.STRONG.GPU: docs/results/heap/peers/scatter_release_pair, call 6).
+  // Another CTA's writes are not ordered with it: a race that PTX allows (it
+  // does not require freedom from data races, [Lustig2019]), and the caller
+  // must accept an old value: PTX bounds neither how old nor for how long.
   __device__ std::uint32_t load_hint(const std::uint32_t* p) const {
     std::uint32_t v;
     asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");

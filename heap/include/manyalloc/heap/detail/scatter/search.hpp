@@ -263,7 +263,8 @@ struct SmallSearch {
   // (against blowup). [Steinberger2012] picks such a block at random, with a chance
   // that grows as the block empties; we take the lowest block in which a
   // free makes room on a full page (first fit over blocks, as mallocMC
-  // does), unless the block is still full for the first pass. After a
+  // does), unless the block is still full for the first pass or the free's
+  // hint of the active block was already that low (below). After a
   // launch frees what an earlier one allocated, the next launch then starts
   // in the block where that one started and finds the pages it split there
   // (scatter_anomalies.md): random activation sent it to whichever block a
@@ -279,7 +280,10 @@ struct SmallSearch {
   // the shared word (docs/results/heap/peers/scatter_release_pair). A hint
   // below the true value returns here where the word would not: the
   // activation is skipped, which costs 5.4's reuse, nothing else (a search
-  // still reaches every block).
+  // still reaches every block). In a launch that only frees, only frees
+  // write the word and they only lower it, so every hint is at or above it
+  // and the next launch starts where the last one did (above); a low hint
+  // needs searches in the same launch, as in churn.
   template <class Acc>
   MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
     if (page >= std::uint64_t{acc::load_hint(acc, &h.shared->active_block)} * h.pages_per_block) return;
