@@ -274,10 +274,11 @@ struct SmallSearch {
   // Fast path: the page lies in or above the active block, found by
   // comparing page numbers (the active block is below block_count, so block
   // b's first page is b * pages_per_block): no division on the way out.
-  // The active block is read as a hint (acc::load_hint; on the GPU from the
-  // SM's L1): this read came last in an ordered free and waited for a round
-  // trip to L2 behind every warp's atomics, on its own line as much as on
-  // the shared word (docs/results/heap/peers/scatter_release_pair). A hint
+  // The active block is read as a hint (acc::load_hint; on the GPU at CTA
+  // scope, which the SM's L1 may serve): this read came last in an ordered
+  // free and waited for a round trip to L2 behind every warp's atomics, on
+  // its own line as much as on the shared word
+  // (docs/results/heap/peers/scatter_release_pair). A hint
   // below the true value returns here where the word would not: the
   // activation is skipped, which costs 5.4's reuse, nothing else (a search
   // still reaches every block). In a launch that only frees, only frees
