@@ -507,8 +507,6 @@ TEST_F(BlockTest, AHintBelowTheActiveBlockSkipsOnlyTheActivation) {
   EXPECT_EQ(active(), 0u);
 }
 
-
-// A lane of an emulated warp whose atomics are counted.
 // A lane of an emulated warp that counts its atomics (on words in [from, to)
 // when `from` is given).
 struct CountedLane : acc::EmulatedThread {

@@ -8,6 +8,7 @@
 #include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/math.hpp"
 #include "manyalloc/common/report.hpp"
+#include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/heap/detail/scatter/invariants.hpp"
 #include "manyalloc/heap/detail/scatter/page_geometry.hpp"
 
@@ -436,7 +437,7 @@ struct PageOps {
     std::uint32_t others = small ? group & ~(1u << me) : 0u;
     std::uint32_t all = bit;
     for (std::uint32_t i = 1; i < gathered_group_max; ++i) {
-      const std::uint32_t from = others != 0u ? bits::find_first_set(others) - 1u : me;
+      const std::uint32_t from = others != 0u ? heap::acc::lowest_lane(others) : me;
       all |= acc.shfl(lanes, bit, from);
       others &= others - 1u;
     }
@@ -478,9 +479,9 @@ struct PageOps {
       // free it a second time.
       if (bits::popcount(bits) != bits::popcount(group)) {
         const std::uint32_t same = acc.match_any(group, bit);
-        if (acc.lane_id() != bits::find_first_set(same) - 1u) r.misuse = Misuse::double_free;
+        if (acc.lane_id() != heap::acc::lowest_lane(same)) r.misuse = Misuse::double_free;
       }
-      if (acc.lane_id() != bits::find_first_set(group) - 1u) return r;
+      if (acc.lane_id() != heap::acc::lowest_lane(group)) return r;
     }
     PageEntry& e = h.pages[page];
     const std::uint32_t old = clear_bits(acc, h, page, g, word, bits);
