@@ -255,6 +255,33 @@ TEST_F(PageOpsTest, LastFreeResetsThePageWhenConfigured) {
   EXPECT_EQ(entry(9).mask, 0u);
 }
 
+// A page of one chunk keeps no bit (I2): the take sets none, and the free
+// is the return of the page's fill, a release that empties the page, which
+// resetfreedpages then resets. A free that finds no reservation (the chunk
+// freed already, or the page under a reset's lock, I4) changes nothing.
+TEST_F(PageOpsTest, APageOfOneChunkIsTakenAndFreedByItsFillAlone) {
+  constexpr std::uint32_t page = 14;
+  ASSERT_EQ(Ops::claim(acc, h, page, 4096), 4096u);
+  EXPECT_EQ(Ops::try_use(acc, h, page, 4096), h.page_data(page, 4096));
+  EXPECT_EQ(entry(page).fill, 1u);
+  EXPECT_EQ(entry(page).mask, 0u) << "no bit set";
+  EXPECT_TRUE(region_word(page) & (1u << (page % Config::regionsize))) << "the full page is marked";
+  EXPECT_EQ(Ops::try_use(acc, h, page, 4096), nullptr) << "full page";
+  EXPECT_EQ(entry(page).fill, 1u) << "a failed reservation is undone";
+  bool made_room = false;
+  EXPECT_EQ(Ops::free_chunk(acc, h, page, 4096, 0, &made_room), Misuse::none);
+  EXPECT_TRUE(made_room);
+  EXPECT_FALSE(region_word(page) & (1u << (page % Config::regionsize)));
+  EXPECT_EQ(entry(page).chunk_size, 0u) << "resetfreedpages: the emptied page is unused again";
+  EXPECT_EQ(entry(page).fill, 0u);
+  EXPECT_EQ(Ops::free_chunk(acc, h, page, 4096, 0), Misuse::double_free);
+  EXPECT_EQ(entry(page).fill, 0u) << "misuse changes nothing";
+  entry(page).fill = page_locked;
+  EXPECT_EQ(Ops::free_chunk(acc, h, page, 4096, 0), Misuse::double_free) << "locked page";
+  EXPECT_EQ(entry(page).fill, page_locked);
+  entry(page).fill = 0;
+}
+
 TEST_F(PageOpsTest, ReservationOnARessplitPageIsUndone) {
   ASSERT_EQ(Ops::claim(acc, h, 11, 64), 64u);
   // A worker that read chunk size 32 before the page was re-split must fail.

@@ -756,6 +756,46 @@ TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
   expect_every_chunk_free();
 }
 
+// A page of one chunk keeps no bit (I2): its fill alone says whether the
+// chunk is taken. A warp of 4 KiB requests takes its 32 pages without an OR
+// into their masks and frees them with one atomic on each page's entry (the
+// return of its fill), where a clear of the mask came beside it before.
+TEST_F(ScatterFreeTest, WholePageChunksKeepNoBitAndAreFreedWithOneAtomicOnTheirEntry) {
+  const std::size_t before = heap.getAvailableSlots(4096);
+  std::vector<void*> chunks(32, nullptr);
+  acc::EmulatedGrid grid;
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) { chunks[t] = scatter.create(a, 4096); });
+  for (void* c : chunks) {
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(entry(page_of(c)).chunk_size, 4096u);
+    EXPECT_EQ(entry(page_of(c)).fill, 1u);
+    EXPECT_EQ(entry(page_of(c)).mask, 0u) << "a page of one chunk sets no bit";
+  }
+  const std::uint32_t* table = &h.pages[0].chunk_size;
+  EXPECT_EQ(free_in_one_warp(chunks, table, table + 3u * h.page_count), 32u) << "one return per page, no clear";
+  EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
+  EXPECT_EQ(heap.getAvailableSlots(4096), before);
+  expect_every_chunk_free();
+}
+
+// Without a bit, a second free of a whole-page chunk finds its page's fill
+// at 0: it is reported, and its return is added back.
+TEST_F(ScatterFreeTest, AWholePageChunkFreedTwiceIsReportedAndChangesNothing) {
+  const acc::HostThread host;
+  void* c = scatter.create(host, 4096);
+  ASSERT_NE(c, nullptr);
+  scatter.destroy(host, c);
+  scatter.destroy(host, c);
+  const auto st = scatter.statistics<acc::HostThreads>();
+  EXPECT_EQ(st.misuse_reports, 1u);
+  EXPECT_EQ(st.last_misuse, Misuse::double_free);
+  EXPECT_EQ(entry(page_of(c)).fill, 0u) << "the second free's return was added back";
+  EXPECT_EQ(scatter.create(host, 4096), c) << "the chunk is handed out again, once";
+  EXPECT_EQ(entry(page_of(c)).fill, 1u);
+  scatter.destroy(host, c);
+  expect_every_chunk_free();
+}
+
 // The four lanes freeing the four 1 KiB chunks of one page gather their
 // bits while the warp is together: one clear of the page's mask and one
 // return on its fill, not a clear per lane (on the GPU each lane's clear

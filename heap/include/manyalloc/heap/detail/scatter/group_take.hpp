@@ -134,10 +134,12 @@ struct GroupTake {
     // the OR stays out of any expression that also yields its operand: g++
     // 12 compiled such a merge into an OR of nothing
     // (docs/results/heap/peers/scatter_group_take).
+    // A page of one chunk keeps no bit (I2): its holder's reservation is
+    // the chunk.
     std::uint32_t old = 0u;
     if (segment_marked != 0u) {
       old = ~0u;
-    } else if (lane == root) {
+    } else if (lane == root && g.chunks != 1u) {
       old = acc.atomic_or(word, bits_of_word);
     }
     const auto seen = static_cast<std::uint32_t>(heap::acc::group_hand_over(acc, sharing, root, old));

@@ -56,7 +56,10 @@
 //     undone, and the short-lived excess of a group's +n past the page's
 //     last chunk (group_take.hpp), given back at once. Each allocated chunk
 //     has its bit set (in the mask for flat
-//     pages, in its in-page segment word for hierarchical pages); a set bit
+//     pages, in its in-page segment word for hierarchical pages), except on
+//     a page of one chunk (chunk_size > pagesize / 2), which keeps no bit:
+//     its mask stays 0, the reservation is the chunk, and the free is the
+//     return of that reservation alone (page_ops.hpp, free_only_chunk); a set bit
 //     belongs to a reservation counted in `fill`, except, without
 //     resetfreedpages, while a free's clear of it and its return of that
 //     reservation, sent together, are in flight (with resetfreedpages the

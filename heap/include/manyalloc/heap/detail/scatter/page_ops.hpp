@@ -239,7 +239,8 @@ struct PageOps {
       spot = small_remainder(reserved, g.chunks_in_segment(segment));
     }
     const std::uint32_t bit = 1u << spot;
-    const std::uint32_t old = acc.atomic_or(word, bit);
+    // A page of one chunk keeps no bit (I2): its reservation is the chunk.
+    const std::uint32_t old = g.chunks == 1u ? 0u : acc.atomic_or(word, bit);
     std::uint32_t index = segment * 32u + spot;
     if ((old & bit) != 0u) {
       index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
@@ -446,7 +447,8 @@ struct PageOps {
   }
 
   // Frees chunks of one page with one atomic per bit-field word and one on
-  // the page's fill. Called by every lane of `group`, the lanes freeing
+  // the page's fill (on a page of one chunk that one alone,
+  // free_only_chunk). Called by every lane of `group`, the lanes freeing
   // chunks `index` (valid, chunk_index) of `page`, of geometry `g` (the
   // caller's, computed once per free), whose bits share one bit-field word
   // (bit_word). The lowest lane does the atomics for all: the 32 lanes of
@@ -483,6 +485,7 @@ struct PageOps {
       }
       if (acc.lane_id() != heap::acc::lowest_lane(group)) return r;
     }
+    if (g.chunks == 1u) return free_only_chunk(acc, h, page, g);
     PageEntry& e = h.pages[page];
     const std::uint32_t old = clear_bits(acc, h, page, g, word, bits);
     std::uint32_t before = 0, freed = 0;
@@ -515,6 +518,34 @@ struct PageOps {
     if (freed == 0u) return r;
     r.made_room = unmark_full_page(acc, h, page, g, before);
     if (Config::resetfreedpages && before == freed) try_reset(acc, h, page);
+    return r;
+  }
+
+  // free_chunks on a page of one chunk, which keeps no bit (I2): the return
+  // of the page's one reservation frees the chunk, one atomic where a page
+  // of more chunks takes two (the clear and the return). The return is then
+  // the free's release where the clear would be one (ordered frees), and
+  // where the return is one anyway (resetfreedpages). A return that finds
+  // no reservation (fill 0, or a reset's lock, I4) frees a chunk that was
+  // not handed out: it is added back and reported as a stale bit. (A free
+  // of a chunk never handed out that meets a reservation of it in flight
+  // takes that reservation: after misuse the chunk may be handed out twice,
+  // as after a double free on a page of more chunks whose chunk was taken
+  // again.)
+  template <class Acc>
+  MANYALLOC_FN static FreeResult free_only_chunk(const Acc& acc, const HeapLayout& h, std::uint32_t page,
+                                                 const PageGeometry& g) {
+    FreeResult r;
+    std::uint32_t* const fill = &h.pages[page].fill;
+    const std::uint32_t before =
+        Config::ordered_frees || Config::resetfreedpages ? acc.atomic_sub_release(fill, 1u) : acc.atomic_sub(fill, 1u);
+    if (before == 0u || before >= page_locked) {
+      acc.atomic_add(fill, 1u);
+      r.stale = 1u;
+      return r;
+    }
+    r.made_room = unmark_full_page(acc, h, page, g, before);
+    if (Config::resetfreedpages && before == 1u) try_reset(acc, h, page);
     return r;
   }
 
