@@ -6,6 +6,7 @@ with --rate of ops_per_s in G/s. Records that failed verification or had
 failed requests are marked; a run that crashed (no time) is counted in its
 row as crashed.
 Usage: ab_table.py [--rate] BASE.jsonl NEW.jsonl"""
+import gzip
 import json
 import statistics
 import sys
@@ -14,7 +15,7 @@ import sys
 def load(path, field):
     groups = {}
     try:
-        lines = open(path).readlines()
+        lines = (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)).readlines()
     except FileNotFoundError:
         print(f"ab_table.py: no {path}: its column stays empty", file=sys.stderr)
         return groups

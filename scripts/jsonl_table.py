@@ -2,6 +2,7 @@
 """Turns benchmark JSON Lines into a markdown table (one row per record),
 with the ratio of each allocator's ops/s to the baseline's for the same
 experiment and size. Usage: jsonl_table.py FILE.jsonl [baseline-substring]"""
+import gzip
 import datetime
 import json
 import subprocess
@@ -11,7 +12,7 @@ import sys
 def main():
     path = sys.argv[1]
     baseline = sys.argv[2] if len(sys.argv) > 2 else None
-    rows = [json.loads(line) for line in open(path) if line.strip()]
+    rows = [json.loads(line) for line in (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) if line.strip()]
     if not rows:
         sys.exit("no records in " + path)
     if baseline is None:

@@ -11,6 +11,7 @@ each side, their ratio (new / old < 1: the new code is faster) and the ratio
 of each round's medians, so that a ratio carried by one round shows. With
 --jsonl, writes every record with its side ("bundle") and "round" added.
 """
+import gzip
 import argparse
 import json
 import statistics
@@ -43,9 +44,12 @@ def load(dirs, label, out):
     unverified = 0
     for rnd, d in enumerate(dirs, start=1):
         path = Path(d) / "region.jsonl"
+        if not path.exists() and path.with_name("region.jsonl.gz").exists():
+            path = path.with_name("region.jsonl.gz")  # packed by scripts/pack_results.py
         if not path.exists():
             sys.exit(f"ab_report: no {path}")
-        for line in path.read_text().splitlines():
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+        for line in text.splitlines():
             if not line.startswith("{"):
                 continue
             try:

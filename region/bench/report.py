@@ -6,6 +6,7 @@ Writes OUTDIR/*.png and OUTDIR/README.md (or OUTDIR/NAME: machine, commit,
 date, command, tables of medians with spread, and the ratios the issue asks
 about).
 """
+import gzip
 import argparse
 import collections
 import datetime
@@ -23,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def load(path):
     recs = []
-    with open(path) as f:
+    with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
         for line in f:
             line = line.strip()
             if line.startswith("{"):

@@ -8,6 +8,7 @@ Writes DIR/README.md, DIR/messages_per_alloc.png, DIR/hot_spots.png and a
 copy of the records (DIR/runs.jsonl). The commit is `git rev-parse --short
 HEAD` of the checkout this script lives in; the date is today's (UTC).
 """
+import gzip
 import argparse
 import datetime
 import json
@@ -24,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 def load(paths):
     runs, checks = [], []
     for p in paths:
-        with open(p) as f:
+        with (gzip.open(p, "rt") if str(p).endswith(".gz") else open(p)) as f:
             for line in f:
                 line = line.strip()
                 if not line.startswith("{"):

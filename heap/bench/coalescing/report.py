@@ -7,6 +7,7 @@ Writes unit_linear.png, unit_quadratic.png, malloc_free.png, alltoall.png and
 README.md (device, commit, date, tables, checks against the issue's targets,
 the blowup) into --out.
 """
+import gzip
 import argparse
 import datetime
 import json
@@ -23,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def load(path):
     rows = []
-    with open(path) as f:
+    with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
         for line in f:
             line = line.strip()
             if line.startswith("{"):

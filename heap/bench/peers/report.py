@@ -12,6 +12,7 @@ allocators against the best peer (ratio > 1: ours is faster / hands out more);
 and a plain list of every row where our best allocator loses to the best peer.
 Without matplotlib (python3-matplotlib) it writes the report without plots.
 """
+import gzip
 import argparse
 import json
 import math
@@ -68,7 +69,7 @@ def launch_timing(meta):
 def load(paths):
     rows, meta = [], []
     for path in paths:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
             for line in f:
                 line = line.strip()
                 if not line.startswith("{"):

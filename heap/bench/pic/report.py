@@ -18,6 +18,7 @@ with 16 species our policies hold at least 90% of what one species holds alone;
 HeapBuffer stays within 10% of the predicted 1/n. Exit 2 when a record is not
 verified (with --strict: when any check fails).
 """
+import gzip
 import argparse
 import json
 import os
@@ -48,7 +49,7 @@ def load(paths):
     pic_steps / pic_growth children that crashed or were not run."""
     rows, meta, peer_failures = [], [], []
     for path in paths:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
             for line in f:
                 line = line.strip()
                 if not line.startswith("{"):

@@ -14,6 +14,7 @@ makes only Figures 3 and 4 of [Steinberger2012] (operator and spread
 records) and their report (scripts/gpu_run.sh stage `figures`).
 Needs matplotlib (Debian: python3-matplotlib).
 """
+import gzip
 import argparse
 import collections
 import json
@@ -35,7 +36,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 def load(paths):
     recs = []
     for p in paths:
-        with open(p) as f:
+        with (gzip.open(p, "rt") if str(p).endswith(".gz") else open(p)) as f:
             for n, line in enumerate(f, 1):
                 line = line.strip()
                 if not line:
