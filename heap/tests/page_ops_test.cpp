@@ -282,6 +282,56 @@ TEST_F(PageOpsTest, APageOfOneChunkIsTakenAndFreedByItsFillAlone) {
   entry(page).fill = 0;
 }
 
+// A host thread whose first atomic (a reservation's, on `fill`) is
+// followed at once by `meanwhile`: other workers' steps between that
+// atomic and the rest of the reservation.
+struct MidReservationThread : acc::HostThread {
+  std::function<void()>* meanwhile = nullptr;
+  void others() const {
+    if (meanwhile != nullptr && *meanwhile) {
+      auto f = std::move(*meanwhile);
+      *meanwhile = nullptr;
+      f();
+    }
+  }
+  std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const {
+    const std::uint32_t old = HostThread::atomic_add(p, v);
+    others();
+    return old;
+  }
+  std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t expected, std::uint32_t desired) const {
+    const std::uint32_t old = HostThread::atomic_cas(p, expected, desired);
+    others();
+    return old;
+  }
+};
+
+// A page of one chunk is reserved by CAS(fill, 0, 1) (I2): a reservation
+// that fails while the chunk is freed and then freed a second time leaves
+// fill alone, so the second free finds no reservation and is reported.
+// (An addition, undone after the frees, let the second free through and
+// then took fill below 0: the page was never reserved again.)
+TEST_F(PageOpsTest, AFailedReservationOnAPageOfOneChunkHidesNoDoubleFree) {
+  constexpr std::uint32_t page = 15;
+  ASSERT_EQ(Ops::claim(acc, h, page, 4096), 4096u);
+  ASSERT_EQ(Ops::try_use(acc, h, page, 4096), h.page_data(page, 4096));
+  Misuse first = Misuse::foreign_pointer, second = Misuse::foreign_pointer;
+  std::function<void()> frees = [&] {
+    first = Ops::free_chunk(acc, h, page, 4096, 0);
+    second = Ops::free_chunk(acc, h, page, 4096, 0);
+  };
+  MidReservationThread r;
+  r.meanwhile = &frees;
+  EXPECT_EQ(Ops::try_use(r, h, page, 4096, 0u), nullptr) << "the chunk was taken when the reservation was tried";
+  EXPECT_FALSE(frees) << "the frees ran";
+  EXPECT_EQ(first, Misuse::none);
+  EXPECT_EQ(second, Misuse::double_free);
+  EXPECT_EQ(entry(page).fill, 0u);
+  EXPECT_EQ(entry(page).chunk_size, 0u) << "resetfreedpages: the free emptied the page";
+  ASSERT_EQ(Ops::claim(acc, h, page, 4096), 4096u);
+  EXPECT_EQ(Ops::try_use(acc, h, page, 4096), h.page_data(page, 4096)) << "the page serves again";
+}
+
 TEST_F(PageOpsTest, ReservationOnARessplitPageIsUndone) {
   ASSERT_EQ(Ops::claim(acc, h, 11, 64), 64u);
   // A worker that read chunk size 32 before the page was re-split must fail.

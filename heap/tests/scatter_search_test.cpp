@@ -758,8 +758,8 @@ TEST_F(ScatterFreeTest, AGroupFreeingAWholeFlatPageMakesRoom) {
 
 // A page of one chunk keeps no bit (I2): its fill alone says whether the
 // chunk is taken. A warp of 4 KiB requests takes its 32 pages without an OR
-// into their masks and frees them with one atomic on each page's entry (the
-// return of its fill), where a clear of the mask came beside it before.
+// into their masks and frees them with one atomic on each page's entry,
+// the return of its fill.
 TEST_F(ScatterFreeTest, WholePageChunksKeepNoBitAndAreFreedWithOneAtomicOnTheirEntry) {
   const std::size_t before = heap.getAvailableSlots(4096);
   std::vector<void*> chunks(32, nullptr);
@@ -776,6 +776,29 @@ TEST_F(ScatterFreeTest, WholePageChunksKeepNoBitAndAreFreedWithOneAtomicOnTheirE
   EXPECT_EQ(scatter.statistics<acc::HostThreads>().misuse_reports, 0u);
   EXPECT_EQ(heap.getAvailableSlots(4096), before);
   expect_every_chunk_free();
+}
+
+// A group on a page of one chunk (group_take.hpp): its lowest lane takes
+// the chunk without an OR into the mask, the others get nullptr (they
+// search on), and the page serves the next group once the chunk is freed.
+// The first round splits a clean page, the second reserves on the split.
+TEST_F(ScatterFreeTest, AGroupOnAPageOfOneChunkTakesItWithoutABit) {
+  using Take = heap::detail::GroupTake<CreationPolicies::ScatterHeapConfig>;
+  using Ops = heap::detail::PageOps<CreationPolicies::ScatterHeapConfig>;
+  constexpr std::uint32_t page = 40;
+  const acc::HostThread host;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<void*> got(4, nullptr);
+    acc::EmulatedGrid grid;
+    grid.run(1, 4, [&](const acc::EmulatedThread& a, unsigned t) { got[t] = Take::take(a, h, page, 4096, 4096, 0xfu); });
+    EXPECT_EQ(got[0], h.page_data(page, 4096)) << round;
+    for (unsigned t = 1; t < 4; ++t) EXPECT_EQ(got[t], nullptr) << round << " " << t;
+    EXPECT_EQ(entry(page).chunk_size, 4096u) << round;
+    EXPECT_EQ(entry(page).fill, 1u) << round;
+    EXPECT_EQ(entry(page).mask, 0u) << round << ": a page of one chunk sets no bit";
+    EXPECT_EQ(Ops::free_chunk(host, h, page, 4096, 0), Misuse::none) << round;
+    EXPECT_EQ(entry(page).fill, 0u) << round;
+  }
 }
 
 // Without a bit, a second free of a whole-page chunk finds its page's fill

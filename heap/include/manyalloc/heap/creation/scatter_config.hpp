@@ -29,8 +29,9 @@ struct ScatterHeapConfig {
   // Reset a page's chunk size when its last chunk is freed ([Eckert2014] 5.4).
   static constexpr bool resetfreedpages = false;
   // true: a free publishes what its lanes wrote to their chunks before
-  // another worker can take the chunks (the clear of their bits is a
-  // GPU-scope release: one memory barrier per warp's group of frees).
+  // another worker can take the chunks (the clear of their bits, on a page
+  // of one chunk the return of its reservation, is a GPU-scope release: one
+  // memory barrier per warp's group of frees).
   // false: frees skip that memory barrier, as upstream mallocMC's do (the
   // lanes of a warp whose frees are combined still meet at a warp barrier
   // before one of them clears their bits, page_ops.hpp); then a worker

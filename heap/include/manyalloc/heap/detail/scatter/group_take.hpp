@@ -69,18 +69,25 @@ struct GroupTake {
     // the leader adds n - 1. The group's spots start one below what the
     // addition returned, at 0 unless another worker reserved in between
     // (then two holders share a spot, and one of them looks for another
-    // bit, as after frees).
-    const std::uint32_t first =
-        split_clean ? (n > 1u ? acc.atomic_add(&e.fill, n - 1u) : 1u) - 1u : acc.atomic_add(&e.fill, n);
+    // bit, as after frees). A page of one chunk is reserved by CAS(fill, 0,
+    // 1) instead (PageOps::reserve, I2): the leader holds at most that one
+    // reservation, and a failed attempt leaves fill alone.
+    std::uint32_t first = 0, held = n;
+    if (g.chunks == 1u) {
+      first = split_clean ? 0u : acc.atomic_cas(&e.fill, 0u, 1u);
+      held = first == 0u ? 1u : 0u;
+    } else {
+      first = split_clean ? (n > 1u ? acc.atomic_add(&e.fill, n - 1u) : 1u) - 1u : acc.atomic_add(&e.fill, n);
+    }
     if constexpr (Config::resetfreedpages) {
       acc.fence();
-      if (acc.load(&e.chunk_size) != now) {  // emptied and re-split since we read its size
-        Ops::release_reservations(acc, h, page, g.chunks, n);
+      if (held != 0u && acc.load(&e.chunk_size) != now) {  // emptied and re-split since we read its size
+        Ops::release_reservations(acc, h, page, g.chunks, held);
         return {};
       }
     }
     const std::uint32_t granted = first < g.chunks ? (n < g.chunks - first ? n : g.chunks - first) : 0u;
-    if (granted < n) Ops::release_reservations(acc, h, page, g.chunks, n - granted);
+    if (granted < held) Ops::release_reservations(acc, h, page, g.chunks, held - granted);
     if (granted == 0u) return {};
     std::uint32_t marks = 0;
     if (g.hierarchical) {

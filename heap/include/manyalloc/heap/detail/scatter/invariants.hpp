@@ -54,7 +54,10 @@
 //     (page_geometry.hpp). `fill` counts reserved chunks (0..chunks), plus
 //     short-lived +1s of workers whose reservation attempt failed and is being
 //     undone, and the short-lived excess of a group's +n past the page's
-//     last chunk (group_take.hpp), given back at once. Each allocated chunk
+//     last chunk (group_take.hpp), given back at once; on a page of one
+//     chunk reservations are CAS(fill, 0, 1), so its fill is only ever 0, 1
+//     or a reset's lock (I4), and a free that finds no reservation there is
+//     a chunk freed twice. Each allocated chunk
 //     has its bit set (in the mask for flat
 //     pages, in its in-page segment word for hierarchical pages), except on
 //     a page of one chunk (chunk_size > pagesize / 2), which keeps no bit:

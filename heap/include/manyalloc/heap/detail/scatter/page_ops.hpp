@@ -172,9 +172,11 @@ struct PageOps {
     // Which segments are marked full (I5), read with the reservation in
     // flight rather than after it.
     marked = g.hierarchical ? acc.load(&e.mask) : 0u;
-    reserved = acc.atomic_add(&e.fill, 1u);
+    // A page of one chunk is reserved by CAS(fill, 0, 1): a failed attempt
+    // leaves fill alone (I2), so that its free can tell a chunk freed twice.
+    reserved = g.chunks == 1u ? acc.atomic_cas(&e.fill, 0u, 1u) : acc.atomic_add(&e.fill, 1u);
     if (reserved >= g.chunks) {
-      release_reservation(acc, h, page, g.chunks);
+      if (g.chunks != 1u) release_reservation(acc, h, page, g.chunks);
       return false;
     }
     if constexpr (Config::resetfreedpages) {
@@ -225,7 +227,8 @@ struct PageOps {
     // Start at the reservation index rather than the lane id of [Steinberger2012]:
     // it is distinct for every worker on the page, so warps that share a
     // page do not collide, and lanes of one warp still get neighbouring chunks.
-    // The first try is one OR at one place in the code for either geometry:
+    // The first try is one OR at one place in the code for either geometry
+    // (none for a page of one chunk, whose lanes' OR is predicated off):
     // the lanes of a warp of mixed sizes (flat and hierarchical pages) send
     // theirs in one instruction and wait for them once, not one geometry
     // after the other (docs/results/heap/peers/scatter_one_or). A spot found
@@ -424,7 +427,8 @@ struct PageOps {
   // freeing 1 KiB chunks). The lanes then meet at a barrier, so that the
   // lowest lane's atomics come after every lane's writes to its chunk:
   // its release (the clear with ordered frees, the return with
-  // resetfreedpages) orders them as each lane's own release would, and with
+  // resetfreedpages or on a page of one chunk) orders them as each lane's
+  // own release would, and with
   // relaxed frees a lane's own fence before its free (scatter_config.hpp)
   // still comes before the clear of its bit. A shuffle alone orders no
   // memory access.
@@ -525,13 +529,12 @@ struct PageOps {
   // of the page's one reservation frees the chunk, one atomic where a page
   // of more chunks takes two (the clear and the return). The return is then
   // the free's release where the clear would be one (ordered frees), and
-  // where the return is one anyway (resetfreedpages). A return that finds
-  // no reservation (fill 0, or a reset's lock, I4) frees a chunk that was
-  // not handed out: it is added back and reported as a stale bit. (A free
-  // of a chunk never handed out that meets a reservation of it in flight
-  // takes that reservation: after misuse the chunk may be handed out twice,
-  // as after a double free on a page of more chunks whose chunk was taken
-  // again.)
+  // where the return is one anyway (resetfreedpages). Such a page's fill is
+  // only ever 0, 1 or a reset's lock (I4): reservations are CAS(0, 1) and
+  // fail without touching it. So a return that finds 0 or the lock frees a
+  // chunk that is not handed out: it is added back and reported as a stale
+  // bit. (A second free after the chunk was handed out again frees the new
+  // holder's chunk, as on a page of more chunks.)
   template <class Acc>
   MANYALLOC_FN static FreeResult free_only_chunk(const Acc& acc, const HeapLayout& h, std::uint32_t page,
                                                  const PageGeometry& g) {
