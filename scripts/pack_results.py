@@ -6,9 +6,10 @@ files plus what a call carries) and refuses one above 64 MiB; raw JSON Lines
 records of the benchmark runs made up most of it. Each tracked text file
 (.jsonl, .log, .txt, .csv) under docs/results of more than --min-bytes
 bytes is replaced by FILE.gz (gzip -9, no name or time stored, so packing
-twice gives the same bytes), and every Markdown link to it in a tracked .md
-file is pointed at FILE.gz. The report scripts read FILE.gz as they read
-FILE; `zcat FILE.gz` shows it.
+twice gives the same bytes), and every inline Markdown link to it in a
+tracked .md file is pointed at FILE.gz; all of it is staged. Only tracked
+files are looked at: `git add` new results first. The report scripts read
+FILE.gz as they read FILE; `zcat FILE.gz` shows it.
 
 Usage: scripts/pack_results.py [--min-bytes N] [--dry-run]
 """
@@ -60,6 +61,7 @@ def relink(root, md_rel, packed):
     if changed:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
+        subprocess.run(["git", "-C", root, "add", "--", md_rel], check=True)
     return changed
 
 
@@ -84,7 +86,7 @@ def main():
     after = sum(os.path.getsize(os.path.join(root, p + ".gz")) for p in big)
     packed = set(big)
     links = sum(relink(root, md, packed) for md in tracked(root, "*.md"))
-    print(f"{len(big)} files packed: {before} -> {after} bytes; {links} links updated (commit them with git)")
+    print(f"{len(big)} files packed: {before} -> {after} bytes; {links} links updated (all staged: commit them)")
 
 
 if __name__ == "__main__":
