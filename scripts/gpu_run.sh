@@ -41,8 +41,9 @@
 #                 PEERS_AB_ROUNDS (2) rounds for PEERS_AB_ALLOCATORS
 #                 (SizeClassSlabs,Ouroboros), with PEERS_AB_ARGS (more options
 #                 of the benchmark; a later --timeout wins): the JSONL of each in
-#                 $OUT/peers_ab_{base,new}.jsonl, then scripts/ab_table.py's
-#                 table of their medians (~5 min)
+#                 $OUT/peers_ab_{base,new}.jsonl (the base's records name
+#                 .carry/base/COMMIT), then scripts/ab_table.py's table of
+#                 their medians (~5 min)
 #     peers-rounds  the peers benchmark's PEERS_ROUNDS_EXPERIMENTS
 #                 (throughput,churn) PEERS_ROUNDS (3) times for
 #                 PEERS_ROUNDS_ALLOCATORS (our SizeClassSlabs configurations,
@@ -360,10 +361,15 @@ for stage in "${stages[@]}"; do
       say "peers-ab: base build $((SECONDS - t0)) s"
       [[ -x build-gpu/peers_bench_base ]] || continue
       rm -f "$OUT"/peers_ab_*.jsonl
+      # The base's records name the base's commit (.carry/base/COMMIT, written
+      # by prepare_gpu_carry.sh --base), not this tree's.
+      base_commit=$(cat .carry/base/COMMIT 2> /dev/null || echo "base of ${MANYALLOC_COMMIT:-this tree}")
       for ((round = 1; round <= ${PEERS_AB_ROUNDS:-2}; ++round)); do
         for v in base new; do
+          commit_of_v=${MANYALLOC_COMMIT:-}
+          [[ $v == base ]] && commit_of_v=$base_commit
           # shellcheck disable=SC2086  # PEERS_AB_ARGS: options of the benchmark, split as words
-          timeout 150 build-gpu/peers_bench_$v --experiments "${PEERS_AB_EXPERIMENTS:-throughput,churn}" --timeout 100 --deadline-s 140 \
+          MANYALLOC_COMMIT=$commit_of_v timeout 150 build-gpu/peers_bench_$v --experiments "${PEERS_AB_EXPERIMENTS:-throughput,churn}" --timeout 100 --deadline-s 140 \
             --allocators "${PEERS_AB_ALLOCATORS:-SizeClassSlabs,Ouroboros}" ${PEERS_AB_ARGS:-} --out "$OUT/peers_ab_$v.jsonl" \
             >> "$OUT/bench_peers_ab.log" 2>&1 || { say "peers-ab $v round $round: exit $?"; status=1; }
         done

@@ -7,7 +7,7 @@
 # from Debian's libboost-dev: predef, config, core, version.hpp).
 #   scripts/prepare_gpu_carry.sh [--base REV]
 # --base REV: also the heap and common headers of commit REV in .carry/base
-# (the base side of gpu_run.sh's soak-ab stage).
+# (the base side of gpu_run.sh's soak-ab and peers-ab stages; COMMIT there names it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base_rev=
