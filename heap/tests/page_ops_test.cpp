@@ -67,16 +67,24 @@ TEST_F(PageOpsTest, ClaimSetsTheSizeOnceAndClearsBitFields) {
   EXPECT_EQ(entry(6).fill, 0u);
 }
 
-// A host thread whose next unlock of a page lock (the release that ends
-// a reset) first runs `meanwhile`: another worker's steps while the lock is held.
-struct InterleavedThread : acc::HostThread {
+// A host thread that runs `meanwhile` once, at a step its subclass picks:
+// other workers' steps played between two of its own. `meanwhile` is empty
+// afterwards, so a test can check that it ran.
+struct MeanwhileThread : acc::HostThread {
   std::function<void()>* meanwhile = nullptr;
+  void run_meanwhile() const {
+    if (meanwhile == nullptr || !*meanwhile) return;
+    auto f = std::move(*meanwhile);
+    *meanwhile = nullptr;
+    f();
+  }
+};
+
+// Its next unlock of a page lock (the release that ends a reset) first runs
+// `meanwhile`: another worker's steps while the lock is held.
+struct InterleavedThread : MeanwhileThread {
   std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const {
-    if (v == page_locked && meanwhile != nullptr && *meanwhile) {
-      auto f = std::move(*meanwhile);
-      *meanwhile = nullptr;
-      f();
-    }
+    if (v == page_locked) run_meanwhile();
     return HostThread::atomic_sub_release(p, v);
   }
 };
@@ -100,18 +108,13 @@ TEST_F(PageOpsTest, APageSplitDuringItsResetIsResetToo) {
   EXPECT_EQ(entry(12).fill, 0u);
 }
 
-// A host thread whose next release of reservations (a free's return of
-// `fill`, with resetfreedpages a release) is followed at once by
-// `meanwhile`: other workers' steps between that return and the rest of the free.
-struct AfterReturnThread : acc::HostThread {
-  std::function<void()>* meanwhile = nullptr;
+// Its next release of reservations (a free's return of `fill`, with
+// resetfreedpages a release) is followed at once by `meanwhile`: other
+// workers' steps between that return and the rest of the free.
+struct AfterReturnThread : MeanwhileThread {
   std::uint32_t atomic_sub_release(std::uint32_t* p, std::uint32_t v) const {
     const std::uint32_t before = HostThread::atomic_sub_release(p, v);
-    if (v != page_locked && meanwhile != nullptr && *meanwhile) {
-      auto f = std::move(*meanwhile);
-      *meanwhile = nullptr;
-      f();
-    }
+    if (v != page_locked) run_meanwhile();
     return before;
   }
 };
@@ -282,26 +285,18 @@ TEST_F(PageOpsTest, APageOfOneChunkIsTakenAndFreedByItsFillAlone) {
   entry(page).fill = 0;
 }
 
-// A host thread whose first atomic (a reservation's, on `fill`) is
-// followed at once by `meanwhile`: other workers' steps between that
-// atomic and the rest of the reservation.
-struct MidReservationThread : acc::HostThread {
-  std::function<void()>* meanwhile = nullptr;
-  void others() const {
-    if (meanwhile != nullptr && *meanwhile) {
-      auto f = std::move(*meanwhile);
-      *meanwhile = nullptr;
-      f();
-    }
-  }
+// Its first atomic (a reservation's, on `fill`: an addition, or on a page
+// of one chunk a CAS) is followed at once by `meanwhile`: other workers'
+// steps between that atomic and the rest of the reservation.
+struct MidReservationThread : MeanwhileThread {
   std::uint32_t atomic_add(std::uint32_t* p, std::uint32_t v) const {
     const std::uint32_t old = HostThread::atomic_add(p, v);
-    others();
+    run_meanwhile();
     return old;
   }
   std::uint32_t atomic_cas(std::uint32_t* p, std::uint32_t expected, std::uint32_t desired) const {
     const std::uint32_t old = HostThread::atomic_cas(p, expected, desired);
-    others();
+    run_meanwhile();
     return old;
   }
 };

@@ -73,11 +73,11 @@ struct GroupTake {
     // 1) instead (PageOps::reserve, I2): the leader holds at most that one
     // reservation, and a failed attempt leaves fill alone.
     std::uint32_t first = 0, held = n;
-    if (g.chunks == 1u) {
+    if (g.keeps_bits()) {
+      first = split_clean ? (n > 1u ? acc.atomic_add(&e.fill, n - 1u) : 1u) - 1u : acc.atomic_add(&e.fill, n);
+    } else {
       first = split_clean ? 0u : acc.atomic_cas(&e.fill, 0u, 1u);
       held = first == 0u ? 1u : 0u;
-    } else {
-      first = split_clean ? (n > 1u ? acc.atomic_add(&e.fill, n - 1u) : 1u) - 1u : acc.atomic_add(&e.fill, n);
     }
     if constexpr (Config::resetfreedpages) {
       acc.fence();
@@ -146,7 +146,7 @@ struct GroupTake {
     std::uint32_t old = 0u;
     if (segment_marked != 0u) {
       old = ~0u;
-    } else if (lane == root && g.chunks != 1u) {
+    } else if (lane == root && g.keeps_bits()) {
       old = acc.atomic_or(word, bits_of_word);
     }
     const auto seen = static_cast<std::uint32_t>(heap::acc::group_hand_over(acc, sharing, root, old));

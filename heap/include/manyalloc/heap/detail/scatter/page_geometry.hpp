@@ -33,6 +33,11 @@ struct PageGeometry {
   MANYALLOC_FN constexpr std::uint32_t chunks_in_segment(std::uint32_t segment) const {
     return segment < full_segments ? 32u : additional;
   }
+  // Whether taken chunks have their bit set. A page of one chunk (chunk
+  // size above half the page) keeps none: its reservation, CAS(fill, 0, 1),
+  // is the chunk, and its free is the return alone (scatter/invariants.hpp
+  // I2).
+  MANYALLOC_FN constexpr bool keeps_bits() const { return chunks > 1u; }
 };
 
 // Chunk sizes at or below this split the page hierarchically: above it at

@@ -174,9 +174,9 @@ struct PageOps {
     marked = g.hierarchical ? acc.load(&e.mask) : 0u;
     // A page of one chunk is reserved by CAS(fill, 0, 1): a failed attempt
     // leaves fill alone (I2), so that its free can tell a chunk freed twice.
-    reserved = g.chunks == 1u ? acc.atomic_cas(&e.fill, 0u, 1u) : acc.atomic_add(&e.fill, 1u);
+    reserved = g.keeps_bits() ? acc.atomic_add(&e.fill, 1u) : acc.atomic_cas(&e.fill, 0u, 1u);
     if (reserved >= g.chunks) {
-      if (g.chunks != 1u) release_reservation(acc, h, page, g.chunks);
+      if (g.keeps_bits()) release_reservation(acc, h, page, g.chunks);
       return false;
     }
     if constexpr (Config::resetfreedpages) {
@@ -243,7 +243,7 @@ struct PageOps {
     }
     const std::uint32_t bit = 1u << spot;
     // A page of one chunk keeps no bit (I2): its reservation is the chunk.
-    const std::uint32_t old = g.chunks == 1u ? 0u : acc.atomic_or(word, bit);
+    const std::uint32_t old = g.keeps_bits() ? acc.atomic_or(word, bit) : 0u;
     std::uint32_t index = segment * 32u + spot;
     if ((old & bit) != 0u) {
       index = g.hierarchical ? take_in_segments(acc, h, page, g, reserved, marked)
@@ -489,7 +489,7 @@ struct PageOps {
       }
       if (acc.lane_id() != heap::acc::lowest_lane(group)) return r;
     }
-    if (g.chunks == 1u) return free_only_chunk(acc, h, page, g);
+    if (!g.keeps_bits()) return free_only_chunk(acc, h, page, g);
     PageEntry& e = h.pages[page];
     const std::uint32_t old = clear_bits(acc, h, page, g, word, bits);
     std::uint32_t before = 0, freed = 0;
