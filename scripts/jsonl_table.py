@@ -2,8 +2,8 @@
 """Turns benchmark JSON Lines into a markdown table (one row per record),
 with the ratio of each allocator's ops/s to the baseline's for the same
 experiment and size. Usage: jsonl_table.py FILE.jsonl [baseline-substring]"""
-import gzip
 import datetime
+import gzip
 import json
 import subprocess
 import sys

@@ -8,12 +8,13 @@ its ratio to glibc's median, median user and system time, page faults and
 peak RSS, the madvise/munmap/mmap/mremap calls counted under strace, and
 the decommits/unmaps counted by manyalloc's statistics.
 """
-import gzip
 import argparse
 import json
 import os
 import statistics
 from collections import defaultdict
+
+from records import open_records
 
 
 def median(xs):
@@ -26,10 +27,7 @@ def main():
     ap.add_argument("--label", default="")
     args = ap.parse_args()
     recs = []
-    path = os.path.join(args.results, "results.jsonl")
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"  # packed by scripts/pack_results.py
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+    with open_records(args.results) as f:
         for line in f:
             if line.startswith("{"):
                 recs.append(json.loads(line))

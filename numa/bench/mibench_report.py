@@ -12,13 +12,14 @@ ratio to glibc's; then minor page faults and system seconds (GNU time's,
 medians over the repetitions that have them); then, per profile of ours,
 where it is the fastest, within 10 % of the fastest, and its worst ratio.
 """
-import gzip
 import argparse
 import json
 import os
 import shutil
 import statistics
 from collections import defaultdict
+
+from records import open_records
 
 import matplotlib
 
@@ -40,10 +41,7 @@ def main():
     ap.add_argument("--title", default="mimalloc-bench under every allocator")
     ap.add_argument("--note", default="")
     a = ap.parse_args()
-    path = os.path.join(a.results, "results.jsonl")
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"  # packed by scripts/pack_results.py
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+    with open_records(a.results) as f:
         recs = [json.loads(l) for l in f if l.startswith("{")]
     meta = json.load(open(os.path.join(a.results, "meta.json")))
     log = open(os.path.join(a.results, "run.log")).read().splitlines() \

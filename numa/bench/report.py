@@ -7,12 +7,13 @@ RESULTS_DIR holds results.jsonl and meta.json (written by run_bench.sh).
 Writes OUT_DIR/report.md and OUT_DIR/<workload>.png (+ summary.png).
 Medians over repetitions; the spread (min-max) is shown in the tables.
 """
-import gzip
 import argparse
 import json
 import os
 import statistics
 from collections import defaultdict
+
+from records import open_records
 
 import matplotlib
 
@@ -40,10 +41,7 @@ def median(xs):
 
 def load(results_dir):
     recs = []
-    path = os.path.join(results_dir, "results.jsonl")
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"  # packed by scripts/pack_results.py
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+    with open_records(results_dir) as f:
         for line in f:
             line = line.strip()
             if line.startswith("{"):

@@ -11,8 +11,8 @@ each side, their ratio (new / old < 1: the new code is faster) and the ratio
 of each round's medians, so that a ratio carried by one round shows. With
 --jsonl, writes every record with its side ("bundle") and "round" added.
 """
-import gzip
 import argparse
+import gzip
 import json
 import statistics
 import sys
@@ -48,8 +48,9 @@ def load(dirs, label, out):
             path = path.with_name("region.jsonl.gz")  # packed by scripts/pack_results.py
         if not path.exists():
             sys.exit(f"ab_report: no {path}")
-        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-        for line in text.splitlines():
+        with (gzip.open(path, "rt") if path.suffix == ".gz" else open(path)) as f:
+            lines = f.read().splitlines()
+        for line in lines:
             if not line.startswith("{"):
                 continue
             try:

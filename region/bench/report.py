@@ -6,10 +6,10 @@ Writes OUTDIR/*.png and OUTDIR/README.md (or OUTDIR/NAME: machine, commit,
 date, command, tables of medians with spread, and the ratios the issue asks
 about).
 """
-import gzip
 import argparse
 import collections
 import datetime
+import gzip
 import json
 import os
 import platform

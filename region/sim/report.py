@@ -8,9 +8,9 @@ Writes DIR/README.md, DIR/messages_per_alloc.png, DIR/hot_spots.png and a
 copy of the records (DIR/runs.jsonl). The commit is `git rev-parse --short
 HEAD` of the checkout this script lives in; the date is today's (UTC).
 """
-import gzip
 import argparse
 import datetime
+import gzip
 import json
 import os
 import subprocess

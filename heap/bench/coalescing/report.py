@@ -7,9 +7,9 @@ Writes unit_linear.png, unit_quadratic.png, malloc_free.png, alltoall.png and
 README.md (device, commit, date, tables, checks against the issue's targets,
 the blowup) into --out.
 """
-import gzip
 import argparse
 import datetime
+import gzip
 import json
 import os
 import subprocess

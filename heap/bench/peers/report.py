@@ -12,8 +12,8 @@ allocators against the best peer (ratio > 1: ours is faster / hands out more);
 and a plain list of every row where our best allocator loses to the best peer.
 Without matplotlib (python3-matplotlib) it writes the report without plots.
 """
-import gzip
 import argparse
+import gzip
 import json
 import math
 import os

@@ -18,8 +18,8 @@ with 16 species our policies hold at least 90% of what one species holds alone;
 HeapBuffer stays within 10% of the predicted 1/n. Exit 2 when a record is not
 verified (with --strict: when any check fails).
 """
-import gzip
 import argparse
+import gzip
 import json
 import os
 import statistics

@@ -14,9 +14,9 @@ makes only Figures 3 and 4 of [Steinberger2012] (operator and spread
 records) and their report (scripts/gpu_run.sh stage `figures`).
 Needs matplotlib (Debian: python3-matplotlib).
 """
-import gzip
 import argparse
 import collections
+import gzip
 import json
 import math
 import os
