@@ -3,8 +3,9 @@
 # root, with the header tree names in "$@": builds ours.cu against each tree
 # .carry/ncu/NAME (heap/include, common/include; .carry/ncu/gen holds
 # build_config.hpp) as Scatter (NAME) and, unless NO_RELAXED=1, as
-# Scatter+RelaxedFrees (NAMEr), upstream.cu against mallocMC 2.6.0
-# (.carry/peers tarball, .carry/boost) and, unless NO_ROOF=1, roofline.cu (no
+# Scatter+RelaxedFrees (NAMEr), unless NO_UPSTREAM=1 upstream.cu against
+# mallocMC 2.6.0 (.carry/peers tarball, .carry/boost) (its 2^20 x 4 KiB
+# launch does not end) and, unless NO_ROOF=1, roofline.cu (no
 # allocator: the limit, with a relaxed atomic, a release atomic or a read
 # only), all at once, into /tmp/su_RUN; sets runs to the RUN names built
 # (-lineinfo with LINEINFO=1, for Nsight Compute's source page).
@@ -23,11 +24,13 @@ for t in "$@"; do
     runs+=("${t}r")
   fi
 done
-mkdir -p /tmp/mmc && tar -xJf .carry/peers/mallocmc-*.tar.xz -C /tmp/mmc
-m=$(dirname "$(dirname "$(find /tmp/mmc -path '*src/include/mallocMC/mallocMC.hpp' | head -1)")")
-nvcc -std=c++17 "${flags[@]}" --extended-lambda -DALPAKA_ACC_GPU_CUDA_ENABLED -isystem "$m/../../alpaka/include" -isystem "$m" \
-  -isystem .carry/boost/include -o /tmp/su_upstream $here/upstream.cu > /tmp/sub_upstream.log 2>&1 &
-runs+=(upstream)
+if [[ ${NO_UPSTREAM:-0} != 1 ]]; then
+  mkdir -p /tmp/mmc && tar -xJf .carry/peers/mallocmc-*.tar.xz -C /tmp/mmc
+  m=$(dirname "$(dirname "$(find /tmp/mmc -path '*src/include/mallocMC/mallocMC.hpp' | head -1)")")
+  nvcc -std=c++17 "${flags[@]}" --extended-lambda -DALPAKA_ACC_GPU_CUDA_ENABLED -isystem "$m/../../alpaka/include" -isystem "$m" \
+    -isystem .carry/boost/include -o /tmp/su_upstream $here/upstream.cu > /tmp/sub_upstream.log 2>&1 &
+  runs+=(upstream)
+fi
 if [[ ${NO_ROOF:-0} != 1 ]]; then
   # The limit with no allocator in the way (roofline.cu): entry read and one atomic, entry read only.
   nvcc -std=c++17 "${flags[@]}" -o /tmp/su_roof $here/roofline.cu > /tmp/sub_roof.log 2>&1 &

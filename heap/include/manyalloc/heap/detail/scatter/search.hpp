@@ -263,8 +263,9 @@ struct SmallSearch {
   // (against blowup). [Steinberger2012] picks such a block at random, with a chance
   // that grows as the block empties; we take the lowest block in which a
   // free makes room on a full page (first fit over blocks, as mallocMC
-  // does), unless the block is still full for the first pass or the free's
-  // hint of the active block was already that low (below). After a
+  // does), unless the page's region is still closed (the first pass skips
+  // it) or the free's hint of the active block was already that low
+  // (below). After a
   // launch frees what an earlier one allocated, the next launch then starts
   // in the block where that one started and finds the pages it split there
   // (scatter_anomalies.md): random activation sent it to whichever block a
@@ -288,12 +289,21 @@ struct SmallSearch {
   template <class Acc>
   MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
     if (page >= std::uint64_t{acc::load_hint(acc, &h.shared->active_block)} * h.pages_per_block) return;
-    // Slow path: a lower block, made active unless it is still full. The
-    // word itself decides: a hint above it would cost a sample of the block
-    // and a failed CAS.
+    // Slow path: a lower block, made active when the free left its page's
+    // region open, the one region a search of that block would now enter.
+    // The word itself decides first: a hint above it would cost a read of
+    // the region and a failed CAS. The region word is read coherently after
+    // this free's own clear of its bit (same word, same worker: the read
+    // sees the clear). Not a sample of the block (block_full): until a
+    // sample found the block not full, every free below the active block
+    // read 16 region words, shared by all of them, and a launch freeing
+    // whole pages below the active block spent most of its time there
+    // (docs/results/heap/peers/scatter_activation). A block activated with
+    // most of its regions still closed costs the next search one sample:
+    // it finds the block full there and moves the active block on.
     std::uint32_t active = acc.load(&h.shared->active_block);
     const std::uint32_t block = h.block_of(page);
-    if (active <= block || block_full(acc, h, block)) return;
+    if (active <= block || Ops::closed_region(bits::popcount(acc.load(&h.regions[page / regionsize])))) return;
     while (active > block) {
       const std::uint32_t seen = acc.atomic_cas(&h.shared->active_block, active, block);
       if (seen == active) return;
