@@ -37,8 +37,8 @@
 #                 soak_ab.log (~3 min)
 #     peers-ab    the peers benchmark's PEERS_AB_EXPERIMENTS (throughput,
 #                 churn) built twice, against .carry/base's heap headers (as
-#                 for soak-ab) and this tree's, run alternately
-#                 PEERS_AB_ROUNDS (2) rounds for PEERS_AB_ALLOCATORS
+#                 for soak-ab) and this tree's, run alternately (the
+#                 order turned every round) PEERS_AB_ROUNDS (2) rounds for PEERS_AB_ALLOCATORS
 #                 (SizeClassSlabs,Ouroboros), with PEERS_AB_ARGS (more options
 #                 of the benchmark; a later --timeout wins): the JSONL of each in
 #                 $OUT/peers_ab_{base,new}.jsonl (the base's records name
@@ -365,7 +365,12 @@ for stage in "${stages[@]}"; do
       # by prepare_gpu_carry.sh --base), not this tree's.
       base_commit=$(cat .carry/base/COMMIT 2> /dev/null || echo "base of ${MANYALLOC_COMMIT:-this tree}")
       for ((round = 1; round <= ${PEERS_AB_ROUNDS:-2}; ++round)); do
-        for v in base new; do
+        # The order turns every round, so that neither build always runs
+        # second (three A/Bs in a row had found the second one's churn 1-4%
+        # slower, whichever change it held: docs/results/heap/peers/scatter_activation).
+        order=(base new)
+        ((round % 2 == 0)) && order=(new base)
+        for v in "${order[@]}"; do
           commit_of_v=${MANYALLOC_COMMIT:-}
           [[ $v == base ]] && commit_of_v=$base_commit
           # shellcheck disable=SC2086  # PEERS_AB_ARGS: options of the benchmark, split as words

@@ -562,6 +562,30 @@ struct CountedLane : acc::EmulatedThread {
   }
 };
 
+// 5.4: a warp whose lanes all find the active block full moves it on with
+// one CAS, its lowest lane's, not one per lane: the warps in flight as a
+// block filled had sent the one word a CAS per lane
+// (docs/results/heap/peers/scatter_activation). Every lane still finds a
+// page in the next block.
+TEST_F(BlockTest, AWarpThatFindsTheActiveBlockFullMovesItOnWithOneCas) {
+  for (std::uint32_t p = 0; p < h.pages_per_block; ++p) fill_page(p, 4096);
+  ASSERT_TRUE(Search::block_full(acc::HostThread{}, h, 0));
+  ASSERT_EQ(active(), 0u);
+  std::atomic<std::uint64_t> cas{0};
+  const std::uint32_t* word = &h.shared->active_block;
+  std::vector<void*> chunks(32, nullptr);
+  acc::EmulatedGrid grid;
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
+    chunks[t] = scatter.create(CountedLane(a, &cas, word, word + 1), 4096);
+  });
+  for (void* c : chunks) {
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(h.block_of(page_of(c)), 1u);
+  }
+  EXPECT_EQ(active(), 1u);
+  EXPECT_EQ(cas.load(), 1u) << "CASes of the active block";
+}
+
 class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapConfig> {
  protected:
   // 32 chunks of 16 bytes taken one after the other: the first segment of one page.

@@ -6,6 +6,7 @@
 
 #include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/math.hpp"
+#include "manyalloc/heap/acc/collectives.hpp"
 #include "manyalloc/heap/acc/load_hint.hpp"
 #include "manyalloc/heap/detail/scatter/group_take.hpp"
 #include "manyalloc/heap/detail/scatter/invariants.hpp"
@@ -245,10 +246,18 @@ struct SmallSearch {
       }
     }
     bool full = false;
+    // A block found full moves the active block on (5.4), by the lowest lane
+    // of `same` alone: when every lane that found it full sent its CAS, the
+    // warps in flight as a block filled sent one word a CAS per lane, all
+    // queued at one L2 slice ahead of every new warp's read of the word
+    // (docs/results/heap/peers/scatter_activation). The others search on
+    // all the same; a block the lowest lane did not find full is moved on
+    // by the next worker that does.
+    const bool mover = acc.lane_id() == heap::acc::lowest_lane(same);
     // Blocks from first_block on, wrapping (first_block < block_count).
     for (std::uint32_t i = 0, block = first_block; i < h.block_count; ++i, block = next_block(h, block)) {
       if (void* mem = search_block(acc, h, block, start, request, Pass::skip_90_percent, full)) return mem;
-      if (full) acc.atomic_cas(&h.shared->active_block, block, next_block(h, block));
+      if (full && mover) acc.atomic_cas(&h.shared->active_block, block, next_block(h, block));
     }
     // Region fill levels are hints (scatter/invariants.hpp), and the first pass
     // looks at part of each block only: before reporting out of memory, look
