@@ -366,8 +366,9 @@ for stage in "${stages[@]}"; do
       base_commit=$(cat .carry/base/COMMIT 2> /dev/null || echo "base of ${MANYALLOC_COMMIT:-this tree}")
       for ((round = 1; round <= ${PEERS_AB_ROUNDS:-2}; ++round)); do
         # The order turns every round, so that neither build always runs
-        # second (three A/Bs in a row had found the second one's churn 1-4%
-        # slower, whichever change it held: docs/results/heap/peers/scatter_activation).
+        # second: run second, a build's churn had come out slower for
+        # changes that churn never runs (docs/results/heap/peers/scatter_activation).
+        # With an odd PEERS_AB_ROUNDS the base runs first once more than new.
         order=(base new)
         ((round % 2 == 0)) && order=(new base)
         for v in "${order[@]}"; do

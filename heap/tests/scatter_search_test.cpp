@@ -490,7 +490,7 @@ TEST_F(BlockTest, AHintAboveTheActiveBlockCostsOneReadOfTheWord) {
 // own region word, not a sample of its block: it activates the block once
 // its region is open (the first pass would search it), not while the region
 // is still closed. A sample of 16 region words per free, shared by every
-// free below the active block, had made such frees several times slower
+// free below the active block, was where such frees spent their time
 // (docs/results/heap/peers/scatter_activation).
 TEST_F(BlockTest, AFreeBelowTheActiveBlockActivatesItOnceItsRegionIsOpen) {
   const std::uint32_t regions = h.pages_per_block / rs;
@@ -563,7 +563,7 @@ struct CountedLane : acc::EmulatedThread {
 };
 
 // 5.4: a warp whose lanes all find the active block full moves it on with
-// one CAS, its lowest lane's, not one per lane: the warps in flight as a
+// one CAS, its highest lane's, not one per lane: the warps in flight as a
 // block filled had sent the one word a CAS per lane
 // (docs/results/heap/peers/scatter_activation). Every lane still finds a
 // page in the next block.
@@ -584,6 +584,40 @@ TEST_F(BlockTest, AWarpThatFindsTheActiveBlockFullMovesItOnWithOneCas) {
   }
   EXPECT_EQ(active(), 1u);
   EXPECT_EQ(cas.load(), 1u) << "CASes of the active block";
+}
+
+// The lane that moves the active block on is the highest of its size: a
+// group's take serves its lowest lanes first, so where the hashed page has
+// room for a few of them the lowest lane gets a chunk there while the others
+// find the block full. Here block 0 holds one free 16-byte chunk per page,
+// and its region words say every page is full (they are hints): the warp's
+// lowest lane takes the chunk on the hashed page, the other 31 find block 0
+// full, and one CAS moves the active block on. With the lowest lane as the
+// mover none was sent, and every later warp found the block full again.
+TEST_F(BlockTest, TheLaneThatMovesAFullBlockOnIsTheLastOneItsGroupServes) {
+  const acc::HostThread host;
+  for (std::uint32_t p = 0; p < h.pages_per_block; ++p) {
+    fill_page(p, 16);
+    scatter.destroy(host, h.page_data(p, TwoBlocks::pagesize));
+  }
+  for (std::uint32_t r = 0; r < h.pages_per_block / rs; ++r) h.regions[r] = (1u << rs) - 1u;
+  ASSERT_TRUE(Search::block_full(host, h, 0));
+  ASSERT_EQ(active(), 0u);
+  std::atomic<std::uint64_t> cas{0};
+  const std::uint32_t* word = &h.shared->active_block;
+  std::vector<void*> chunks(32, nullptr);
+  acc::EmulatedGrid grid;
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
+    chunks[t] = scatter.create(CountedLane(a, &cas, word, word + 1), 16);
+  });
+  ASSERT_NE(chunks[0], nullptr);
+  EXPECT_EQ(h.block_of(page_of(chunks[0])), 0u) << "the lowest lane takes the free chunk of the hashed page";
+  for (unsigned t = 1; t < 32; ++t) {
+    ASSERT_NE(chunks[t], nullptr);
+    EXPECT_EQ(h.block_of(page_of(chunks[t])), 1u) << "lane " << t;
+  }
+  EXPECT_EQ(cas.load(), 1u) << "CASes of the active block";
+  EXPECT_EQ(active(), 1u);
 }
 
 class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapConfig> {

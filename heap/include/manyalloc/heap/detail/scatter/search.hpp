@@ -219,10 +219,10 @@ struct SmallSearch {
   // sizes) take alone.
   static constexpr std::uint32_t group_min = 4;
 
-  // alloc (6.1): start in the active access block; when it cannot serve the
-  // request, or is full for the first pass, move the active block on (5.4)
-  // and try the next one. `same`: the lanes of the caller's warp asking for
-  // `request` bytes too (hash).
+  // alloc (6.1): start in the active access block and try the next one
+  // when it cannot serve the request; a block full for the first pass also
+  // moves the active block on (5.4). `same`: the lanes of the caller's warp
+  // asking for `request` bytes too (hash).
   //
   // Fast path: the lanes of `same` that start on the same page try it
   // together first (group_take.hpp), when they are at least group_min; the
@@ -246,14 +246,16 @@ struct SmallSearch {
       }
     }
     bool full = false;
-    // A block found full moves the active block on (5.4), by the lowest lane
-    // of `same` alone: when every lane that found it full sent its CAS, the
-    // warps in flight as a block filled sent one word a CAS per lane, all
-    // queued at one L2 slice ahead of every new warp's read of the word
-    // (docs/results/heap/peers/scatter_activation). The others search on
-    // all the same; a block the lowest lane did not find full is moved on
-    // by the next worker that does.
-    const bool mover = acc.lane_id() == heap::acc::lowest_lane(same);
+    // A block found full moves the active block on (5.4), by the highest
+    // lane of `same` alone: when every lane that found it full sent its CAS,
+    // the warps in flight as a block filled sent one word a CAS per lane,
+    // all queued at one L2 slice ahead of every new warp's read of the word
+    // (docs/results/heap/peers/scatter_activation). The highest, because a
+    // group's take serves its lowest lanes first (group_take.hpp): of the
+    // lanes on the hashed page it is the last served and the first to
+    // search on. The others search on all the same; a block this lane did
+    // not find full is moved on by a later search whose highest lane does.
+    const bool mover = acc.lane_id() == heap::acc::highest_lane(same);
     // Blocks from first_block on, wrapping (first_block < block_count).
     for (std::uint32_t i = 0, block = first_block; i < h.block_count; ++i, block = next_block(h, block)) {
       if (void* mem = search_block(acc, h, block, start, request, Pass::skip_90_percent, full)) return mem;
@@ -274,12 +276,12 @@ struct SmallSearch {
   // free makes room on a full page (first fit over blocks, as mallocMC
   // does), unless the page's region is still closed (the first pass skips
   // it) or the free's hint of the active block was already that low
-  // (below). After a
-  // launch frees what an earlier one allocated, the next launch then starts
-  // in the block where that one started and finds the pages it split there
-  // (scatter_anomalies.md): random activation sent it to whichever block a
-  // late free had picked. Frees on pages that were not full leave the
-  // active block alone (a block left for being full has full pages).
+  // (below). After a launch frees what an earlier one allocated, the next
+  // launch then starts in the block where that one started and finds the
+  // pages it split there (scatter_anomalies.md): random activation sent it
+  // to whichever block a late free had picked. Frees on pages that were
+  // not full leave the active block alone (a block left for being full has
+  // full pages).
   //
   // Fast path: the page lies in or above the active block, found by
   // comparing page numbers (the active block is below block_count, so block
@@ -307,9 +309,12 @@ struct SmallSearch {
     // sample found the block not full, every free below the active block
     // read 16 region words, shared by all of them, and a launch freeing
     // whole pages below the active block spent most of its time there
-    // (docs/results/heap/peers/scatter_activation). A block activated with
-    // most of its regions still closed costs the next search one sample:
-    // it finds the block full there and moves the active block on.
+    // (docs/results/heap/peers/scatter_activation). The rule activates more
+    // readily than the sample did: one free that opens a region left at
+    // the 90% mark is enough. A block activated with most of its regions
+    // still closed costs the searches then in flight a sample per full
+    // block on their way back up: each finds the block full and moves the
+    // active block on by one.
     std::uint32_t active = acc.load(&h.shared->active_block);
     const std::uint32_t block = h.block_of(page);
     if (active <= block || Ops::closed_region(bits::popcount(acc.load(&h.regions[page / regionsize])))) return;
