@@ -593,7 +593,8 @@ TEST_F(BlockTest, AWarpThatFindsTheActiveBlockFullMovesItOnWithOneCas) {
 // and its region words say every page is full (they are hints): the warp's
 // lowest lane takes the chunk on the hashed page, the other 31 find block 0
 // full, and one CAS moves the active block on. With the lowest lane as the
-// mover none was sent, and every later warp found the block full again.
+// mover none was sent, and so by every later warp whose hashed page still
+// had a free chunk.
 TEST_F(BlockTest, TheLaneThatMovesAFullBlockOnIsTheLastOneItsGroupServes) {
   const acc::HostThread host;
   for (std::uint32_t p = 0; p < h.pages_per_block; ++p) {
