@@ -91,9 +91,11 @@ class ScatterSearchTest : public ::testing::Test {
     return h.shared->active_block;
   }
   // The four 1 KiB chunks of one page, taken one after the other, in the
-  // first four of 32 lanes (the others free nullptr).
+  // first four of 32 lanes (the others free nullptr). Taken by a worker that
+  // plays one processor: a host thread's hash takes the CPU it runs on
+  // (search.hpp, processor_term), which may change between two requests.
   std::vector<void*> one_page_of_four() {
-    const acc::HostThread host;
+    const PlayedLane host = lane_of(0, 0);
     std::vector<void*> chunks(32, nullptr);
     for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(host, 1024);
     for (int i = 1; i < 4; ++i) EXPECT_EQ(page_of(chunks[i]), page_of(chunks[0]));
@@ -623,9 +625,10 @@ TEST_F(BlockTest, TheLaneThatMovesAFullBlockOnIsTheLastOneItsGroupServes) {
 
 class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapConfig> {
  protected:
-  // 32 chunks of 16 bytes taken one after the other: the first segment of one page.
+  // 32 chunks of 16 bytes taken one after the other: the first segment of
+  // one page (by one processor, as one_page_of_four).
   std::vector<void*> one_segment() {
-    const acc::HostThread host;
+    const PlayedLane host = lane_of(0, 0);
     std::vector<void*> chunks(32);
     for (auto& c : chunks) c = scatter.create(host, 16);
     for (auto* c : chunks) {
@@ -889,9 +892,13 @@ TEST_F(ScatterFreeTest, AGroupOnAPageOfOneChunkTakesItWithoutABit) {
 }
 
 // Without a bit, a second free of a whole-page chunk finds its page's fill
-// at 0: it is reported, and its return is added back.
+// at 0: it is reported, and its return is added back. The worker plays one
+// processor throughout: a host thread's hash takes the CPU it runs on
+// (search.hpp, processor_term), and a thread moved to another CPU between
+// its two requests started the second one on another page (seen once,
+// under ThreadSanitizer in CI).
 TEST_F(ScatterFreeTest, AWholePageChunkFreedTwiceIsReportedAndChangesNothing) {
-  const acc::HostThread host;
+  const PlayedLane host = lane_of(0, 0);
   void* c = scatter.create(host, 4096);
   ASSERT_NE(c, nullptr);
   scatter.destroy(host, c);
