@@ -564,6 +564,20 @@ struct CountedLane : acc::EmulatedThread {
   }
 };
 
+// One emulated warp of 32 lanes, each asking `scatter` for `bytes`: their
+// chunks in `chunks`; returns how many CASes they sent the active block.
+template <class Creation>
+std::uint64_t active_block_cas_of_one_warp(const Creation& scatter, std::size_t bytes, std::vector<void*>& chunks) {
+  std::atomic<std::uint64_t> cas{0};
+  const std::uint32_t* word = &scatter.layout().shared->active_block;
+  chunks.assign(32, nullptr);
+  acc::EmulatedGrid grid;
+  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
+    chunks[t] = scatter.create(CountedLane(a, &cas, word, word + 1), bytes);
+  });
+  return cas.load();
+}
+
 // 5.4: a warp whose lanes all find the active block full moves it on with
 // one CAS, its highest lane's, not one per lane: the warps in flight as a
 // block filled had sent the one word a CAS per lane
@@ -573,19 +587,13 @@ TEST_F(BlockTest, AWarpThatFindsTheActiveBlockFullMovesItOnWithOneCas) {
   for (std::uint32_t p = 0; p < h.pages_per_block; ++p) fill_page(p, 4096);
   ASSERT_TRUE(Search::block_full(acc::HostThread{}, h, 0));
   ASSERT_EQ(active(), 0u);
-  std::atomic<std::uint64_t> cas{0};
-  const std::uint32_t* word = &h.shared->active_block;
-  std::vector<void*> chunks(32, nullptr);
-  acc::EmulatedGrid grid;
-  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
-    chunks[t] = scatter.create(CountedLane(a, &cas, word, word + 1), 4096);
-  });
+  std::vector<void*> chunks;
+  EXPECT_EQ(active_block_cas_of_one_warp(scatter, 4096, chunks), 1u) << "CASes of the active block";
   for (void* c : chunks) {
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(h.block_of(page_of(c)), 1u);
   }
   EXPECT_EQ(active(), 1u);
-  EXPECT_EQ(cas.load(), 1u) << "CASes of the active block";
 }
 
 // The lane that moves the active block on is the highest of its size: a
@@ -606,20 +614,14 @@ TEST_F(BlockTest, TheLaneThatMovesAFullBlockOnIsTheLastOneItsGroupServes) {
   for (std::uint32_t r = 0; r < h.pages_per_block / rs; ++r) h.regions[r] = (1u << rs) - 1u;
   ASSERT_TRUE(Search::block_full(host, h, 0));
   ASSERT_EQ(active(), 0u);
-  std::atomic<std::uint64_t> cas{0};
-  const std::uint32_t* word = &h.shared->active_block;
-  std::vector<void*> chunks(32, nullptr);
-  acc::EmulatedGrid grid;
-  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
-    chunks[t] = scatter.create(CountedLane(a, &cas, word, word + 1), 16);
-  });
+  std::vector<void*> chunks;
+  EXPECT_EQ(active_block_cas_of_one_warp(scatter, 16, chunks), 1u) << "CASes of the active block";
   ASSERT_NE(chunks[0], nullptr);
   EXPECT_EQ(h.block_of(page_of(chunks[0])), 0u) << "the lowest lane takes the free chunk of the hashed page";
   for (unsigned t = 1; t < 32; ++t) {
     ASSERT_NE(chunks[t], nullptr);
     EXPECT_EQ(h.block_of(page_of(chunks[t])), 1u) << "lane " << t;
   }
-  EXPECT_EQ(cas.load(), 1u) << "CASes of the active block";
   EXPECT_EQ(active(), 1u);
 }
 
