@@ -301,11 +301,11 @@ struct SmallSearch {
   MANYALLOC_FN static void maybe_activate(const Acc& acc, const HeapLayout& h, std::uint32_t page) {
     if (page >= std::uint64_t{acc::load_hint(acc, &h.shared->active_block)} * h.pages_per_block) return;
     // Slow path: a lower block, made active when the free left its page's
-    // region open, the one region a search of that block would now enter.
-    // The word itself decides first: a hint above it would cost a read of
-    // the region and a failed CAS. The region word is read coherently after
-    // this free's own clear of its bit (same word, same worker: the read
-    // sees the clear). Not a sample of the block (block_full): until a
+    // region open, the one region a search of that block would now enter
+    // (search_region's test of the first pass). The word itself decides
+    // first: a hint above it would cost a read of the region and a failed
+    // CAS. The region word is read coherently after this free's own clear
+    // of its bit (same word, same worker: the read sees the clear). Not a sample of the block (block_full): until a
     // sample found the block not full, every free below the active block
     // read 16 region words, shared by all of them, and a launch freeing
     // whole pages below the active block spent most of its time there
@@ -317,7 +317,8 @@ struct SmallSearch {
     // active block on by one.
     std::uint32_t active = acc.load(&h.shared->active_block);
     const std::uint32_t block = h.block_of(page);
-    if (active <= block || Ops::closed_region(bits::popcount(acc.load(&h.regions[page / regionsize])))) return;
+    if (active <= block) return;
+    if (!search_region(bits::popcount(acc.load(&h.regions[page / regionsize])), Pass::skip_90_percent)) return;
     while (active > block) {
       const std::uint32_t seen = acc.atomic_cas(&h.shared->active_block, active, block);
       if (seen == active) return;
