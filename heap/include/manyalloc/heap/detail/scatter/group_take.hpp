@@ -69,14 +69,14 @@ struct GroupTake {
     // the leader adds n - 1. The group's spots start one below what the
     // addition returned, at 0 unless another worker reserved in between
     // (then two holders share a spot, and one of them looks for another
-    // bit, as after frees). A page of one chunk is reserved by CAS(fill, 0,
-    // 1) instead (PageOps::reserve, I2): the leader holds at most that one
-    // reservation, and a failed attempt leaves fill alone.
+    // bit, as after frees). A page of one chunk is reserved as
+    // PageOps::reserve_only_chunk says instead: the leader holds at most
+    // that one reservation.
     std::uint32_t first = 0, held = n;
     if (g.keeps_bits()) {
       first = split_clean ? (n > 1u ? acc.atomic_add(&e.fill, n - 1u) : 1u) - 1u : acc.atomic_add(&e.fill, n);
     } else {
-      first = split_clean ? 0u : acc.atomic_cas(&e.fill, 0u, 1u);
+      first = split_clean ? 0u : Ops::reserve_only_chunk(acc, e);
       held = first == 0u ? 1u : 0u;
     }
     if constexpr (Config::resetfreedpages) {

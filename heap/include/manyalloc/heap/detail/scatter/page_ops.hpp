@@ -155,6 +155,15 @@ struct PageOps {
   }
 
   // --- tryUsePage (6.1) ------------------------------------------------------
+  // The reservation of a page of one chunk (I2): CAS(fill, 0, 1), so that a
+  // failed attempt leaves fill alone and a free that finds no reservation
+  // there tells a chunk freed twice. Returns fill as it was: 0 when this
+  // worker holds the chunk.
+  template <class Acc>
+  MANYALLOC_FN static std::uint32_t reserve_only_chunk(const Acc& acc, PageEntry& e) {
+    return acc.atomic_cas(&e.fill, 0u, 1u);
+  }
+
   // Reserves a chunk on a page split into `chunk_size` chunks of geometry
   // `g`: on success `reserved` is the reservation's index (< g.chunks) and
   // `marked` the segments' full marks as read with it (I5). Fails (false,
@@ -172,9 +181,7 @@ struct PageOps {
     // Which segments are marked full (I5), read with the reservation in
     // flight rather than after it.
     marked = g.hierarchical ? acc.load(&e.mask) : 0u;
-    // A page of one chunk is reserved by CAS(fill, 0, 1): a failed attempt
-    // leaves fill alone (I2), so that its free can tell a chunk freed twice.
-    reserved = g.keeps_bits() ? acc.atomic_add(&e.fill, 1u) : acc.atomic_cas(&e.fill, 0u, 1u);
+    reserved = g.keeps_bits() ? acc.atomic_add(&e.fill, 1u) : reserve_only_chunk(acc, e);
     if (reserved >= g.chunks) {
       if (g.keeps_bits()) release_reservation(acc, h, page, g.chunks);
       return false;
