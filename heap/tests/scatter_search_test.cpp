@@ -625,39 +625,6 @@ TEST_F(BlockTest, TheLaneThatMovesAFullBlockOnIsTheLastOneItsGroupServes) {
   EXPECT_EQ(active(), 1u);
 }
 
-// A CountedLane whose reads of `word` return `seen`: a lane that read the
-// word before another lane changed it.
-struct EarlyReader : CountedLane {
-  EarlyReader(const CountedLane& c, const std::uint32_t* word, std::uint32_t seen)
-      : CountedLane(c), word(word), seen(seen) {}
-  const std::uint32_t* word;
-  std::uint32_t seen;
-  std::uint32_t load(const std::uint32_t* p) const { return p == word ? seen : CountedLane::load(p); }
-};
-
-// The same with a size per lane (mixed sizes, one lane per size), every lane
-// having read the active block before the first CAS: still one CAS, the
-// highest searching lane's; a lane asking for nothing takes no part.
-TEST_F(BlockTest, AWarpOfMixedSizesThatFindsTheActiveBlockFullMovesItOnWithOneCas) {
-  for (std::uint32_t p = 0; p < h.pages_per_block; ++p) fill_page(p, 4096);
-  ASSERT_EQ(active(), 0u);
-  std::atomic<std::uint64_t> cas{0};
-  const std::uint32_t* word = &h.shared->active_block;
-  std::vector<void*> chunks(32, nullptr);
-  acc::EmulatedGrid grid;
-  grid.run(1, 32, [&](const acc::EmulatedThread& a, unsigned t) {
-    const std::size_t bytes = t == 0 ? 0 : 16 * (t + 1) * (t + 1);  // lane 0: nullptr; 64 B to 16 KiB
-    chunks[t] = scatter.create(EarlyReader(CountedLane(a, &cas, word, word + 1), word, 0), bytes);
-  });
-  EXPECT_EQ(chunks[0], nullptr);
-  for (unsigned t = 1; t < 32; ++t) {
-    ASSERT_NE(chunks[t], nullptr) << "lane " << t;
-    if (16 * (t + 1) * (t + 1) <= TwoBlocks::pagesize) EXPECT_EQ(h.block_of(page_of(chunks[t])), 1u) << "lane " << t;
-  }
-  EXPECT_EQ(active(), 1u);
-  EXPECT_EQ(cas.load(), 1u) << "CASes of the active block";
-}
-
 class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapConfig> {
  protected:
   // 32 chunks of 16 bytes taken one after the other: the first segment of

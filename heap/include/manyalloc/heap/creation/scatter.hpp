@@ -114,17 +114,12 @@ class Scatter {
   // The lanes that enter together, nullptr requests (bytes == 0) included,
   // find which of them ask for as many bytes with one match_any: the search
   // spreads a warp's requests of one size by their number (search.hpp, hash).
-  // One ballot names those that search for a chunk, whose highest lane alone
-  // moves a full active block on (search.hpp, alloc).
   template <class Acc>
   MANYALLOC_FN void* create(const Acc& acc, std::size_t bytes) const {
     const std::uint32_t key = bytes <= pagesize ? static_cast<std::uint32_t>(bytes) : 0xffffffffu;
-    const std::uint32_t together = acc.active_mask();
-    const std::uint32_t same = acc.match_any(together, key);
-    const bool small = bytes != 0 && bytes <= pagesize;
-    const std::uint32_t searching = acc.ballot(together, small);
+    const std::uint32_t same = acc.match_any(acc.active_mask(), key);
     if (bytes == 0) return nullptr;
-    if (small) return Search::alloc(acc, layout_, static_cast<std::uint32_t>(bytes), same, searching);
+    if (bytes <= pagesize) return Search::alloc(acc, layout_, static_cast<std::uint32_t>(bytes), same);
     const std::uint64_t pages = bytes / pagesize + (bytes % pagesize != 0 ? 1 : 0);
     // Each worker starts its search for a run where its own request would
     // go if all workers asked for as much, so concurrent large requests do

@@ -117,8 +117,8 @@
 // HeapShared: `active_block` is the access block new searches start in,
 // always below block_count (every change is a CAS to a block's number). A
 // search moves it to the next block when it finds its block full for the
-// first pass (most regions sampled closed, search.hpp; of a warp's lanes
-// that search for a chunk, the highest one only), a free that makes
+// first pass (most regions sampled closed, search.hpp; of the lanes of a
+// warp asking for one size, the highest one only), a free that makes
 // room on a full page moves it back to that page's block if lower and the
 // page's region is open after the free, unless the free's hint of it
 // (acc::load_hint) was at or below that block. `misuse` counts

@@ -222,16 +222,14 @@ struct SmallSearch {
   // alloc (6.1): start in the active access block and try the next one
   // when it cannot serve the request; a block full for the first pass also
   // moves the active block on (5.4). `same`: the lanes of the caller's warp
-  // asking for `request` bytes too (hash); `searching`: those asking for 1
-  // byte to a page, whatever the size (`same` is part of it).
+  // asking for `request` bytes too (hash).
   //
   // Fast path: the lanes of `same` that start on the same page try it
   // together first (group_take.hpp), when they are at least group_min; the
   // lanes it does not serve, and the others, search on their own (slow
   // path, from the hashed page on).
   template <class Acc>
-  MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request, std::uint32_t same,
-                                  std::uint32_t searching) {
+  MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint32_t request, std::uint32_t same) {
     // The active block is read before the hash is computed, so that the
     // read is in flight while the hash's arithmetic runs.
     const std::uint32_t first_block = acc.load(&h.shared->active_block);  // < block_count (invariants.hpp)
@@ -249,16 +247,15 @@ struct SmallSearch {
     }
     bool full = false;
     // A block found full moves the active block on (5.4), by the highest
-    // lane of `searching` alone, whatever the sizes: when every lane that
-    // found it full sent its CAS, the warps in flight as a block filled sent
-    // one word a CAS per lane, all queued at one L2 slice ahead of every new
-    // warp's read of the word (docs/results/heap/peers/scatter_activation).
-    // The highest, because a group's take serves its lowest lanes first
-    // (group_take.hpp): of the lanes on the hashed page it is the last served
-    // and the first to search on. The others search on all the same; a block
-    // this lane did not find full is moved on by a later search whose
-    // highest lane does.
-    const bool mover = acc.lane_id() == heap::acc::highest_lane(searching);
+    // lane of `same` alone: when every lane that found it full sent its CAS,
+    // the warps in flight as a block filled sent one word a CAS per lane,
+    // all queued at one L2 slice ahead of every new warp's read of the word
+    // (docs/results/heap/peers/scatter_activation). The highest, because a
+    // group's take serves its lowest lanes first (group_take.hpp): of the
+    // lanes on the hashed page it is the last served and the first to
+    // search on. The others search on all the same; a block this lane did
+    // not find full is moved on by a later search whose highest lane does.
+    const bool mover = acc.lane_id() == heap::acc::highest_lane(same);
     // Blocks from first_block on, wrapping (first_block < block_count).
     for (std::uint32_t i = 0, block = first_block; i < h.block_count; ++i, block = next_block(h, block)) {
       if (void* mem = search_block(acc, h, block, start, request, Pass::skip_90_percent, full)) return mem;
