@@ -1,0 +1,99 @@
+// A host model of the probe's mixed alloc launch (scatter_upstream_probe,
+// probe_kernels.cuh's sizes): Scatter's small search on the library's own
+// headers, one lane after the other, warp by warp in order, on a 16 GiB pool
+// (mapped NORESERVE; the chunks are never written). Every lane passes its
+// warp's true `same` mask; the lanes take no group path (match_any names the
+// lane alone). Prints, per launch, the pages split for small chunks, the
+// reads of a page's chunk size per request, the failures and the active
+// block; then frees every chunk one by one before the next launch. A model
+// of the order of a GPU launch, not a timing: the GPU's warps run at once.
+//   g++ -std=c++20 -O2 -I<heap/include of the tree> -Icommon/include
+//       -Iheap/tests -Iheap/support -I<dir with manyalloc/common/build_config.hpp>
+//       -o walk walk.cpp
+//   ./walk [requests (2^20)] [fixed size, 0 = mixed (0)] [launches (1)]
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <vector>
+#include "generic/test_heaps.hpp"
+#include "manyalloc_support/host_runner.hpp"
+
+using namespace manyalloc::heap;
+using Config = CreationPolicies::ScatterHeapConfig;
+using Heap = testing::ScatterHeap<testing::HostRunner, Config>;
+using Search = detail::SmallSearch<Config, CreationPolicies::ScatterHashConfig>;
+
+struct Lane : acc::HostThread {
+  static constexpr unsigned warp_size = 32;
+  unsigned lane = 0, warp = 0;
+  const detail::PageEntry* pages = nullptr;
+  std::uint64_t pages_n = 0;
+  std::uint64_t* reads = nullptr;
+  unsigned lane_id() const { return lane; }
+  std::uint32_t active_mask() const { return 1u << lane; }
+  std::uint32_t ballot(std::uint32_t, bool p) const { return p ? 1u << lane : 0u; }
+  std::uint32_t match_any(std::uint32_t, std::uint32_t) const { return 1u << lane; }
+  unsigned warp_id() const { return warp; }
+  unsigned processor_id() const { return 0; }
+  std::uint32_t load(const std::uint32_t* p) const {
+    auto* e = reinterpret_cast<const detail::PageEntry*>(p);
+    if (e >= pages && e < pages + pages_n && p == &e->chunk_size) ++*reads;
+    return HostThread::load(p);
+  }
+};
+
+static unsigned fixed_size = 0;
+static unsigned size_of(unsigned i) {
+  if (fixed_size) return fixed_size;
+  unsigned x = i * 2654435761u; x ^= x >> 15; x *= 2246822519u; x ^= x >> 13; return 16 + x % 4081;
+}
+
+int main(int argc, char** argv) {
+  const unsigned n = argc > 1 ? std::atoi(argv[1]) : (1u << 20);
+  fixed_size = argc > 2 ? std::atoi(argv[2]) : 0;
+  Heap heap{std::size_t{16} << 30};
+  const auto& h = heap.creation().layout();
+  std::uint64_t reads = 0, fails = 0;
+  const unsigned warps = n / 32;
+  std::vector<void*> chunks(n, nullptr);
+  const unsigned launches = argc > 3 ? std::atoi(argv[3]) : 1;
+  for (unsigned launch = 0; launch < launches; ++launch) {
+  reads = 0; fails = 0;
+  for (unsigned w = 0; w < warps; ++w) {
+    unsigned bytes[32];
+    for (unsigned l = 0; l < 32; ++l) bytes[l] = (size_of(w * 32 + l) + 15u) / 16u * 16u;
+    for (unsigned l = 0; l < 32; ++l) {
+      std::uint32_t same = 0;
+      for (unsigned m = 0; m < 32; ++m) same |= (bytes[m] == bytes[l] ? 1u : 0u) << m;
+      Lane a; a.lane = l; a.warp = w; a.pages = h.pages; a.pages_n = h.page_count; a.reads = &reads;
+      chunks[w * 32 + l] = Search::alloc(a, h, bytes[l], same);
+      if (chunks[w * 32 + l] == nullptr) ++fails;
+    }
+  }
+  std::uint64_t split = 0;
+  for (std::uint64_t p = 0; p < h.page_count; ++p) split += h.pages[p].chunk_size != 0 && h.pages[p].chunk_size <= 4096;
+  // Block 0 after the launch: its pages split for small chunks, those of
+  // them full, and its regions closed for the first pass (closed_region).
+  std::uint64_t split0 = 0, full0 = 0, closed0 = 0;
+  for (std::uint64_t p = 0; p < h.pages_per_block; ++p) {
+    const std::uint32_t c = h.pages[p].chunk_size;
+    if (c == 0 || c > Config::pagesize) continue;
+    ++split0;
+    full0 += h.pages[p].fill >= detail::page_geometry(Config::pagesize, c).chunks;
+  }
+  const std::uint64_t regions0 = h.pages_per_block / Config::regionsize;
+  for (std::uint64_t r = 0; r < regions0; ++r)
+    closed0 += detail::PageOps<Config>::closed_region(static_cast<std::uint32_t>(__builtin_popcount(h.regions[r])));
+  std::printf("launch %u: block 0: %llu pages split, %llu full, %llu of %llu regions closed; ", launch,
+              (unsigned long long)split0, (unsigned long long)full0, (unsigned long long)closed0,
+              (unsigned long long)regions0);
+  std::printf("pages split %llu, ", (unsigned long long)split);
+  std::printf("n=%u page-entry reads %.2f per request (%llu), fails %llu, active block %u of %u\n", n,
+              double(reads) / n, (unsigned long long)reads, (unsigned long long)fails, h.shared->active_block,
+              h.block_count);
+  for (unsigned i = 0; i < n; ++i) {
+    Lane a; a.lane = i % 32; a.warp = i / 32; a.pages = h.pages; a.pages_n = 0; a.reads = &reads;
+    heap.creation().destroy(a, chunks[i]);
+  }
+  }
+}
