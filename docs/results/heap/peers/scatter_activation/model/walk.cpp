@@ -3,13 +3,15 @@
 // headers, one lane after the other, warp by warp in order, on a 16 GiB pool
 // (mapped NORESERVE; the chunks are never written). Every lane passes its
 // warp's true `same` mask; the lanes take no group path (match_any names the
-// lane alone). Prints, per launch, the pages split for small chunks, the
-// reads of a page's chunk size per request, the failures and the active
-// block; then frees every chunk one by one before the next launch. A model
-// of the order of a GPU launch, not a timing: the GPU's warps run at once.
+// lane alone). Prints, per launch, block 0's pages split, full and its
+// regions closed, the pages split for small chunks in all, the reads of a
+// page's chunk size per request (one per page looked at), the failures and
+// the active block; then frees every chunk one by one before the next
+// launch. A model of the order of a GPU launch, not a timing: the GPU's
+// warps run at once. From the repository root, with a CMake build in BUILD
+// (its common/generated holds manyalloc/common/build_config.hpp):
 //   g++ -std=c++20 -O2 -I<heap/include of the tree> -Icommon/include
-//       -Iheap/tests -Iheap/support -I<dir with manyalloc/common/build_config.hpp>
-//       -o walk walk.cpp
+//       -Iheap/tests -Iheap/support -IBUILD/common/generated -o walk walk.cpp
 //   ./walk [requests (2^20)] [fixed size, 0 = mixed (0)] [launches (1)]
 #include <cstdio>
 #include <cstdlib>
@@ -35,9 +37,12 @@ struct Lane : acc::HostThread {
   std::uint32_t match_any(std::uint32_t, std::uint32_t) const { return 1u << lane; }
   unsigned warp_id() const { return warp; }
   unsigned processor_id() const { return 0; }
+  // Counts the loads of a page entry's chunk size (its first word): one per
+  // page a search looks at; the loads of fill and mask are left out.
   std::uint32_t load(const std::uint32_t* p) const {
-    auto* e = reinterpret_cast<const detail::PageEntry*>(p);
-    if (e >= pages && e < pages + pages_n && p == &e->chunk_size) ++*reads;
+    const auto at = reinterpret_cast<std::uintptr_t>(p), first = reinterpret_cast<std::uintptr_t>(pages);
+    if (at >= first && at < first + pages_n * sizeof(detail::PageEntry) && (at - first) % sizeof(detail::PageEntry) == 0)
+      ++*reads;
     return HostThread::load(p);
   }
 };
@@ -88,7 +93,7 @@ int main(int argc, char** argv) {
               (unsigned long long)split0, (unsigned long long)full0, (unsigned long long)closed0,
               (unsigned long long)regions0);
   std::printf("pages split %llu, ", (unsigned long long)split);
-  std::printf("n=%u page-entry reads %.2f per request (%llu), fails %llu, active block %u of %u\n", n,
+  std::printf("n=%u chunk-size reads %.2f per request (%llu), fails %llu, active block %u of %u\n", n,
               double(reads) / n, (unsigned long long)reads, (unsigned long long)fails, h.shared->active_block,
               h.block_count);
   for (unsigned i = 0; i < n; ++i) {
