@@ -40,8 +40,8 @@
 #                 for soak-ab) and this tree's, run alternately (the
 #                 order turned every round) PEERS_AB_ROUNDS (2) rounds for
 #                 PEERS_AB_ALLOCATORS (SizeClassSlabs,Ouroboros), with
-#                 PEERS_AB_ARGS (more options
-#                 of the benchmark; a later --timeout wins): the JSONL of each in
+#                 PEERS_AB_ARGS (more options of the benchmark; a later
+#                 --timeout wins): the JSONL of each in
 #                 $OUT/peers_ab_{base,new}.jsonl (the base's records name
 #                 .carry/base/COMMIT), then scripts/ab_table.py's table of
 #                 their medians (~5 min)

@@ -95,9 +95,9 @@ class ScatterSearchTest : public ::testing::Test {
   // plays one processor: a host thread's hash takes the CPU it runs on
   // (search.hpp, processor_term), which may change between two requests.
   std::vector<void*> one_page_of_four() {
-    const PlayedLane host = lane_of(0, 0);
+    const PlayedLane worker = lane_of(0, 0);
     std::vector<void*> chunks(32, nullptr);
-    for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(host, 1024);
+    for (int i = 0; i < 4; ++i) chunks[i] = scatter.create(worker, 1024);
     for (int i = 1; i < 4; ++i) EXPECT_EQ(page_of(chunks[i]), page_of(chunks[0]));
     return chunks;
   }
@@ -630,9 +630,9 @@ class ScatterFreeTest : public ScatterSearchTest<CreationPolicies::ScatterHeapCo
   // 32 chunks of 16 bytes taken one after the other: the first segment of
   // one page (by one processor, as one_page_of_four).
   std::vector<void*> one_segment() {
-    const PlayedLane host = lane_of(0, 0);
+    const PlayedLane worker = lane_of(0, 0);
     std::vector<void*> chunks(32);
-    for (auto& c : chunks) c = scatter.create(host, 16);
+    for (auto& c : chunks) c = scatter.create(worker, 16);
     for (auto* c : chunks) {
       EXPECT_EQ(page_of(c), page_of(chunks[0]));
       EXPECT_LT(static_cast<std::byte*>(c) - static_cast<std::byte*>(chunks[0]), 32 * 16);
@@ -900,18 +900,18 @@ TEST_F(ScatterFreeTest, AGroupOnAPageOfOneChunkTakesItWithoutABit) {
 // its two requests started the second one on another page (seen once,
 // under ThreadSanitizer in CI).
 TEST_F(ScatterFreeTest, AWholePageChunkFreedTwiceIsReportedAndChangesNothing) {
-  const PlayedLane host = lane_of(0, 0);
-  void* c = scatter.create(host, 4096);
+  const PlayedLane worker = lane_of(0, 0);
+  void* c = scatter.create(worker, 4096);
   ASSERT_NE(c, nullptr);
-  scatter.destroy(host, c);
-  scatter.destroy(host, c);
+  scatter.destroy(worker, c);
+  scatter.destroy(worker, c);
   const auto st = scatter.statistics<acc::HostThreads>();
   EXPECT_EQ(st.misuse_reports, 1u);
   EXPECT_EQ(st.last_misuse, Misuse::double_free);
   EXPECT_EQ(entry(page_of(c)).fill, 0u) << "the second free's return was added back";
-  EXPECT_EQ(scatter.create(host, 4096), c) << "the chunk is handed out again, once";
+  EXPECT_EQ(scatter.create(worker, 4096), c) << "the chunk is handed out again, once";
   EXPECT_EQ(entry(page_of(c)).fill, 1u);
-  scatter.destroy(host, c);
+  scatter.destroy(worker, c);
   expect_every_chunk_free();
 }
 

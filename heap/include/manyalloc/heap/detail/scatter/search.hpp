@@ -253,8 +253,11 @@ struct SmallSearch {
     // (docs/results/heap/peers/scatter_activation). The highest, because a
     // group's take serves its lowest lanes first (group_take.hpp): of the
     // lanes on the hashed page it is the last served and the first to
-    // search on. The others search on all the same; a block this lane did
-    // not find full is moved on by a later search whose highest lane does.
+    // search on. The others search on all the same. When this lane finds a
+    // chunk, no lane of `same` moves the block on, whatever the others
+    // found (lanes of `same` on other pages, requests of more than half a
+    // page): the block stays active until a later search's highest lane
+    // finds it full, and searches meanwhile pass through it to the next.
     const bool mover = acc.lane_id() == heap::acc::highest_lane(same);
     // Blocks from first_block on, wrapping (first_block < block_count).
     for (std::uint32_t i = 0, block = first_block; i < h.block_count; ++i, block = next_block(h, block)) {
@@ -305,10 +308,11 @@ struct SmallSearch {
     // (search_region's test of the first pass). The word itself decides
     // first: a hint above it would cost a read of the region and a failed
     // CAS. The region word is read coherently after this free's own clear
-    // of its bit (same word, same worker: the read sees the clear). Not a sample of the block (block_full): until a
-    // sample found the block not full, every free below the active block
-    // read 16 region words, shared by all of them, and a launch freeing
-    // whole pages below the active block spent most of its time there
+    // of its bit (same word, same worker: the read sees the clear). Not a
+    // sample of the block (block_full): until a sample found the block not
+    // full, every free below the active block read 16 region words, shared
+    // by all of them, and a launch freeing whole pages below the active
+    // block spent most of its time there
     // (docs/results/heap/peers/scatter_activation). The rule activates more
     // readily than the sample did: one free that opens a region left at
     // the 90% mark is enough. A block activated with most of its regions
