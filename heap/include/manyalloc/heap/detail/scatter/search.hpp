@@ -147,7 +147,14 @@ struct SmallSearch {
 
   // Pages of open regions that the first pass probes in one block before it
   // tries the next block (the block is not moved on for that, see below).
-  static constexpr std::uint32_t probe_limit = 4u * regionsize;
+  // One region's worth: a launch of mixed sizes splits nearly every page of
+  // its block with the full pages scattered, so the block's regions stay
+  // open, no search finds it full and it stays active; every request with
+  // no page of its size near its hash walks this many pages of it first,
+  // reading entries of other sizes, before the next block serves it. Moving
+  // the block on at this exit instead would spread churn's chunks over more
+  // blocks with every repetition (docs/results/heap/peers/scatter_activation).
+  static constexpr std::uint32_t probe_limit = regionsize;
   static constexpr std::uint32_t skip_limit = 4;
 
   // Tries every region of `block` once, starting at page `start` of the
