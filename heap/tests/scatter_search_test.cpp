@@ -380,11 +380,11 @@ struct PageCountingLane : PlayedLane {
 
 // Mixed sizes at 2^20 lanes split nearly every page of block 0 with its full
 // pages scattered, so the block stays open and active, and a request with no
-// page of its size near its hash walked probe_limit pages of it: when that
-// was four regions' worth, 23 pages per request in the host model of
-// docs/results/heap/peers/scatter_activation. The first pass now looks at
-// the hashed page and one region's worth of pages before it tries the next
-// block, and leaves the active block where it is.
+// page of its size near its hash walks probe_limit pages of it
+// (docs/results/heap/peers/scatter_activation, the host model). The first
+// pass looks at the hashed page and one region's worth of pages before it
+// tries the next block (four regions' worth until 7de67f2), and leaves the
+// active block where it is.
 TEST_F(BlockTest, FirstPassLooksAtOneRegionOfPagesOfABlockSplitForOtherSizes) {
   ASSERT_EQ(h.block_count, 2u);
   for (std::uint32_t p = 0; p < h.pages_per_block; ++p) {
