@@ -402,6 +402,7 @@ TEST_F(BlockTest, FirstPassLooksAtOneRegionOfPagesOfABlockSplitForOtherSizes) {
   void* got = scatter.create(lane, 16);
   ASSERT_NE(got, nullptr);
   EXPECT_EQ(h.block_of(page_of(got)), 1u);
+  EXPECT_EQ(Search::probe_limit, rs);
   EXPECT_LE(looked_at, rs + 1u) << "pages of block 0 looked at: the hashed page and one region's worth";
   EXPECT_LT(ops, 4u * Search::probe_limit + 4u * Search::skip_limit + 64u) << "memory operations in all";
   EXPECT_EQ(active(), 0u) << "a block that cannot serve one size is not full: it stays active";

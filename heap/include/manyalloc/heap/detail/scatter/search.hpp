@@ -147,13 +147,15 @@ struct SmallSearch {
 
   // Pages of open regions that the first pass probes in one block before it
   // tries the next block (the block is not moved on for that, see below).
-  // One region's worth: a launch of mixed sizes splits nearly every page of
-  // its block with the full pages scattered, so the block's regions stay
-  // open, no search finds it full and it stays active; every request with
-  // no page of its size near its hash walks this many pages of it first,
-  // reading entries of other sizes, before the next block serves it. Moving
-  // the block on at this exit instead would spread churn's chunks over more
-  // blocks with every repetition (docs/results/heap/peers/scatter_activation).
+  // One region's worth. A launch of many mixed-size requests can split
+  // nearly every page of its block with the full pages scattered, so the
+  // block's regions stay open, no search finds it full and it stays active;
+  // every request with no page of its size near its hash walks this many
+  // pages of it, reading entries of other sizes, before the next block
+  // serves it. A shorter walk sends more requests on, which split more
+  // pages there. Moving the block on at this exit, the other way to cut the
+  // walk, cost churn and the usable share of mixed sizes
+  // (docs/results/heap/peers/scatter_activation).
   static constexpr std::uint32_t probe_limit = regionsize;
   static constexpr std::uint32_t skip_limit = 4;
 
