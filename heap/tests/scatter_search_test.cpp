@@ -393,9 +393,7 @@ TEST_F(BlockTest, FirstPassLooksAtOneRegionOfPagesOfABlockSplitForOtherSizes) {
   }
   std::uint64_t looked_at = 0, ops = 0;
   PageCountingLane lane;
-  lane.ops = &ops;
-  lane.lane = 7;
-  lane.warp = 3;
+  lane.ops = &ops;  // lane 0 of warp 0, as lane_of(0, 0)
   lane.pages = h.pages;
   lane.count = h.pages_per_block;
   lane.looked_at = &looked_at;
