@@ -338,26 +338,33 @@ TEST_F(PageOpsTest, ReservationOnARessplitPageIsUndone) {
   entry(11).fill = 0;
 }
 
+// A run's search walks down from its start window: a busy page in it rules
+// out every window holding that page, and the next window ends below it.
 TEST_F(PageOpsTest, MultiPageRunsTakeTheirPages) {
   using Multi = MultiPage<ResetPagesConfig>;
-  ASSERT_EQ(Ops::claim(acc, h, 2, 64), 64u);  // page 2 is in use: a run must avoid it
-  void* run = Multi::alloc(acc, h, 3, 0);
+  ASSERT_EQ(Ops::claim(acc, h, 5, 64), 64u);  // page 5 is in use: a run must avoid it
+  const std::uint32_t top = h.page_count - 3;  // the highest window of 3 pages
+  void* run = Multi::alloc(acc, h, 3, top - 3);  // start window [3, 6)
   ASSERT_NE(run, nullptr);
-  EXPECT_EQ(run, h.page_data(3, 4096));
-  for (std::uint32_t p = 3; p < 6; ++p) {
+  EXPECT_EQ(run, h.page_data(2, 4096)) << "the window below page 5";
+  for (std::uint32_t p = 2; p < 5; ++p) {
     EXPECT_EQ(entry(p).chunk_size, heap::detail::multi_page);
     EXPECT_EQ(entry(p).fill, 0u) << "a run's pages keep fill at 0 (I3)";
     EXPECT_EQ(Ops::claim(acc, h, p, 64), 0u) << "a run's page cannot be claimed";
   }
-  EXPECT_EQ(entry(3).mask, 3u);
-  EXPECT_EQ(Multi::free(acc, h, 4, 0), Misuse::not_a_chunk_start) << "not the first page of the run";
-  EXPECT_EQ(Multi::free(acc, h, 3, 8), Misuse::not_a_chunk_start) << "not the start of the run";
-  EXPECT_EQ(Multi::free(acc, h, 3, 0), Misuse::none);
-  for (std::uint32_t p = 3; p < 6; ++p) {
+  EXPECT_EQ(entry(2).mask, 3u);
+  EXPECT_EQ(Multi::free(acc, h, 3, 0), Misuse::not_a_chunk_start) << "not the first page of the run";
+  EXPECT_EQ(Multi::free(acc, h, 2, 8), Misuse::not_a_chunk_start) << "not the start of the run";
+  EXPECT_EQ(Multi::free(acc, h, 2, 0), Misuse::none);
+  for (std::uint32_t p = 2; p < 5; ++p) {
     EXPECT_EQ(entry(p).chunk_size, 0u);
     EXPECT_EQ(entry(p).fill, 0u);
     EXPECT_FALSE(region_word(p) & (1u << (p % 16)));
   }
+  // Below page 5 no window of 6 pages fits: the search wraps to the top.
+  void* high = Multi::alloc(acc, h, 6, h.page_count - 6 - 1);  // start window [1, 7)
+  EXPECT_EQ(high, h.page_data(h.page_count - 6, 4096));
+  EXPECT_EQ(Multi::free(acc, h, h.page_count - 6, 0), Misuse::none);
   EXPECT_EQ(Multi::alloc(acc, h, std::uint64_t{h.page_count} + 1, 0), nullptr);
 }
 
@@ -418,7 +425,7 @@ TEST_F(PageOpsTest, RunUndoesEveryPageOfItsBatchesOnAConflict) {
 TEST_F(PageOpsTest, RunAcrossRegionsMarksExactlyItsPages) {
   using Multi = MultiPage<ResetPagesConfig>;
   ASSERT_EQ(Ops::claim(acc, h, 4, 64), 64u);
-  void* run = Multi::alloc(acc, h, 40, 5);
+  void* run = Multi::alloc(acc, h, 40, h.page_count - 40 - 5);  // start window [5, 45)
   ASSERT_EQ(run, h.page_data(5, 4096));
   for (std::uint32_t p = 0; p < 64; ++p) {
     EXPECT_EQ((region_word(p) >> (p % 16)) & 1u, p >= 5 && p < 45 ? 1u : 0u) << p;

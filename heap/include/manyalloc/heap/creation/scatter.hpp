@@ -122,13 +122,13 @@ class Scatter {
     if (bytes <= pagesize) return Search::alloc(acc, layout_, static_cast<std::uint32_t>(bytes), same);
     const std::uint64_t pages = bytes / pagesize + (bytes % pagesize != 0 ? 1 : 0);
     // Each worker starts its search for a run where its own request would
-    // go if all workers asked for as much, so concurrent large requests do
-    // not all scan and take from the same page ([Steinberger2012] expects few of them).
+    // go if all workers asked for as much (counted from the top of the pool,
+    // multi_page.hpp), so concurrent large requests do not all scan and take
+    // from the same page ([Steinberger2012] expects few of them).
     // The worker's place in its launch identifies it where warps exist; the
     // processor is added only for host threads (search.hpp, processor_term).
     const std::uint64_t worker = static_cast<std::uint64_t>(acc.warp_id()) * Acc::warp_size + acc.lane_id();
-    const std::uint64_t start = worker * pages + Search::processor_term(acc);
-    return Multi::alloc(acc, layout_, pages, static_cast<std::uint32_t>(start % layout_.page_count));
+    return Multi::alloc(acc, layout_, pages, worker * pages + Search::processor_term(acc));
   }
 
   // Frees are combined per warp: the lanes freeing chunks whose bits share

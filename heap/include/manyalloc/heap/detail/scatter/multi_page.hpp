@@ -2,6 +2,11 @@
 // ([Steinberger2012] 6.3). The paper reserves dedicated super blocks for them; we
 // search the whole page array instead, so a run may span access blocks and a
 // single request can use almost the whole heap (heaps > 4 GiB included).
+// Runs are placed from the top of the pool down, the small search's pages
+// from the active block up (block 0 first): the two meet only in a pool
+// that is nearly full. Pages split for small chunks stay split when their
+// chunks are freed (I2 without resetfreedpages), so a run looking among them
+// for unused pages would step over them one window at a time.
 //
 // A run wins each of its pages by a CAS of its chunk size to multi_page and
 // keeps that for the allocation's lifetime (I3), so the small-chunk path
@@ -25,45 +30,51 @@ struct MultiPage {
     return free_page<Config::resetfreedpages>(chunk_size, fill);
   }
 
-  // Passes over the page array starting at `start`, each wrapping once.
-  // A pass that lost a race for a page (another worker took it between our
-  // scan and our CAS) is repeated, a few times at most; a pass without
-  // such conflicts that finds no run means the heap has none.
+  // Passes down the page array from the window `below_top` pages below the
+  // highest one (modulo the windows there are), each wrapping once. A pass that lost a race for a page (another worker took it
+  // between our scan and our CAS) is repeated, a few times at most; a pass
+  // without such conflicts that finds no run means the heap has none.
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint64_t count,
-                                  std::uint32_t start) {
+                                  std::uint64_t below_top) {
     if (count == 0u || count > h.page_count) return nullptr;  // fail at once, no scan
+    const std::uint32_t n = static_cast<std::uint32_t>(count);
+    const std::uint32_t top = h.page_count - n;  // the highest window's first page
+    const std::uint32_t start = top - static_cast<std::uint32_t>(below_top % (std::uint64_t{top} + 1u));
     for (int pass = 0; pass < 4; ++pass) {
       bool conflicts = false;
-      if (void* run = one_pass(acc, h, static_cast<std::uint32_t>(count), start, conflicts)) return run;
+      if (void* run = one_pass(acc, h, n, start, conflicts)) return run;
       if (!conflicts) break;
     }
     return nullptr;
   }
 
+  // Window [first, first+n) first, then lower ones; after the lowest, the
+  // highest ones down to `start`. A window whose lowest busy page is
+  // first+b rules out every window that holds that page: the next one ends
+  // at it.
   template <class Acc>
   MANYALLOC_FN static void* one_pass(const Acc& acc, const HeapLayout& h, std::uint32_t n, std::uint32_t start,
                                      bool& conflicts) {
-    std::uint32_t first = start % h.page_count;
-    std::uint64_t scanned = 0;
-    while (scanned < h.page_count) {
-      if (first > h.page_count - n) {  // a run cannot wrap around the end
-        scanned += h.page_count - first;
-        first = 0;
-        continue;
-      }
-      // Find the last busy page of [first, first+n); restart after it.
+    const std::uint32_t top = h.page_count - n;
+    std::uint32_t first = start;
+    std::uint64_t ruled_out = 0;  // windows ruled out, of top + 1
+    while (ruled_out <= top) {
       bool all_clean = false;
-      std::uint32_t busy = last_busy(acc, h, first, n, all_clean);
+      std::uint32_t busy = lowest_busy(acc, h, first, n, all_clean);
       if (busy == n) {
         const std::uint32_t taken = take_run(acc, h, first, n, all_clean ? clean_page : 0u);
         if (taken == n) return h.page_data(first, pagesize);
         busy = taken;  // page first+taken was taken under our feet
         conflicts = true;
       }
-      scanned += busy + 1u;
-      first += busy + 1u;
-      if (first >= h.page_count) first = 0;
+      if (first + busy < n) {  // no lower window ends at or below first+busy: wrap
+        ruled_out += first + 1u;
+        first = top;
+      } else {
+        ruled_out += n - busy;
+        first = first + busy - n;
+      }
     }
     return nullptr;
   }
@@ -73,29 +84,30 @@ struct MultiPage {
   // (262,144 pages) waited for half a million round trips to memory.
   static constexpr std::uint32_t batch = 8;
 
-  // The last page of [first, first + n) that is not unused, or n when all
-  // are; `all_clean` says whether every page read clean (I1c; only when n).
-  // Scans from the end, so that a busy page found lets the search skip past it.
+  // The offset of the lowest page of [first, first + n) that is not unused,
+  // or n when all are; `all_clean` says whether every page read clean (I1c;
+  // only when n). Scans from the bottom, so that a busy page found lets the
+  // search skip below it.
   template <class Acc>
-  MANYALLOC_FN static std::uint32_t last_busy(const Acc& acc, const HeapLayout& h, std::uint32_t first,
-                                              std::uint32_t n, bool& all_clean) {
+  MANYALLOC_FN static std::uint32_t lowest_busy(const Acc& acc, const HeapLayout& h, std::uint32_t first,
+                                                std::uint32_t n, bool& all_clean) {
     all_clean = true;
-    for (std::uint32_t end = n; end > 0;) {
-      const std::uint32_t m = end < batch ? end : batch;
+    for (std::uint32_t at = 0; at < n;) {
+      const std::uint32_t m = n - at < batch ? n - at : batch;
       std::uint32_t chunk[batch], fill[batch];
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
       for (std::uint32_t i = 0; i < batch; ++i) {
-        const PageEntry& e = h.pages[first + end - 1u - (i < m ? i : 0u)];
+        const PageEntry& e = h.pages[first + at + (i < m ? i : 0u)];
         chunk[i] = i < m ? acc.load(&e.chunk_size) : 0u;
         fill[i] = i < m ? acc.load(&e.fill) : 0u;
       }
       for (std::uint32_t i = 0; i < m; ++i) {
-        if (!unused(chunk[i], fill[i])) return end - 1u - i;
+        if (!unused(chunk[i], fill[i])) return at + i;
         all_clean = all_clean && chunk[i] == clean_page;
       }
-      end -= m;
+      at += m;
     }
     return n;
   }
