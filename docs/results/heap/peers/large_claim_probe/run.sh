@@ -6,13 +6,8 @@
 #   docs/results/heap/peers/large_claim_probe/run.sh NAME...
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-P=.carry/ncu
-flags=(-O3 -arch=sm_90 --expt-relaxed-constexpr)
-for t in "$@"; do
-  nvcc -std=c++20 "${flags[@]}" -I$P/$t/heap/include -I$P/$t/common/include -I$P/gen -o /tmp/lc_$t \
-    "$here/large_probe.cu" > /tmp/lcb_$t.log 2>&1 &
-done
-nvcc -std=c++17 "${flags[@]}" -o /tmp/lc_roof "$here/roofline.cu" > /tmp/lcb_roof.log 2>&1 &
-wait
 source "$here/../probe_runs.sh"
+build_against_trees "$here/large_probe.cu" lc_ lcb_ "$@"
+nvcc -std=c++17 -O3 -arch=sm_90 --expt-relaxed-constexpr -o /tmp/lc_roof "$here/roofline.cu" > /tmp/lcb_roof.log 2>&1 &
+wait
 run_alternately lc_ lcb_ "${ROUNDS:-2}" "$@" roof

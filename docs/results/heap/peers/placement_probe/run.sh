@@ -7,11 +7,7 @@
 #   docs/results/heap/peers/placement_probe/run.sh NAME...
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-P=.carry/ncu
-for t in "$@"; do
-  nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I$P/$t/heap/include -I$P/$t/common/include -I$P/gen \
-    -o /tmp/pp_$t "$here/placement_probe.cu" > /tmp/ppb_$t.log 2>&1 &
-done
-wait
 source "$here/../probe_runs.sh"
+build_against_trees "$here/placement_probe.cu" pp_ ppb_ "$@"
+wait
 run_alternately pp_ ppb_ "${ROUNDS:-2}" "$@"

@@ -5,11 +5,8 @@
 #   [LAUNCHES=4] [ROUNDS=1] run.sh NAME...
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-P=.carry/ncu
-for t in "$@"; do
-  nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I$P/$t/heap/include -I$P/$t/common/include -I$P/gen \
-    -o /tmp/sr_$t "$here/probe.cu" > /tmp/srb_$t.log 2>&1 &
-done
+source "$here/../probe_runs.sh"
+build_against_trees "$here/probe.cu" sr_ srb_ "$@"
 wait
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for ((round = 1; round <= ${ROUNDS:-1}; ++round)); do
