@@ -420,6 +420,26 @@ TEST_F(PageOpsTest, RunUndoesEveryPageOfItsBatchesOnAConflict) {
   EXPECT_EQ(entry(first).mask, n);
 }
 
+// A pass looks at every window once: a run of the whole pool (one window),
+// and a pool whose only free window lies just above the start window, which
+// the pass reaches last, after it wrapped.
+TEST_F(PageOpsTest, APassLooksAtEveryWindowOnce) {
+  using Multi = MultiPage<ResetPagesConfig>;
+  void* whole = Multi::alloc(acc, h, h.page_count, 0);
+  ASSERT_EQ(whole, h.page_data(0, 4096));
+  EXPECT_EQ(Multi::free(acc, h, 0, 0), Misuse::none);
+  const std::uint32_t n = 3, start = 40;
+  const std::uint32_t top = h.page_count - n;
+  for (std::uint32_t p = 0; p < h.page_count; ++p)
+    if (p < start + 1 || p >= start + 1 + n) entry(p).chunk_size = 64;  // split, empty (I2)
+  void* last = Multi::alloc(acc, h, n, top - start);
+  EXPECT_EQ(last, h.page_data(start + 1, 4096));
+  EXPECT_EQ(Multi::free(acc, h, start + 1, 0), Misuse::none);
+  entry(start + 1).chunk_size = 64;
+  EXPECT_EQ(Multi::alloc(acc, h, n, top - start), nullptr) << "no free window left";
+  for (std::uint32_t p = 0; p < h.page_count; ++p) entry(p).chunk_size = 0;
+}
+
 // A run across regions marks each of its pages full, and only those, and
 // its free clears them (one atomic per region word).
 TEST_F(PageOpsTest, RunAcrossRegionsMarksExactlyItsPages) {

@@ -3,10 +3,11 @@
 // search the whole page array instead, so a run may span access blocks and a
 // single request can use almost the whole heap (heaps > 4 GiB included).
 // Runs are placed from the top of the pool down, the small search's pages
-// from the active block up (block 0 first): the two meet only in a pool
-// that is nearly full. Pages split for small chunks stay split when their
-// chunks are freed (I2 without resetfreedpages), so a run looking among them
-// for unused pages would step over them one window at a time.
+// from the active block up (block 0 first): the two meet only where the
+// runs asked for at once, or the small pages, fill most of the pool. Pages
+// split for small chunks stay split when their chunks are freed (I2
+// without resetfreedpages), so a run looking among them for unused pages
+// would step over them one window at a time.
 //
 // A run wins each of its pages by a CAS of its chunk size to multi_page and
 // keeps that for the allocation's lifetime (I3), so the small-chunk path
@@ -31,9 +32,10 @@ struct MultiPage {
   }
 
   // Passes down the page array from the window `below_top` pages below the
-  // highest one (modulo the windows there are), each wrapping once. A pass that lost a race for a page (another worker took it
-  // between our scan and our CAS) is repeated, a few times at most; a pass
-  // without such conflicts that finds no run means the heap has none.
+  // highest one (modulo the windows there are), each wrapping once. A pass
+  // that lost a race for a page (another worker took it between our scan
+  // and our CAS) is repeated, a few times at most; a pass without such
+  // conflicts that finds no run means the heap has none.
   template <class Acc>
   MANYALLOC_FN static void* alloc(const Acc& acc, const HeapLayout& h, std::uint64_t count,
                                   std::uint64_t below_top) {
@@ -50,9 +52,9 @@ struct MultiPage {
   }
 
   // Window [first, first+n) first, then lower ones; after the lowest, the
-  // highest ones down to `start`. A window whose lowest busy page is
-  // first+b rules out every window that holds that page: the next one ends
-  // at it.
+  // highest ones down to the one above `start`. A window whose lowest busy
+  // page is first+b rules out every window that holds that page: the next
+  // one ends at it.
   template <class Acc>
   MANYALLOC_FN static void* one_pass(const Acc& acc, const HeapLayout& h, std::uint32_t n, std::uint32_t start,
                                      bool& conflicts) {
