@@ -128,9 +128,9 @@ class Scatter {
     // same spread by demand as the small search's (search.hpp, hash), so
     // concurrent large requests do not all scan and take the same pages
     // ([Steinberger2012] expects few of them), and a launch with few of
-    // them keeps them near the top, away from the pages the small search
-    // splits, however many warps it has. `same` holds the lanes asking for
-    // runs. The warp's place in its launch identifies it where warps exist;
+    // them per warp keeps them within warps x runs x pages of the top, away
+    // from the pages the small search splits. `same` holds the lanes asking
+    // for runs. The warp's place in its launch identifies it where warps exist;
     // the processor is added only for host threads (search.hpp, processor_term).
     const std::uint64_t lanes = bits::popcount(same);
     const std::uint64_t rank = bits::popcount(same & bits::low_mask(acc.lane_id()));
