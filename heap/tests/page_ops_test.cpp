@@ -420,9 +420,25 @@ TEST_F(PageOpsTest, RunUndoesEveryPageOfItsBatchesOnAConflict) {
   EXPECT_EQ(entry(first).mask, n);
 }
 
-// A pass looks at every window once: a run of the whole pool (one window),
-// and a pool whose only free window lies just above the start window, which
-// the pass reaches last, after it wrapped.
+// A host thread that counts its loads of page entries' chunk sizes: one per
+// page a run's search looks at.
+struct EntryReadCounter : acc::HostThread {
+  const heap::detail::PageEntry* pages = nullptr;
+  std::uint32_t page_count = 0;
+  std::uint64_t* reads = nullptr;
+  std::uint32_t load(const std::uint32_t* p) const {
+    const auto at = reinterpret_cast<std::uintptr_t>(p), first = reinterpret_cast<std::uintptr_t>(pages);
+    if (at >= first && at < first + std::uint64_t{page_count} * sizeof(heap::detail::PageEntry) &&
+        (at - first) % sizeof(heap::detail::PageEntry) == 0)
+      ++*reads;
+    return HostThread::load(p);
+  }
+};
+
+// A pass looks at every window once: a run of the whole pool (one window);
+// a pool whose only free window lies just above the start window, which the
+// pass reaches last, after it wrapped; and a pool with no free window, where
+// the pass ends after one round.
 TEST_F(PageOpsTest, APassLooksAtEveryWindowOnce) {
   using Multi = MultiPage<ResetPagesConfig>;
   void* whole = Multi::alloc(acc, h, h.page_count, 0);
@@ -436,7 +452,16 @@ TEST_F(PageOpsTest, APassLooksAtEveryWindowOnce) {
   EXPECT_EQ(last, h.page_data(start + 1, 4096));
   EXPECT_EQ(Multi::free(acc, h, start + 1, 0), Misuse::none);
   entry(start + 1).chunk_size = 64;
-  EXPECT_EQ(Multi::alloc(acc, h, n, top - start), nullptr) << "no free window left";
+  // Every page busy: each window's lowest page rules out the n windows that
+  // hold it, so one round reads about page_count / n windows of n entries.
+  std::uint64_t reads = 0;
+  EntryReadCounter counter;
+  counter.pages = h.pages;
+  counter.page_count = h.page_count;
+  counter.reads = &reads;
+  EXPECT_EQ(Multi::alloc(counter, h, n, top - start), nullptr) << "no free window left";
+  EXPECT_GE(reads, std::uint64_t{h.page_count} - n) << "every page looked at";
+  EXPECT_LE(reads, std::uint64_t{h.page_count} + 2 * n) << "no page looked at twice";
   for (std::uint32_t p = 0; p < h.page_count; ++p) entry(p).chunk_size = 0;
 }
 

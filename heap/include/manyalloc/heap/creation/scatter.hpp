@@ -11,7 +11,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "manyalloc/common/bits.hpp"
 #include "manyalloc/common/math.hpp"
 #include "manyalloc/common/report.hpp"
 #include "manyalloc/heap/acc/collectives.hpp"
@@ -122,20 +121,15 @@ class Scatter {
     if (bytes == 0) return nullptr;
     if (bytes <= pagesize) return Search::alloc(acc, layout_, static_cast<std::uint32_t>(bytes), same);
     const std::uint64_t pages = bytes / pagesize + (bytes % pagesize != 0 ? 1 : 0);
-    // Each worker starts its search for a run where its request would go if
-    // every warp asked for as many runs as its own (counted from the top of
-    // the pool, multi_page.hpp), and its lane by its rank among them: the
-    // same spread by demand as the small search's (search.hpp, hash), so
-    // concurrent large requests do not all scan and take the same pages
-    // ([Steinberger2012] expects few of them), and a launch with few of
-    // them per warp keeps them within warps x runs x pages of the top, away
-    // from the pages the small search splits. `same` holds the lanes asking
-    // for runs. The warp's place in its launch identifies it where warps exist;
-    // the processor is added only for host threads (search.hpp, processor_term).
-    const std::uint64_t lanes = bits::popcount(same);
-    const std::uint64_t rank = bits::popcount(same & bits::low_mask(acc.lane_id()));
-    const std::uint64_t place = static_cast<std::uint64_t>(acc.warp_id()) * lanes + rank;
-    return Multi::alloc(acc, layout_, pages, place * pages + Search::processor_term(acc));
+    // Each worker starts its search for a run where its own request would
+    // go if all workers asked for as much (counted from the top of the pool,
+    // multi_page.hpp), so concurrent large requests do not all scan and take
+    // the same pages ([Steinberger2012] expects few of them): every worker's
+    // start is its own. The worker's place in its launch identifies it where
+    // warps exist; the processor is added only for host threads (search.hpp,
+    // processor_term).
+    const std::uint64_t worker = static_cast<std::uint64_t>(acc.warp_id()) * Acc::warp_size + acc.lane_id();
+    return Multi::alloc(acc, layout_, pages, worker * pages + Search::processor_term(acc));
   }
 
   // Frees are combined per warp: the lanes freeing chunks whose bits share

@@ -3,11 +3,11 @@
 // search the whole page array instead, so a run may span access blocks and a
 // single request can use almost the whole heap (heaps > 4 GiB included).
 // Runs are placed from the top of the pool down, the small search's pages
-// from the active block up (block 0 first): the two meet only where the
-// runs asked for at once, or the small pages, fill most of the pool. Pages
-// split for small chunks stay split when their chunks are freed (I2
+// from the active block up (block 0 first): the two meet only where a run's
+// start window (its worker's place, scatter.hpp) reaches down to the pages
+// split for small chunks. Those stay split when their chunks are freed (I2
 // without resetfreedpages), so a run looking among them for unused pages
-// would step over them one window at a time.
+// steps over them one window at a time.
 //
 // A run wins each of its pages by a CAS of its chunk size to multi_page and
 // keeps that for the allocation's lifetime (I3), so the small-chunk path
