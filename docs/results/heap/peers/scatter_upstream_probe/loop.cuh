@@ -16,8 +16,6 @@ template <class H> __global__ void alloc_k(H h, void** p, unsigned n, unsigned b
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] = h.alloc(probe_size(i, bytes)); }
 template <class H> __global__ void free_k(H h, void** p, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) h.free(p[i]); }
-__global__ void nulls_k(void* const* p, unsigned n, unsigned* count) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n && p[i] == nullptr) atomicAdd(count, 1u); }
 // What the peers benchmark's check does between the launches
 // (heap/bench/peers/verify.cu): every chunk written and read back, device
 // arrays allocated and freed around kernels of their own, a synchronize.
